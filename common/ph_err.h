@@ -1,0 +1,28 @@
+/*
+ * ph_err.h: error codes of library-style modules (policy, parser, secrets),
+ * as OpenSSH's ssherr.h.  Functions return 0 or a negative PH_ERR_* code and
+ * callers test "if ((r = f()) != 0)".
+ */
+#ifndef PH_ERR_H
+#define PH_ERR_H
+
+#define PH_ERR_SUCCESS 0
+#define PH_ERR_INTERNAL -1 /* broken invariant */
+#define PH_ERR_ALLOC -2 /* out of memory */
+#define PH_ERR_INVALID -3 /* malformed input */
+#define PH_ERR_TOO_LONG -4 /* input longer than allowed */
+#define PH_ERR_NOT_FOUND -5 /* no such name, file or entry */
+#define PH_ERR_EXISTS -6 /* defined twice */
+#define PH_ERR_NON_ASCII -7 /* non-ASCII (IDN) host name */
+#define PH_ERR_PERM -8 /* unsafe permissions or ownership */
+#define PH_ERR_SYSTEM -9 /* system call failed, see errno */
+#define PH_ERR_POLICY -10 /* policy has errors (diagnostics say which) */
+#define PH_ERR_TIMEOUT -11 /* operation timed out */
+#define PH_ERR_ENCODED_SLASH -12 /* %2F or %5C in a path */
+#define PH_ERR_NUL -13 /* NUL or control character */
+#define PH_ERR_PORT -14 /* port missing or out of range */
+
+/* Returns a static description of a PH_ERR_* code. */
+const char *ph_err(int);
+
+#endif

@@ -1,0 +1,1092 @@
+/*
+ * policy.c: the rule model, its index, decisions and the second pass.
+ *
+ * Index: exact host names in one hash table, "*.suffix" rules in another
+ * keyed by suffix (a name with k labels costs k-1 look-ups: the reversed
+ * label trie, flattened), address blocks keyed by (family, prefix length,
+ * network) for each prefix length in use, and "*" rules in a plain list.
+ * A decision visits only the rules whose target can match the host, and
+ * keeps the lowest rule index seen, so no sorting is needed.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define POLICY_INTERNAL
+#include "common/ph_err.h"
+#include "common/xmalloc.h"
+#include "htab.h"
+#include "parse.h"
+#include "policy.h"
+
+#define NONE UINT32_MAX
+
+/* The index lists of each key (see htab.h). */
+enum {
+	L_ALLOW, /* allow rules, in file order */
+	L_DENY, /* deny rules */
+	L_PLAIN, /* allow rules without paths/methods: they can shadow */
+};
+#define MAX_DIAGS 200
+
+struct diag_item {
+	int warning;
+	const char *file;
+	unsigned line, col;
+	char *msg;
+};
+
+struct secret_loc {
+	const char *file;
+	unsigned line, col;
+};
+
+struct policy {
+	char **files;
+	size_t nfiles;
+	struct policy_rule *rules;
+	size_t nrules, caprules;
+	struct rule_target *targets;
+	size_t ntargets, captargets;
+	struct secret_store *secrets;
+	struct secret_loc *secret_locs;
+	char *log_path;
+	const char *log_file;
+	unsigned log_line;
+	unsigned timeout[POLICY_TIMEOUT_MAX];
+	struct htab *exact, *wild, *cidr, *resolve;
+	struct target_host *resolved;
+	size_t nresolved;
+	struct htab_list any[HTAB_LISTS]; /* "*" targets */
+	uint8_t plens[2][129]; /* prefix lengths in use, v4 and v6 */
+	unsigned nplens[2];
+	struct diag_item *diags;
+	size_t ndiags, nerrors, nwarnings;
+};
+
+/* Walks the index lists whose rules may match; see gather_host(). */
+typedef void gather_fn(void *arg, const struct htab_list *);
+
+struct policy *
+policy_new(void)
+{
+	struct policy *p = xcalloc(1, sizeof(*p));
+
+	p->secrets = secret_store_new();
+	p->timeout[POLICY_TIMEOUT_CONNECT] = 10 * 1000;
+	p->timeout[POLICY_TIMEOUT_HEAD] = 30 * 1000;
+	p->timeout[POLICY_TIMEOUT_IDLE] = 300 * 1000;
+	p->exact = htab_new();
+	p->wild = htab_new();
+	p->cidr = htab_new();
+	p->resolve = htab_new();
+	return p;
+}
+
+static void
+rule_free(struct policy_rule *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->npaths; i++)
+		free(r->paths[i]);
+	for (i = 0; i < r->nmethods; i++)
+		free(r->methods[i]);
+	for (i = 0; i < r->ninject; i++) {
+		free((char *)(uintptr_t)r->inject[i].header);
+		free((char *)(uintptr_t)r->inject[i].user);
+		free((char *)(uintptr_t)r->inject[i].secret_name);
+	}
+	for (i = 0; i < r->nplaceholder; i++) {
+		free((char *)(uintptr_t)r->placeholder[i].env);
+		free((char *)(uintptr_t)r->placeholder[i].secret_name);
+	}
+	free(r->paths);
+	free(r->methods);
+	free(r->inject);
+	free(r->placeholder);
+	free(r->inject_loc);
+	free(r->placeholder_loc);
+	free(r->upstream_ca);
+}
+
+void
+policy_free(struct policy *p)
+{
+	size_t i;
+
+	if (p == NULL)
+		return;
+	for (i = 0; i < p->nrules; i++)
+		rule_free(&p->rules[i]);
+	for (i = 0; i < p->ntargets; i++) {
+		free(p->targets[i].host);
+		free(p->targets[i].ports);
+	}
+	for (i = 0; i < p->ndiags; i++)
+		free(p->diags[i].msg);
+	for (i = 0; i < p->nfiles; i++)
+		free(p->files[i]);
+	free(p->rules);
+	free(p->targets);
+	free(p->files);
+	free(p->diags);
+	free(p->secret_locs);
+	free(p->log_path);
+	free(p->resolved);
+	for (i = 0; i < HTAB_LISTS; i++)
+		free(p->any[i].ids);
+	htab_free(p->exact);
+	htab_free(p->wild);
+	htab_free(p->cidr);
+	htab_free(p->resolve);
+	secret_store_free(p->secrets);
+	free(p);
+}
+
+void
+policy_diag_add(struct policy *p, int warning, const char *file, unsigned line,
+    unsigned col, const char *fmt, ...)
+{
+	struct diag_item *d;
+	va_list ap;
+
+	if (warning)
+		p->nwarnings++;
+	else
+		p->nerrors++;
+	if (p->ndiags == MAX_DIAGS)
+		return; /* counted, not kept: policy_report says so */
+	if ((p->ndiags & (p->ndiags - 1)) == 0)
+		p->diags = xreallocarray(
+		    p->diags, p->ndiags ? p->ndiags * 2 : 1, sizeof(*p->diags));
+	d = &p->diags[p->ndiags++];
+	d->warning = warning;
+	d->file = file;
+	d->line = line;
+	d->col = col;
+	va_start(ap, fmt);
+	if (vasprintf(&d->msg, fmt, ap) < 0)
+		d->msg = xstrdup("(message lost: out of memory)");
+	va_end(ap);
+}
+
+/* Index of FILE among the files read (NULL: after all of them). */
+static size_t
+file_rank(const struct policy *p, const char *file)
+{
+	size_t i;
+
+	for (i = 0; file != NULL && i < p->nfiles; i++)
+		if (p->files[i] == file)
+			return i;
+	return p->nfiles;
+}
+
+/*
+ * Second-pass findings come after the parse errors; sorting by place puts
+ * every diagnostic in reading order.  Insertion sort: it is stable, and
+ * there are at most MAX_DIAGS.
+ */
+static void
+diags_sort(struct policy *p)
+{
+	struct diag_item d;
+	size_t i, j, rank;
+
+	for (i = 1; i < p->ndiags; i++) {
+		d = p->diags[i];
+		rank = file_rank(p, d.file);
+		for (j = i; j > 0; j--) {
+			const struct diag_item *o = &p->diags[j - 1];
+			size_t orank = file_rank(p, o->file);
+
+			if (orank < rank ||
+			    (orank == rank &&
+			        (o->line < d.line ||
+			            (o->line == d.line && o->col <= d.col))))
+				break;
+			p->diags[j] = *o;
+		}
+		p->diags[j] = d;
+	}
+}
+
+void
+policy_report(const struct policy *p, policy_diag_fn *fn, void *arg)
+{
+	struct policy_diag d;
+	size_t i, total = p->nerrors + p->nwarnings;
+
+	for (i = 0; i < p->ndiags && fn != NULL; i++) {
+		d.warning = p->diags[i].warning;
+		d.file = p->diags[i].file;
+		d.line = p->diags[i].line;
+		d.col = p->diags[i].col;
+		d.msg = p->diags[i].msg;
+		fn(arg, &d);
+	}
+	if (total > p->ndiags && fn != NULL) {
+		d.warning = p->nerrors == 0;
+		d.file = NULL;
+		d.line = d.col = 0;
+		d.msg = "too many diagnostics; the rest are not shown";
+		fn(arg, &d);
+	}
+}
+
+size_t
+policy_error_count(const struct policy *p)
+{
+	return p->nerrors;
+}
+
+size_t
+policy_warning_count(const struct policy *p)
+{
+	return p->nwarnings;
+}
+
+const char *
+policy_intern_file(struct policy *p, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < p->nfiles; i++)
+		if (strcmp(p->files[i], name) == 0)
+			return p->files[i];
+	p->files = xreallocarray(p->files, p->nfiles + 1, sizeof(*p->files));
+	p->files[p->nfiles] = xstrdup(name);
+	return p->files[p->nfiles++];
+}
+
+struct policy_rule *
+policy_rule_add(
+    struct policy *p, int deny, const char *file, unsigned line, unsigned col)
+{
+	struct policy_rule *r;
+
+	if (p->nrules == p->caprules) {
+		p->caprules = p->caprules ? p->caprules * 2 : 16;
+		p->rules =
+		    xreallocarray(p->rules, p->caprules, sizeof(*p->rules));
+	}
+	r = &p->rules[p->nrules];
+	memset(r, 0, sizeof(*r));
+	r->deny = deny;
+	r->file = file;
+	r->line = line;
+	r->col = col;
+	r->index = p->nrules++;
+	r->first_target = p->ntargets;
+	return r;
+}
+
+struct rule_target *
+policy_target_add(struct policy *p, struct policy_rule *r)
+{
+	struct rule_target *t;
+
+	if (p->ntargets == p->captargets) {
+		p->captargets = p->captargets ? p->captargets * 2 : 16;
+		p->targets = xreallocarray(
+		    p->targets, p->captargets, sizeof(*p->targets));
+	}
+	t = &p->targets[p->ntargets++];
+	memset(t, 0, sizeof(*t));
+	t->rule = r->index;
+	r->ntargets++;
+	return t;
+}
+
+int
+policy_set_log(struct policy *p, const char *path, const char *file,
+    unsigned line, unsigned col)
+{
+	if (p->log_path != NULL) {
+		policy_diag_add(p, 0, file, line, col,
+		    "log is already set at %s:%u", p->log_file, p->log_line);
+		return PH_ERR_EXISTS;
+	}
+	p->log_path = xstrdup(path);
+	p->log_file = file;
+	p->log_line = line;
+	return 0;
+}
+
+void
+policy_set_timeout(struct policy *p, enum policy_timeout which, unsigned ms)
+{
+	p->timeout[which] = ms;
+}
+
+int
+policy_resolve_add(struct policy *p, const char *host,
+    const struct target_host *addrs, size_t n)
+{
+	size_t i;
+
+	if (htab_find(p->resolve, host, strlen(host)) != NULL)
+		return PH_ERR_EXISTS;
+	p->resolved =
+	    xreallocarray(p->resolved, p->nresolved + n, sizeof(*p->resolved));
+	for (i = 0; i < n; i++) {
+		p->resolved[p->nresolved] = addrs[i];
+		htab_add(p->resolve, host, strlen(host), 0, p->nresolved++);
+	}
+	return 0;
+}
+
+int
+policy_secret_define(struct policy *p, const char *name, enum secret_source src,
+    const char *const *argv, size_t argc, const char *file, unsigned line,
+    unsigned col, const char **prev_file, unsigned *prev_line)
+{
+	size_t i, n = secret_store_count(p->secrets);
+	int r;
+
+	if ((r = secret_store_define(p->secrets, name, src, argv, argc)) != 0) {
+		for (i = 0; i < n; i++)
+			if (strcmp(secret_name(secret_store_get(p->secrets, i)),
+			        name) == 0) {
+				*prev_file = p->secret_locs[i].file;
+				*prev_line = p->secret_locs[i].line;
+			}
+		return r;
+	}
+	p->secret_locs =
+	    xreallocarray(p->secret_locs, n + 1, sizeof(*p->secret_locs));
+	p->secret_locs[n].file = file;
+	p->secret_locs[n].line = line;
+	p->secret_locs[n].col = col;
+	return 0;
+}
+
+/* Writes the decision's one-line reason; long host names are cut. */
+static void reasonf(struct policy_decision *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+reasonf(struct policy_decision *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* --- matching ---------------------------------------------------------- */
+
+int
+policy_path_match(const char *pat, const char *path)
+{
+	const char *star = NULL, *resume = NULL;
+
+	/* Greedy-free glob: on mismatch, let the last '*' eat one more byte. */
+	while (*path != '\0') {
+		if (*pat == '*') {
+			star = ++pat;
+			resume = path;
+		} else if (*pat == *path) {
+			pat++;
+			path++;
+		} else if (star != NULL) {
+			pat = star;
+			path = ++resume;
+		} else
+			return 0;
+	}
+	while (*pat == '*')
+		pat++;
+	return *pat == '\0';
+}
+
+static int
+ports_contain(const struct rule_target *t, uint16_t port)
+{
+	size_t i;
+
+	for (i = 0; i < t->nports; i++)
+		if (port >= t->ports[i].lo && port <= t->ports[i].hi)
+			return 1;
+	return 0;
+}
+
+/* Are all of B's ports in A's?  Both lists are sorted and merged. */
+static int
+ports_superset(const struct rule_target *a, const struct rule_target *b)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < b->nports; i++) {
+		while (j < a->nports && a->ports[j].hi < b->ports[i].lo)
+			j++;
+		if (j == a->nports || a->ports[j].lo > b->ports[i].lo ||
+		    a->ports[j].hi < b->ports[i].hi)
+			return 0;
+	}
+	return 1;
+}
+
+static int
+rule_constrained(const struct policy_rule *r)
+{
+	return r->npaths > 0 || r->nmethods > 0;
+}
+
+static int
+rule_intercepts(const struct policy_rule *r)
+{
+	return rule_constrained(r) || r->ninject > 0 || r->nplaceholder > 0;
+}
+
+static int
+method_match(const struct policy_rule *r, const char *method)
+{
+	size_t i;
+
+	if (r->nmethods == 0)
+		return 1;
+	for (i = 0; i < r->nmethods; i++)
+		if (strcmp(r->methods[i], method) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+paths_match(const struct policy_rule *r, const char *path)
+{
+	size_t i;
+
+	if (r->npaths == 0)
+		return 1;
+	for (i = 0; i < r->npaths; i++)
+		if (policy_path_match(r->paths[i], path))
+			return 1;
+	return 0;
+}
+
+static void
+cidr_key(
+    uint8_t *key, size_t *len, int family, const uint8_t *addr, unsigned plen)
+{
+	size_t n = (plen + 7) / 8;
+
+	key[0] = family;
+	key[1] = plen;
+	memcpy(key + 2, addr, n);
+	if (plen % 8)
+		key[1 + n] &= 0xff << (8 - plen % 8);
+	*len = 2 + n;
+}
+
+/* Visits the lists of address rules whose block holds ADDR, up to MAXLEN. */
+static void
+gather_addr(const struct policy *p, int family, const uint8_t *addr,
+    unsigned maxlen, gather_fn *fn, void *arg)
+{
+	const struct htab_list *l;
+	uint8_t key[18];
+	size_t klen;
+	unsigned i, f = family == 4 ? 0 : 1;
+
+	for (i = 0; i < p->nplens[f]; i++) {
+		if (p->plens[f][i] > maxlen)
+			continue;
+		cidr_key(key, &klen, family, addr, p->plens[f][i]);
+		if ((l = htab_find(p->cidr, key, klen)) != NULL)
+			fn(arg, l);
+	}
+}
+
+/* Visits the wildcard lists of every proper suffix of NAME. */
+static void
+gather_suffixes(const struct policy *p, const char *name, size_t len,
+    gather_fn *fn, void *arg)
+{
+	const struct htab_list *l;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (name[i] != '.')
+			continue;
+		if ((l = htab_find(p->wild, name + i + 1, len - i - 1)) != NULL)
+			fn(arg, l);
+	}
+}
+
+static void
+gather_any(const struct policy *p, gather_fn *fn, void *arg)
+{
+	if (p->any[L_ALLOW].n > 0 || p->any[L_DENY].n > 0)
+		fn(arg, p->any);
+}
+
+/* Visits every index list whose targets may match host H. */
+static void
+gather_host(const struct policy *p, const struct target_host *h, gather_fn *fn,
+    void *arg)
+{
+	const struct htab_list *l;
+
+	if (h->kind == TARGET_NAME) {
+		if ((l = htab_find(p->exact, h->name, h->len)) != NULL)
+			fn(arg, l);
+		gather_suffixes(p, h->name, h->len, fn, arg);
+	} else
+		gather_addr(p, h->kind == TARGET_V4 ? 4 : 6, h->addr,
+		    h->kind == TARGET_V4 ? 32 : 128, fn, arg);
+	gather_any(p, fn, arg);
+}
+
+struct cand {
+	const struct policy *p;
+	const struct policy_request *req;
+	uint32_t deny, allow, near_target, near_host;
+	uint32_t allow_tid; /* the target through which ALLOW matched */
+	int deny_constrained;
+};
+
+static void
+consider_deny(struct cand *c, uint32_t tid)
+{
+	const struct rule_target *t = &c->p->targets[tid];
+	const struct policy_rule *r = &c->p->rules[t->rule];
+	const struct policy_request *q = c->req;
+
+	if (r->index > c->deny || !ports_contain(t, q->port))
+		return;
+	if (q->method == NULL && rule_constrained(r))
+		c->deny_constrained = 1;
+	else if (q->method == NULL ||
+	    (method_match(r, q->method) && paths_match(r, q->path)))
+		c->deny = r->index;
+}
+
+static void
+consider_allow(struct cand *c, uint32_t tid)
+{
+	const struct rule_target *t = &c->p->targets[tid];
+	const struct policy_rule *r = &c->p->rules[t->rule];
+	const struct policy_request *q = c->req;
+
+	if (r->index < c->near_host)
+		c->near_host = r->index;
+	if (!ports_contain(t, q->port))
+		return;
+	if (r->index < c->near_target)
+		c->near_target = r->index;
+	if (q->method == NULL ||
+	    (method_match(r, q->method) && paths_match(r, q->path))) {
+		c->allow = r->index;
+		c->allow_tid = tid;
+	}
+}
+
+/*
+ * Every deny of the key is seen; allows come in file order, so the scan
+ * stops at the first rule not earlier than the best allow found so far.
+ */
+static void
+consider_lists(void *arg, const struct htab_list *l)
+{
+	struct cand *c = arg;
+	uint32_t i, tid;
+
+	for (i = 0; i < l[L_DENY].n; i++)
+		consider_deny(c, l[L_DENY].ids[i]);
+	for (i = 0; i < l[L_ALLOW].n; i++) {
+		tid = l[L_ALLOW].ids[i];
+		if (c->p->targets[tid].rule >= c->allow)
+			break;
+		consider_allow(c, tid);
+	}
+}
+
+static void
+explain_miss(
+    const struct policy *p, const struct cand *c, struct policy_decision *d)
+{
+	const struct policy_request *q = c->req;
+	const struct policy_rule *r;
+
+	if (c->near_target != NONE) {
+		r = &p->rules[c->near_target];
+		if (!method_match(r, q->method))
+			reasonf(d, "method %s is not allowed by rule %s:%u",
+			    q->method, r->file, r->line);
+		else
+			reasonf(d, "path %s is not allowed by rule %s:%u",
+			    q->path, r->file, r->line);
+	} else if (c->near_host != NONE) {
+		r = &p->rules[c->near_host];
+		reasonf(d, "port %u is not allowed for %s (rule %s:%u)",
+		    q->port, q->host->name, r->file, r->line);
+	} else
+		reasonf(d,
+		    q->host->kind == TARGET_V6 ? "no rule allows [%s]:%u"
+		                               : "no rule allows %s:%u",
+		    q->host->name, q->port);
+}
+
+static void
+decide_allow(const struct policy_rule *r, const struct cand *c,
+    struct policy_decision *d)
+{
+	int plain = c->req->method != NULL && !c->req->tls;
+
+	d->rule = r;
+	d->rule_file = r->file;
+	d->rule_line = r->line;
+	if (plain && r->ninject > 0) {
+		reasonf(d,
+		    "credentials are never sent over plain HTTP (rule %s:%u)",
+		    r->file, r->line);
+		return;
+	}
+	d->verdict = POLICY_ALLOW; /* no reason text: the rule says it */
+	d->intercept = c->req->method == NULL &&
+	    (rule_intercepts(r) || c->deny_constrained);
+	/* An address rule names the very address: private or not, it is meant. */
+	d->allow_private =
+	    r->private_ok || c->p->targets[c->allow_tid].kind == RT_CIDR;
+	d->upstream_ca = r->upstream_ca;
+	d->inject = r->inject;
+	d->ninject = r->ninject;
+	/* Stand-ins are swapped only inside TLS, never in plain HTTP. */
+	d->placeholder = plain ? NULL : r->placeholder;
+	d->nplaceholder = plain ? 0 : r->nplaceholder;
+}
+
+enum policy_verdict
+policy_decide(const struct policy *p, const struct policy_request *req,
+    struct policy_decision *d)
+{
+	struct cand c = {p, req, NONE, NONE, NONE, NONE, NONE, 0};
+	const struct policy_rule *r;
+
+	memset(d, 0, sizeof(*d));
+	d->verdict = POLICY_DENY;
+	gather_host(p, req->host, consider_lists, &c);
+	if (c.deny != NONE) {
+		r = &p->rules[c.deny];
+		d->rule = r;
+		d->rule_file = r->file;
+		d->rule_line = r->line;
+		reasonf(d, "denied by rule %s:%u", r->file, r->line);
+	} else if (c.allow == NONE)
+		explain_miss(p, &c, d);
+	else
+		decide_allow(&p->rules[c.allow], &c, d);
+	return d->verdict;
+}
+
+/* --- index and second pass --------------------------------------------- */
+
+static void
+plen_note(struct policy *p, int family, unsigned plen)
+{
+	unsigned f = family == 4 ? 0 : 1, i;
+
+	for (i = 0; i < p->nplens[f]; i++)
+		if (p->plens[f][i] == plen)
+			return;
+	p->plens[f][p->nplens[f]++] = plen;
+}
+
+static void
+list_push(struct htab_list *l, uint32_t id)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 4;
+		l->ids = xreallocarray(l->ids, l->cap, sizeof(*l->ids));
+	}
+	l->ids[l->n++] = id;
+}
+
+/* Files target TID of rule R under KEY in TAB (or the "*" lists). */
+static void
+index_add(struct policy *p, struct htab *tab, const void *key, size_t len,
+    const struct policy_rule *r, uint32_t tid)
+{
+	unsigned which[2] = {r->deny ? L_DENY : L_ALLOW, L_PLAIN};
+	unsigned i, n = !r->deny && !rule_constrained(r) ? 2 : 1;
+
+	for (i = 0; i < n; i++) {
+		if (tab == NULL)
+			list_push(&p->any[which[i]], tid);
+		else
+			htab_add(tab, key, len, which[i], tid);
+	}
+}
+
+/* Targets are in file order, so every list comes out sorted by rule. */
+static void
+index_build(struct policy *p)
+{
+	const struct rule_target *t;
+	const struct policy_rule *r;
+	uint8_t key[18];
+	size_t i, klen;
+
+	for (i = 0; i < p->ntargets; i++) {
+		t = &p->targets[i];
+		r = &p->rules[t->rule];
+		switch (t->kind) {
+		case RT_ANY:
+			index_add(p, NULL, NULL, 0, r, i);
+			break;
+		case RT_EXACT:
+			index_add(p, p->exact, t->host, strlen(t->host), r, i);
+			break;
+		case RT_WILD:
+			index_add(p, p->wild, t->host, strlen(t->host), r, i);
+			break;
+		case RT_CIDR:
+			cidr_key(key, &klen, t->family, t->addr, t->plen);
+			index_add(p, p->cidr, key, klen, r, i);
+			plen_note(p, t->family, t->plen);
+			break;
+		}
+	}
+}
+
+/* Visits the lists whose targets cover every host that T covers. */
+static void
+gather_covering(const struct policy *p, const struct rule_target *t,
+    gather_fn *fn, void *arg)
+{
+	const struct htab_list *l;
+	const char *h = t->host;
+
+	switch (t->kind) {
+	case RT_EXACT:
+	case RT_WILD:
+		l = htab_find(
+		    t->kind == RT_EXACT ? p->exact : p->wild, h, strlen(h));
+		if (l != NULL)
+			fn(arg, l);
+		gather_suffixes(p, h, strlen(h), fn, arg);
+		break;
+	case RT_CIDR:
+		gather_addr(p, t->family, t->addr, t->plen, fn, arg);
+		break;
+	case RT_ANY:
+		break;
+	}
+	gather_any(p, fn, arg);
+}
+
+struct cover {
+	const struct policy *p;
+	const struct rule_target *t;
+	uint32_t self, deny, allow;
+};
+
+/* Looks for a deny, or an earlier plain allow, covering target C->T. */
+static void
+cover_lists(void *arg, const struct htab_list *l)
+{
+	struct cover *c = arg;
+	const struct rule_target *o;
+	const struct policy_rule *r;
+	uint32_t i;
+
+	for (i = 0; i < l[L_DENY].n; i++) {
+		o = &c->p->targets[l[L_DENY].ids[i]];
+		r = &c->p->rules[o->rule];
+		if (!rule_constrained(r) && r->index < c->deny &&
+		    ports_superset(o, c->t))
+			c->deny = r->index;
+	}
+	for (i = 0; i < l[L_PLAIN].n; i++) {
+		o = &c->p->targets[l[L_PLAIN].ids[i]];
+		if (o->rule >= c->self || o->rule >= c->allow)
+			break;
+		if (ports_superset(o, c->t))
+			c->allow = o->rule;
+	}
+}
+
+static void
+check_shadowed(struct policy *p, const struct policy_rule *r)
+{
+	struct cover c;
+	uint32_t i, deny = NONE, allow = NONE, by_deny = 0;
+
+	if (r->ntargets == 0)
+		return; /* every target had an error */
+	for (i = 0; i < r->ntargets; i++) {
+		c.p = p;
+		c.t = &p->targets[r->first_target + i];
+		c.self = r->index;
+		c.deny = c.allow = NONE;
+		gather_covering(p, c.t, cover_lists, &c);
+		if (c.deny == NONE && c.allow == NONE)
+			return;
+		by_deny += c.deny != NONE;
+		if (deny == NONE)
+			deny = c.deny;
+		if (allow == NONE)
+			allow = c.allow;
+	}
+	if (by_deny == r->ntargets)
+		policy_diag_add(p, 1, r->file, r->line, r->col,
+		    "this allow can never match: the deny at %s:%u covers it",
+		    p->rules[deny].file, p->rules[deny].line);
+	else
+		policy_diag_add(p, 1, r->file, r->line, r->col,
+		    "this allow never decides: the earlier allow at %s:%u "
+		    "matches everything it matches (move it before that rule)",
+		    p->rules[allow].file, p->rules[allow].line);
+}
+
+static int
+only_port_80(const struct policy *p, const struct policy_rule *r)
+{
+	const struct rule_target *t;
+	uint32_t i;
+
+	for (i = 0; i < r->ntargets; i++) {
+		t = &p->targets[r->first_target + i];
+		if (t->nports != 1 || t->ports[0].lo != 80 ||
+		    t->ports[0].hi != 80)
+			return 0;
+	}
+	return 1;
+}
+
+static struct secret *
+secret_ref(struct policy *p, const struct policy_rule *r,
+    const struct policy_loc *loc, const char *name)
+{
+	struct secret *s;
+	const char *best = NULL;
+	unsigned d, bestd = 3;
+	size_t i;
+
+	if ((s = secret_store_find(p->secrets, name)) != NULL) {
+		secret_mark_used(s);
+		return s;
+	}
+	for (i = 0; i < secret_store_count(p->secrets); i++) {
+		const char *n = secret_name(secret_store_get(p->secrets, i));
+
+		if ((d = parse_distance(name, n)) < bestd) {
+			bestd = d;
+			best = n;
+		}
+	}
+	if (best != NULL)
+		policy_diag_add(p, 0, r->file, loc->line, loc->col,
+		    "undefined secret '%s'; did you mean '%s'?", name, best);
+	else
+		policy_diag_add(p, 0, r->file, loc->line, loc->col,
+		    "undefined secret '%s'; define it with 'secret %s file "
+		    "PATH' (or env, exec)",
+		    name, name);
+	return NULL;
+}
+
+/* Secrets may be defined after use or in another file: resolve at the end. */
+static void
+check_secrets_of(struct policy *p, struct policy_rule *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->ninject; i++)
+		r->inject[i].secret = secret_ref(
+		    p, r, &r->inject_loc[i], r->inject[i].secret_name);
+	for (i = 0; i < r->nplaceholder; i++)
+		r->placeholder[i].secret = secret_ref(p, r,
+		    &r->placeholder_loc[i], r->placeholder[i].secret_name);
+}
+
+/* The first binding of ENV in rules before rule END, and its rule. */
+static const struct policy_placeholder *
+placeholder_before(
+    const struct policy *p, size_t end, const char *env, size_t *rule)
+{
+	size_t i, k;
+
+	for (i = 0; i < end; i++)
+		for (k = 0; k < p->rules[i].nplaceholder; k++)
+			if (strcmp(p->rules[i].placeholder[k].env, env) == 0) {
+				*rule = i;
+				return &p->rules[i].placeholder[k];
+			}
+	return NULL;
+}
+
+/*
+ * One ENV, one secret: the sandbox sees a single stand-in per variable, so
+ * two rules may not bind one variable to different secrets.
+ */
+static void
+check_placeholders(struct policy *p)
+{
+	const struct policy_placeholder *a, *b;
+	const struct policy_rule *ra, *rb;
+	size_t i, j, k;
+
+	for (i = 0; i < p->nrules; i++) {
+		ra = &p->rules[i];
+		for (k = 0; k < ra->nplaceholder; k++) {
+			a = &ra->placeholder[k];
+			if ((b = placeholder_before(p, i, a->env, &j)) ==
+			        NULL ||
+			    strcmp(a->secret_name, b->secret_name) == 0)
+				continue;
+			rb = &p->rules[j];
+			policy_diag_add(p, 0, ra->file,
+			    ra->placeholder_loc[k].line,
+			    ra->placeholder_loc[k].col,
+			    "placeholder %s is "
+			    "already bound to secret '%s' at %s:%u",
+			    a->env, b->secret_name, rb->file, rb->line);
+		}
+	}
+}
+
+static void
+check_rule(struct policy *p, struct policy_rule *r)
+{
+	check_secrets_of(p, r);
+	if (r->deny)
+		return;
+	if (r->ninject > 0 && only_port_80(p, r))
+		policy_diag_add(p, 1, r->file, r->line, r->col,
+		    "inject can never apply: this rule allows only port 80, "
+		    "and "
+		    "credentials are never sent over plain HTTP");
+	if (r->upstream_ca != NULL && !rule_intercepts(r))
+		policy_diag_add(p, 1, r->file, r->line, r->upstream_ca_col,
+		    "upstream-ca has no effect: this rule does not intercept "
+		    "(add paths, methods, inject or placeholder)");
+	check_shadowed(p, r);
+}
+
+static void
+check_unused_secrets(struct policy *p)
+{
+	struct secret *s;
+	size_t i;
+
+	for (i = 0; i < secret_store_count(p->secrets); i++) {
+		s = secret_store_get(p->secrets, i);
+		if (!secret_used(s))
+			policy_diag_add(p, 1, p->secret_locs[i].file,
+			    p->secret_locs[i].line, p->secret_locs[i].col,
+			    "secret '%s' is never used", secret_name(s));
+	}
+}
+
+size_t
+policy_finish(struct policy *p)
+{
+	size_t i;
+
+	index_build(p);
+	for (i = 0; i < p->nrules; i++)
+		check_rule(p, &p->rules[i]);
+	check_placeholders(p);
+	check_unused_secrets(p);
+	diags_sort(p);
+	return p->nerrors;
+}
+
+/* --- loading and accessors --------------------------------------------- */
+
+static int
+load_finish(
+    struct policy *p, policy_diag_fn *diag, void *arg, struct policy **out)
+{
+	policy_finish(p);
+	policy_report(p, diag, arg);
+	if (p->nerrors > 0) {
+		policy_free(p);
+		*out = NULL;
+		return PH_ERR_POLICY;
+	}
+	*out = p;
+	return 0;
+}
+
+int
+policy_load(const char *const *files, size_t nfiles, policy_diag_fn *diag,
+    void *arg, struct policy **out)
+{
+	struct policy *p = policy_new();
+	struct parse_state *st = parse_state_new(p);
+	size_t i;
+
+	for (i = 0; i < nfiles; i++)
+		parse_file(st, files[i]);
+	parse_state_free(st);
+	return load_finish(p, diag, arg, out);
+}
+
+int
+policy_load_string(const char *file, const char *text, size_t len,
+    policy_diag_fn *diag, void *arg, struct policy **out)
+{
+	struct policy *p = policy_new();
+	struct parse_state *st = parse_state_new(p);
+
+	parse_buffer(st, file, text, len);
+	parse_state_free(st);
+	return load_finish(p, diag, arg, out);
+}
+
+struct secret_store *
+policy_secrets(const struct policy *p)
+{
+	return p->secrets;
+}
+
+const char *
+policy_log_path(const struct policy *p)
+{
+	return p->log_path;
+}
+
+unsigned
+policy_timeout(const struct policy *p, enum policy_timeout which)
+{
+	return which < POLICY_TIMEOUT_MAX ? p->timeout[which] : 0;
+}
+
+size_t
+policy_resolve(const struct policy *p, const char *host,
+    struct target_host *out, size_t max)
+{
+	const struct htab_list *l = htab_find(p->resolve, host, strlen(host));
+	size_t i;
+
+	if (l == NULL)
+		return 0;
+	for (i = 0; i < l[0].n && i < max; i++)
+		out[i] = p->resolved[l[0].ids[i]];
+	return l[0].n;
+}
+
+size_t
+policy_rule_count(const struct policy *p)
+{
+	return p->nrules;
+}
+
+const struct policy_rule *
+policy_rule_at(const struct policy *p, size_t i)
+{
+	return i < p->nrules ? &p->rules[i] : NULL;
+}
+
+const struct rule_target *
+policy_target_at(const struct policy *p, size_t i)
+{
+	return i < p->ntargets ? &p->targets[i] : NULL;
+}

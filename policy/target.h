@@ -1,0 +1,83 @@
+/*
+ * target.h: normalisation of what a request names: host, port, authority,
+ * URL and path.  Both the policy parser (for rule targets) and the proxy
+ * (for requests from the sandbox) go through these functions, so that a
+ * rule and a request are always compared in one canonical form.
+ *
+ * Nothing here allocates; callers pass the buffers.
+ */
+#ifndef PH_TARGET_H
+#define PH_TARGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest host name (RFC 1035) plus NUL. */
+#define TARGET_HOST_MAX 254
+
+enum target_kind {
+	TARGET_NAME, /* a DNS name, lower case, no trailing dot */
+	TARGET_V4, /* an IPv4 address (also from IPv4-mapped IPv6) */
+	TARGET_V6, /* an IPv6 address */
+};
+
+struct target_host {
+	enum target_kind kind;
+	size_t len; /* strlen(name) */
+	char name[TARGET_HOST_MAX]; /* canonical text, no brackets */
+	uint8_t addr[16]; /* V4: first 4 bytes; V6: all 16 */
+};
+
+/*
+ * Normalises host S of LEN bytes (no port; IPv6 with or without brackets).
+ * Names: one trailing dot removed, lower-cased, letters, digits, '-' and
+ * '_' in labels of 1-63 bytes, at most 253 bytes.  A name whose last label
+ * is numeric is parsed as IPv4 the way browsers do (WHATWG URL): "127.1",
+ * "0x7f.0.0.1", "0177.0.0.1" and "2130706433" all give 127.0.0.1.
+ * IPv4-mapped IPv6 (::ffff:a.b.c.d) becomes the IPv4 address.
+ * Returns 0, PH_ERR_NON_ASCII for a byte >= 0x80 (IDN), PH_ERR_TOO_LONG, or
+ * PH_ERR_INVALID.
+ */
+int target_host_parse(const char *s, size_t len, struct target_host *out);
+
+/* Parses a decimal port 1-65535.  Returns 0 or PH_ERR_PORT. */
+int target_port_parse(const char *s, size_t len, uint16_t *port);
+
+/*
+ * Parses an authority "host", "host:port", "[v6]" or "[v6]:port" (no
+ * userinfo).  *port is 0 when absent.  Returns 0 or a PH_ERR_* code.
+ */
+int target_authority_parse(
+    const char *s, size_t len, struct target_host *h, uint16_t *port);
+
+/*
+ * Normalises the path of a request target IN (LEN bytes, starting with
+ * '/'), stopping at '?' or '#': percent-decodes once, merges repeated
+ * slashes and resolves "." and ".." segments (RFC 3986 5.2.4; ".." never
+ * climbs above "/").  Writes a NUL-terminated result of at most LEN + 1
+ * bytes into OUT (OUTSZ >= LEN + 2 always suffices).
+ * Returns 0; PH_ERR_ENCODED_SLASH for %2F, %5C or a raw backslash;
+ * PH_ERR_NUL for NUL or a control character, raw or encoded; PH_ERR_INVALID
+ * for a bad escape, a raw space or non-ASCII byte, or no leading '/';
+ * PH_ERR_TOO_LONG if OUT is too small.
+ */
+int target_path_normalise(const char *in, size_t len, char *out, size_t outsz);
+
+struct target_url {
+	int tls; /* 1 for https, 0 for http */
+	struct target_host host;
+	uint16_t port; /* explicit, or 80 / 443 by scheme */
+};
+
+/*
+ * Parses an absolute URL "http[s]://authority[/path][?query][#frag]" (no
+ * userinfo) and writes its normalised path (query removed) into PATH.
+ * Returns 0 or a PH_ERR_* code (see target_path_normalise).
+ */
+int target_url_parse(
+    const char *s, size_t len, struct target_url *u, char *path, size_t pathsz);
+
+/* Returns a static reason for a PH_ERR_* code from this module. */
+const char *target_strerror(int);
+
+#endif

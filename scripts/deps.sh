@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages pinhole needs to build, test and fuzz.
+# Runs apt-get only when something is missing, so repeated runs are quick.
+set -euo pipefail
+
+PACKAGES=(
+	build-essential cmake pkg-config	# compiler and build system
+	libevent-dev				# event loop of the proxy
+	libssl-dev				# TLS, per-run CA (OpenSSL 3)
+	libc-ares-dev				# asynchronous DNS in the proxy
+	libnl-3-dev libnl-route-3-dev		# netlink: lo up in the sandbox
+	libcmocka-dev				# unit tests
+	clang libclang-rt-dev			# libFuzzer targets
+	clang-format				# style check in the test command
+	groff-base man-db			# man page rendering check
+	curl git				# clients for integration tests
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+	exit 0
+fi
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q </dev/null
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null

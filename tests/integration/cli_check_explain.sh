@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# CLI tests of `pinhole check` and `pinhole explain`: output and exit codes.
+# usage: cli_check_explain.sh PATH-TO-PINHOLE   (PH_SRCDIR: source tree)
+set -uo pipefail
+PINHOLE=${1:?usage: $0 PATH-TO-PINHOLE}
+SRC=${PH_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$SRC" || exit 1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# run NAME WANT-STATUS CMD...: runs CMD, keeps stdout/stderr in $out/$err.
+run() {
+	local name=$1 want=$2
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	status=$?
+	out=$(cat "$tmp/out")
+	err=$(cat "$tmp/err")
+	if [ "$status" -ne "$want" ]; then
+		bad "$name: exit $status, want $want"
+		echo "  stdout: $out"
+		echo "  stderr: $err"
+		return 1
+	fi
+	ok
+}
+
+expect() {	# expect NAME TEXT PATTERN: grep -E PATTERN in TEXT
+	if grep -qE -- "$3" <<<"$2"; then ok; else
+		bad "$1: no match for /$3/ in:"
+		echo "$2" | sed 's/^/  | /'
+	fi
+}
+
+refuse() {	# refuse NAME TEXT PATTERN: PATTERN must not be in TEXT
+	if grep -qE -- "$3" <<<"$2"; then
+		bad "$1: unexpected /$3/ in:"
+		echo "$2" | sed 's/^/  | /'
+	else ok; fi
+}
+
+# --- general --------------------------------------------------------------
+run version 0 "$PINHOLE" --version && expect version "$out" '^pinhole [0-9]+\.'
+run help 0 "$PINHOLE" --help && expect help "$out" 'check' &&
+	expect help "$out" 'explain'
+run no-command 2 "$PINHOLE"
+run unknown-command 2 "$PINHOLE" frobnicate &&
+	expect unknown-command "$err" "unknown command 'frobnicate'"
+run check-help 0 "$PINHOLE" check --help && expect check-help "$out" '--secrets'
+run explain-help 0 "$PINHOLE" explain --help && expect explain-help "$out" 'TARGET'
+
+# --- check ----------------------------------------------------------------
+run check-conf 0 "$PINHOLE" check conf/pinhole.conf conf/profiles/*.conf
+expect check-conf "$out" '^conf/pinhole.conf: ok, [0-9]+ rules'
+expect check-conf "$out" '^conf/profiles/github.conf: ok'
+refuse check-conf "$err" 'warning|error'
+run check-combined 0 "$PINHOLE" check -p conf/profiles/pypi.conf \
+	-p conf/profiles/crates.conf
+expect check-combined "$out" 'pypi.conf \+ conf/profiles/crates.conf: ok, 6 rules'
+run check-none 2 "$PINHOLE" check
+run check-badopt 2 "$PINHOLE" check --bogus
+
+cat >"$tmp/three.conf" <<'CONF'
+alow pypi.org
+allow example.com:99999
+allow 10.0.0.1/8
+CONF
+run check-three 1 "$PINHOLE" check "$tmp/three.conf"
+n=$(grep -cE "^$tmp/three.conf:[0-9]+:[0-9]+: " <<<"$err")
+[ "$n" -eq 3 ] && ok || bad "check-three: $n diagnostics, want 3"
+expect check-three "$err" "three.conf:1:1: unknown keyword 'alow'; did you mean 'allow'\?"
+expect check-three "$err" "three.conf:2:7: bad port '99999'"
+expect check-three "$err" "three.conf:3:7: '10.0.0.1/8' has host bits set; did you mean '10.0.0.0/8'\?"
+expect check-three "$out" '3 errors'
+run check-quiet 1 "$PINHOLE" check -q "$tmp/three.conf"
+[ -z "$out" ] && ok || bad "check -q printed to stdout: $out"
+
+cat >"$tmp/warn.conf" <<'CONF'
+secret spare env SPARE_TOKEN
+deny *.example.com
+allow a.example.com
+CONF
+run check-warn 0 "$PINHOLE" check "$tmp/warn.conf"
+expect check-warn "$err" 'warn.conf:3:1: warning: this allow can never match'
+expect check-warn "$err" "warn.conf:1:8: warning: secret 'spare' is never used"
+expect check-warn "$out" '2 warnings'
+run check-missing 1 "$PINHOLE" check "$tmp/nonexistent.conf"
+expect check-missing "$err" 'nonexistent.conf: cannot open: No such file'
+
+# --secrets: permissions refused, value never printed
+value="s3cr3t-$$-value"
+printf '%s\n' "$value" >"$tmp/token"
+chmod 644 "$tmp/token"
+cat >"$tmp/sec.conf" <<CONF
+secret tok file token
+allow api.test:443 { inject bearer tok }
+CONF
+run check-nosecrets 0 "$PINHOLE" check "$tmp/sec.conf"
+run check-secrets-perm 1 "$PINHOLE" check --secrets "$tmp/sec.conf"
+expect check-secrets-perm "$err" 'secret tok: .*token is mode 0644; it must be 0600 or 0400'
+chmod 600 "$tmp/token"
+run check-secrets-ok 0 "$PINHOLE" check --secrets "$tmp/sec.conf"
+expect check-secrets-ok "$out" 'secrets loaded'
+refuse check-secrets-ok "$out$err" "$value"
+
+# --- explain ----------------------------------------------------------------
+ghline=$(grep -n '^allow github.com:443 {' conf/pinhole.conf | head -1 | cut -d: -f1)
+run explain-github 0 "$PINHOLE" explain -p conf/pinhole.conf \
+	https://github.com/acme/widgets.git/info/refs
+[ "$(head -1 <<<"$out")" = allow ] && ok || bad "explain-github: first line"
+expect explain-github "$out" "^rule: conf/pinhole.conf:$ghline\$"
+expect explain-github "$out" '^intercept: yes'
+expect explain-github "$out" 'from secret gh-token'
+run explain-traversal 1 "$PINHOLE" explain -p conf/pinhole.conf \
+	'https://github.com/acme/widgets.git/../secret.git/info/refs'
+[ "$(head -1 <<<"$out")" = deny ] && ok || bad "explain-traversal: first line"
+expect explain-traversal "$out" 'path /acme/secret.git/info/refs is not allowed'
+run explain-encoded 2 "$PINHOLE" explain -p conf/pinhole.conf \
+	'https://github.com/acme/widgets.git%2f..%2fsecret.git/info/refs'
+expect explain-encoded "$err" 'encoded slash'
+
+cat >"$tmp/ip.conf" <<'CONF'
+allow 127.0.0.0/8:80 { private }
+deny 127.0.0.2
+secret k file /nonexistent/secret
+allow api.example.com:443 { inject header X-Api-Key k }
+allow *.example.com:443
+CONF
+for t in http://127.1/ http://0x7f.0.0.1/ http://0177.0.0.1/ \
+	http://2130706433/ 'http://[::ffff:127.0.0.1]/'; do
+	run "explain-ip $t" 0 "$PINHOLE" explain -p "$tmp/ip.conf" "$t"
+	expect "explain-ip $t" "$out" '^target: 127.0.0.1:80 GET / \(http\)'
+	expect "explain-ip $t" "$out" "^rule: $tmp/ip.conf:1\$"
+	expect "explain-ip $t" "$out" '^private: yes'
+done
+run explain-denyip 1 "$PINHOLE" explain -p "$tmp/ip.conf" http://127.0.0.2/
+expect explain-denyip "$out" "^reason: denied by rule $tmp/ip.conf:2"
+run explain-apex 1 "$PINHOLE" explain -p "$tmp/ip.conf" example.com:443
+expect explain-apex "$out" '^reason: no rule allows example.com:443'
+run explain-tunnel 0 "$PINHOLE" explain -p "$tmp/ip.conf" WWW.Example.COM.:443
+expect explain-tunnel "$out" '^target: www.example.com:443 \(tunnel\)'
+expect explain-tunnel "$out" '^intercept: no'
+run explain-port 1 "$PINHOLE" explain -p "$tmp/ip.conf" www.example.com:8443
+expect explain-port "$out" 'port 8443 is not allowed'
+# The secret file does not exist: explain must not try to read it.
+run explain-nosecret 0 "$PINHOLE" explain -p "$tmp/ip.conf" https://api.example.com/v1
+expect explain-nosecret "$out" '^rule: .*ip.conf:4$'
+expect explain-nosecret "$out" '^inject: X-Api-Key \(header\) from secret k$'
+refuse explain-nosecret "$err" 'warning'
+run explain-method 0 "$PINHOLE" explain -p "$tmp/ip.conf" api.example.com:443 POST
+expect explain-method "$out" '^target: api.example.com:443 POST / \(https\)'
+run explain-plain 1 "$PINHOLE" explain -p "$tmp/ip.conf" http://api.example.com:443/
+expect explain-plain "$out" 'credentials are never sent over plain HTTP'
+
+run explain-idn 2 "$PINHOLE" explain -p "$tmp/ip.conf" 'https://b%C3%BCcher.de/'
+run explain-idn2 2 "$PINHOLE" explain -p "$tmp/ip.conf" "https://bücher.de/"
+expect explain-idn2 "$err" 'xn--'
+run explain-noport 2 "$PINHOLE" explain -p "$tmp/ip.conf" example.com
+expect explain-noport "$err" 'a port is needed'
+run explain-nopolicy 2 "$PINHOLE" explain https://example.com/
+run explain-badpolicy 2 "$PINHOLE" explain -p "$tmp/three.conf" https://example.com/
+expect explain-badpolicy "$err" 'three.conf:1:1:'
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
