@@ -246,11 +246,21 @@ word_byte(int c)
 	    c != '"' && c != '#';
 }
 
+/* Bytes up to the end of the line: a bound for one quoted word. */
+static size_t
+line_rest(const struct lexer *lx)
+{
+	const char *nl = memchr(lx->buf + lx->pos, '\n', lx->len - lx->pos);
+
+	return nl != NULL ? (size_t)(nl - lx->buf) - lx->pos
+	                  : lx->len - lx->pos;
+}
+
 static void
 lx_quoted(struct parse_state *st, struct token *t)
 {
 	struct lexer *lx = &st->lx;
-	char *out = xmalloc(lx->len - lx->pos + 1);
+	char *out = xmalloc(line_rest(lx) + 1);
 	size_t n = 0;
 	int c;
 
@@ -290,8 +300,8 @@ lx_next(struct parse_state *st, struct token *t)
 		t->col = lx->col;
 		t->text = NULL;
 		c = lx_peek(lx, 0);
-		if (c == -1 || c == '\n' || c == '"' || c == '#' ||
-		    word_byte(c) || c == '{' || c == '}' || c == ';')
+		if (c == -1 || c == '\n' || c == '"' || word_byte(c) ||
+		    c == '{' || c == '}' || c == ';')
 			break;
 		err(st, t, "unexpected control byte 0x%02x", c);
 		lx_advance(lx);
@@ -575,8 +585,12 @@ parse_target(
 			snprintf(why, wl, "missing ']' in '%s'", s);
 			goto out;
 		}
-		memmove(close, close + 1, strlen(close)); /* drop ']' */
-		memmove(host, host + 1, strlen(host)); /* drop '[' */
+		/*
+		 * Drop both brackets so that "[v6]/len" reads as "v6/len";
+		 * what followed ']' then starts at close - 1.
+		 */
+		memmove(close, close + 1, strlen(close));
+		memmove(host, host + 1, strlen(host));
 		ports = strchr(close - 1, ':');
 	} else if ((ports = strchr(host, ':')) != NULL &&
 	    strchr(ports + 1, ':') != NULL) {

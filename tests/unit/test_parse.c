@@ -930,6 +930,13 @@ test_err_control_byte(void **state)
 
 	assert_int_equal(load(f, "allow a.test\x01\n"), PH_ERR_POLICY);
 	expect_error(f, 1, 13, "unexpected control byte 0x01");
+	/* Regression: the byte is skipped, the rest of the line not re-read. */
+	assert_int_equal(load(f,
+	                     "allow a.test\x01"
+	                     "b.test\n"),
+	    PH_ERR_POLICY);
+	expect_counts(f, 1, 0);
+	assert_non_null(find_diag(f, NAME, 0, 1, 13, "control byte"));
 }
 
 /* --- includes ------------------------------------------------------------ */
@@ -1493,6 +1500,13 @@ test_quoted_path_with_blank(void **state)
 	assert_string_equal(r->paths[0], "/release notes/*");
 	one_error(f, "allow a.test:443 { paths \"/a\tb\" }\n", 1, 26,
 	    "bad path pattern");
+	/* Decoded request paths may hold UTF-8 (%C3%BC): so may patterns. */
+	clean(f,
+	    "allow a.test:443 { paths \"/b\xc3\xbc"
+	    "cher/*\" }\n");
+	assert_string_equal(policy_rule_at(f->p, 0)->paths[0],
+	    "/b\xc3\xbc"
+	    "cher/*");
 }
 
 static void
