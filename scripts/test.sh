@@ -8,18 +8,21 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 fuzz_seconds=${PH_FUZZ_SECONDS:-30}
 
-echo "== 1/5 build and unit tests"
+echo "== 1/6 build and unit tests"
 scripts/build.sh build --log-level=WARNING
 ctest --test-dir build --output-on-failure
 
-echo "== 2/5 the same under ASan + UBSan"
+echo "== 2/6 unit and CLI tests as an unprivileged user"
+scripts/unprivileged.sh build
+
+echo "== 3/6 the same under ASan + UBSan"
 scripts/build.sh build-asan --log-level=WARNING -DPINHOLE_SANITIZE=ON \
 	-DCMAKE_BUILD_TYPE=Debug
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --test-dir build-asan --output-on-failure
 
-echo "== 3/5 fuzz targets, ${fuzz_seconds}s each"
+echo "== 4/6 fuzz targets, ${fuzz_seconds}s each"
 CC=clang scripts/build.sh build-fuzz --log-level=WARNING -DPINHOLE_FUZZ=ON \
 	-DCMAKE_BUILD_TYPE=Debug
 for f in tests/fuzz/fuzz_*.c; do
@@ -36,10 +39,10 @@ for f in tests/fuzz/fuzz_*.c; do
 	grep -E 'stat::number_of_executed_units' build-fuzz/$name.log
 done
 
-echo "== 4/5 style (clang-format)"
+echo "== 5/6 style (clang-format)"
 git ls-files -z '*.c' '*.h' | xargs -0 clang-format --dry-run -Werror
 
-echo "== 5/5 man pages"
+echo "== 6/6 man pages"
 for m in docs/*.[0-9]; do
 	out=$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$m" 2>&1)
 	if [ -n "$out" ]; then
