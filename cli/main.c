@@ -20,6 +20,8 @@ struct cmd {
 static const struct cmd cmds[] = {
     {"check", cmd_check, "validate policy files"},
     {"explain", cmd_explain, "show how a policy decides a URL or HOST:PORT"},
+    {"log", cmd_log, "review an audit log: per host, denied first"},
+    {"proxy", cmd_proxy, "run the egress proxy (no sandbox)"},
 };
 
 static void

@@ -9,11 +9,13 @@ PACKAGES=(
 	libssl-dev				# TLS, per-run CA (OpenSSL 3)
 	libc-ares-dev				# asynchronous DNS in the proxy
 	libnl-3-dev libnl-route-3-dev		# netlink: lo up in the sandbox
+	libjansson-dev				# JSON: audit log write and review
 	libcmocka-dev				# unit tests
 	clang libclang-rt-dev			# libFuzzer targets
 	clang-format				# style check in the test command
 	groff-base man-db			# man page rendering check
 	curl git				# clients for integration tests
+	nginx dnsmasq socat jq openssl		# servers and tools the tests start
 )
 
 missing=()

@@ -28,7 +28,6 @@ CC=clang scripts/build.sh build-fuzz --log-level=WARNING -DPINHOLE_FUZZ=ON \
 for f in tests/fuzz/fuzz_*.c; do
 	name=$(basename "$f" .c)
 	seeds=tests/fuzz/corpus/${name#fuzz_}
-	seeds=${seeds%_parse}
 	work=build-fuzz/corpus-$name
 	mkdir -p "$work"
 	echo "-- $name (seeds: $seeds)"

@@ -8,7 +8,7 @@
  * (the parser resolves includes against the file system).  No secret is
  * ever read: loading a policy does not touch values.
  *
- *	./fuzz_policy_parse -max_total_time=60 tests/fuzz/corpus/policy
+ *	./fuzz_policy_parse -max_total_time=60 tests/fuzz/corpus/policy_parse
  */
 #include <stdint.h>
 #include <stdlib.h>

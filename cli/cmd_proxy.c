@@ -1,0 +1,379 @@
+/*
+ * cmd_proxy.c: pinhole proxy, the egress proxy as a daemon (no sandbox).
+ *
+ * SIGHUP reloads the policy atomically (a policy with errors is refused
+ * and the old one stays); SIGTERM and SIGINT stop accepting, let sessions
+ * finish for the grace period, then exit.
+ */
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+#include "policy/policy.h"
+#include "proxy/audit.h"
+#include "proxy/dns.h"
+#include "proxy/proxy.h"
+
+#define POLICIES_MAX 16
+
+struct proxy_opts {
+	const char *policies[POLICIES_MAX];
+	size_t npolicies;
+	const char *listen;
+	const char *log;
+	const char *dns;
+	unsigned max_sessions;
+	unsigned grace_ms;
+};
+
+struct daemon {
+	struct proxy_opts o;
+	struct event_base *base;
+	struct proxy *px;
+	struct dns *dns;
+	struct audit *audit;
+	char run_id[17];
+};
+
+static void
+proxy_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: pinhole proxy -p POLICY [-p POLICY]... --listen ADDR "
+	    "[--log FILE]\n"
+	    "                     [--dns SERVERS] [--max-sessions N] "
+	    "[--grace SECONDS]\n\n"
+	    "Runs the egress proxy without a sandbox.  ADDR is HOST:PORT (an "
+	    "IPv4 or\n[IPv6] address; port 0 picks a free one) or "
+	    "unix:PATH.\n\n"
+	    "  -p, --policy FILE      policy (repeatable; combined in order)\n"
+	    "  -l, --listen ADDR      where to accept clients\n"
+	    "      --log FILE         audit log, or 'stderr' (default: the "
+	    "policy's log,\n"
+	    "                         else stderr)\n"
+	    "      --dns SERVERS      DNS servers (c-ares list, e.g. "
+	    "127.0.0.1:5353);\n"
+	    "                         default: /etc/resolv.conf\n"
+	    "      --max-sessions N   concurrent connections (default 4096)\n"
+	    "      --grace SECONDS    time sessions get to finish at SIGTERM "
+	    "(default 10)\n"
+	    "  -h, --help             this text\n\n"
+	    "Signals: HUP reloads the policy, TERM and INT stop.\n");
+}
+
+static int
+parse_uint(const char *s, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || errno != 0 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int
+parse_opts(int argc, char **argv, struct proxy_opts *o)
+{
+	static const struct option opts[] = {
+	    {"help", no_argument, NULL, 'h'},
+	    {"policy", required_argument, NULL, 'p'},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"log", required_argument, NULL, 'L'},
+	    {"dns", required_argument, NULL, 'D'},
+	    {"max-sessions", required_argument, NULL, 'm'},
+	    {"grace", required_argument, NULL, 'g'},
+	    {NULL, 0, NULL, 0},
+	};
+	unsigned secs = 10;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "hp:l:", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			proxy_usage(stdout);
+			return 1;
+		case 'p':
+			if (o->npolicies == POLICIES_MAX)
+				goto usage;
+			o->policies[o->npolicies++] = optarg;
+			break;
+		case 'l':
+			o->listen = optarg;
+			break;
+		case 'L':
+			o->log = optarg;
+			break;
+		case 'D':
+			o->dns = optarg;
+			break;
+		case 'm':
+			if (parse_uint(optarg, 1000000, &o->max_sessions) !=
+			        0 ||
+			    o->max_sessions == 0)
+				goto usage;
+			break;
+		case 'g':
+			if (parse_uint(optarg, 3600, &secs) != 0)
+				goto usage;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	o->grace_ms = secs * 1000;
+	if (o->npolicies > 0 && o->listen != NULL && optind == argc)
+		return 0;
+	log_warnx("proxy: %s",
+	    o->npolicies == 0       ? "no policy (-p FILE)"
+	        : o->listen == NULL ? "no --listen ADDR"
+	                            : "unexpected argument");
+usage:
+	proxy_usage(stderr);
+	return -1;
+}
+
+/* Loads the policy and its secrets; NULL after printing why. */
+static struct policy *
+load_policy(const struct proxy_opts *o)
+{
+	struct cli_diag_count c = {0, 0, 0};
+	struct policy *p = NULL;
+
+	if (policy_load(o->policies, o->npolicies, cli_print_diag, &c, &p) != 0)
+		return NULL;
+	if (secret_store_load(policy_secrets(p), NULL, NULL) != 0) {
+		policy_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static int
+listen_unix(const char *path)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct stat sb;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("proxy: unix socket path too long: %s", path);
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	/* A stale socket from an earlier run may go; nothing else may. */
+	if (lstat(path, &sb) == 0 && S_ISSOCK(sb.st_mode))
+		unlink(path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
+	    listen(fd, 512) != 0) {
+		log_warn("proxy: listen on unix:%s", path);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Binds HOST:PORT (literal address) and prints where it listens. */
+static int
+listen_tcp(const char *spec)
+{
+	struct sockaddr_storage ss = {0};
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	struct target_host h;
+	uint16_t port;
+	socklen_t len;
+	int fd = -1, one = 1;
+
+	/* Port 0 is allowed here: the kernel picks one and we print it. */
+	if (target_authority_parse(spec, strlen(spec), &h, &port) != 0 &&
+	    (strlen(spec) < 3 || strcmp(spec + strlen(spec) - 2, ":0") != 0 ||
+	        target_host_parse(spec, strlen(spec) - 2, &h) != 0))
+		goto bad;
+	if (h.kind == TARGET_NAME)
+		goto bad;
+	if (h.kind == TARGET_V4) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, h.addr, 4);
+		len = sizeof(*sin);
+	} else {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, h.addr, 16);
+		len = sizeof(*sin6);
+	}
+	if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(fd, (struct sockaddr *)&ss, len) != 0 ||
+	    listen(fd, 512) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+		log_warn("proxy: listen on %s", spec);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	port = ntohs(ss.ss_family == AF_INET ? sin->sin_port : sin6->sin6_port);
+	fprintf(stderr,
+	    h.kind == TARGET_V6 ? "pinhole: listening on [%s]:%u\n"
+	                        : "pinhole: listening on %s:%u\n",
+	    h.name, port);
+	return fd;
+bad:
+	log_warnx("proxy: bad --listen '%s': use IPV4:PORT, [IPV6]:PORT or "
+	          "unix:PATH",
+	    spec);
+	return -1;
+}
+
+static void
+on_reload(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+	struct policy *p;
+
+	(void)sig;
+	(void)what;
+	if ((p = load_policy(&d->o)) == NULL) {
+		log_warnx("reload: the policy has errors; the old one stays");
+		return;
+	}
+	proxy_set_policy(d->px, p);
+	log_warnx("reload: policy reloaded (%zu rules)", policy_rule_count(p));
+}
+
+static void
+on_stopped(void *arg)
+{
+	struct daemon *d = arg;
+
+	event_base_loopexit(d->base, NULL);
+}
+
+static void
+on_stop(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	(void)what;
+	log_warnx("signal %d: stopping; %zu session%s may finish", (int)sig,
+	    proxy_session_count(d->px),
+	    proxy_session_count(d->px) == 1 ? "" : "s");
+	proxy_shutdown(d->px, d->o.grace_ms, on_stopped, d);
+}
+
+static void
+make_run_id(char *out)
+{
+	unsigned char r[8];
+	size_t i;
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		fatal("getrandom");
+	for (i = 0; i < sizeof(r); i++)
+		sprintf(out + 2 * i, "%02x", r[i]);
+}
+
+/*
+ * Opens the audit log, resolver and listener; returns 0 or -1.  The proxy
+ * takes *PP over (and *PP becomes NULL) once it exists.
+ */
+static int
+daemon_open(struct daemon *d, struct policy **pp)
+{
+	struct policy *p = *pp;
+	struct proxy_config cf = {0};
+	const char *log = d->o.log ? d->o.log : policy_log_path(p);
+	char err[256];
+	int fd;
+
+	make_run_id(d->run_id);
+	if ((d->audit = audit_open(
+	         log ? log : "stderr", d->run_id, err, sizeof(err))) == NULL) {
+		log_warnx("proxy: %s", err);
+		return -1;
+	}
+	if ((d->dns = dns_new(d->base, d->o.dns,
+	         policy_timeout(p, POLICY_TIMEOUT_CONNECT), err,
+	         sizeof(err))) == NULL) {
+		log_warnx("proxy: DNS: %s", err);
+		return -1;
+	}
+	cf.policy = p;
+	cf.audit = d->audit;
+	cf.dns = d->dns;
+	cf.run_id = d->run_id;
+	cf.max_sessions = d->o.max_sessions;
+	if ((d->px = proxy_new(d->base, &cf)) == NULL)
+		fatalx("proxy: out of memory");
+	*pp = NULL;
+	fd = strncmp(d->o.listen, "unix:", 5) == 0
+	    ? listen_unix(d->o.listen + 5)
+	    : listen_tcp(d->o.listen);
+	if (fd < 0 || proxy_listen_fd(d->px, fd) != 0)
+		return -1;
+	return 0;
+}
+
+static int
+daemon_run(struct daemon *d)
+{
+	struct event *hup, *term, *intr;
+
+	hup = evsignal_new(d->base, SIGHUP, on_reload, d);
+	term = evsignal_new(d->base, SIGTERM, on_stop, d);
+	intr = evsignal_new(d->base, SIGINT, on_stop, d);
+	if (hup == NULL || term == NULL || intr == NULL ||
+	    evsignal_add(hup, NULL) != 0 || evsignal_add(term, NULL) != 0 ||
+	    evsignal_add(intr, NULL) != 0)
+		fatalx("proxy: cannot set signal handlers");
+	event_base_dispatch(d->base);
+	event_free(hup);
+	event_free(term);
+	event_free(intr);
+	return 0;
+}
+
+int
+cmd_proxy(int argc, char **argv)
+{
+	struct daemon d;
+	struct policy *p;
+	int r;
+
+	memset(&d, 0, sizeof(d));
+	if ((r = parse_opts(argc, argv, &d.o)) != 0)
+		return r > 0 ? 0 : CLI_EXIT_USAGE;
+	if ((p = load_policy(&d.o)) == NULL)
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	if ((d.base = event_base_new()) == NULL)
+		fatalx("proxy: cannot create the event loop");
+	r = daemon_open(&d, &p) == 0 ? daemon_run(&d) : 1;
+	proxy_free(d.px);
+	policy_free(p);
+	dns_free(d.dns);
+	audit_close(d.audit);
+	event_base_free(d.base);
+	return r;
+}

@@ -1,0 +1,429 @@
+/*
+ * audit.c: the audit log, one JSON object per line (DESIGN.md, "Audit
+ * log").
+ *
+ * Every string is sanitised before it reaches jansson: bytes that are not
+ * valid UTF-8, and control characters (C0, DEL, C1), become '?', so that
+ * whatever a client sent, each line is valid JSON.  Lines are written with
+ * JSON_ENSURE_ASCII: the file holds printable ASCII only and is safe to
+ * read in a terminal.  A line, newline included, stays below
+ * AUDIT_LINE_MAX: when a record would not fit, the longest of host, path,
+ * reason and error are cut to a common length (and end in "...") so that
+ * it does; other strings are capped at SHORT_MAX bytes once escaped, which
+ * guarantees that cutting those four always suffices.
+ *
+ * The line buffer lives in struct audit, so one struct audit must not be
+ * written from two threads at once.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "audit.h"
+
+#define AUDIT_LINE_MAX (64 * 1024) /* lines are shorter than this */
+#define SHORT_MAX 1024 /* cap of the other strings, escaped */
+#define MARK "..."
+#define MARKLEN (sizeof(MARK) - 1)
+#define OPEN_FLAGS (O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY)
+#define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII)
+
+struct audit {
+	int fd;
+	int own_fd; /* 0 for standard error */
+	char *run_id;
+	char buf[AUDIT_LINE_MAX];
+};
+
+/* The strings that are cut to make a record fit, and their state. */
+enum { TRIM_HOST, TRIM_PATH, TRIM_REASON, TRIM_ERROR, NTRIM };
+
+struct trim {
+	size_t cap[NTRIM]; /* escaped length allowed */
+	size_t len[NTRIM]; /* escaped length written last time */
+};
+
+/*
+ * Returns the length of the valid UTF-8 sequence of two to four bytes at
+ * S (N bytes available), or 0.  Overlong forms, surrogates and code
+ * points above U+10FFFF are invalid, as RFC 3629 says.
+ */
+static size_t
+utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len = 0, i;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (len == 0 || n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+/*
+ * Returns how many bytes of S (N > 0 available) make the next character.
+ * *COPY says whether to copy them, or to write one '?' instead: for a
+ * control character (C0, DEL, C1) or a byte that is not valid UTF-8.
+ */
+static size_t
+next_char(const unsigned char *s, size_t n, int *copy)
+{
+	size_t len;
+
+	if (s[0] >= 0x20 && s[0] < 0x7f) {
+		*copy = 1;
+		return 1;
+	}
+	len = utf8_seq(s, n);
+	*copy = len > 0 && !(s[0] == 0xc2 && s[1] < 0xa0);
+	return len > 0 ? len : 1;
+}
+
+/* The length of the character at S (LEN bytes) once jansson escapes it. */
+static size_t
+escaped_len(const unsigned char *s, size_t len)
+{
+	if (len == 4)
+		return 12; /* a surrogate pair: \uXXXX\uXXXX */
+	if (len > 1)
+		return 6;
+	return s[0] == '"' || s[0] == '\\' ? 2 : 1;
+}
+
+/*
+ * Writes the sanitised form of IN (INLEN bytes) to OUT, which has room for
+ * the smaller of INLEN and CAP, plus a NUL.  CAP bounds the length of the
+ * value once escaped in the JSON text, stored in *ESC; no character takes
+ * fewer bytes there than in OUT.  When IN does not fit, it is cut at a
+ * character boundary and ends in MARK, or is empty when CAP is too small
+ * even for that.  Returns the length written to OUT.
+ */
+static size_t
+sanitize(char *out, const char *in, size_t inlen, size_t cap, size_t *esc)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	size_t i = 0, o = 0, e = 0, mark_o = 0, mark_e = 0, len, w;
+	int copy;
+
+	for (; i < inlen; i += len) {
+		len = next_char(s + i, inlen - i, &copy);
+		w = copy ? escaped_len(s + i, len) : 1;
+		if (e + w > cap)
+			break;
+		if (copy)
+			memcpy(out + o, s + i, len);
+		else
+			out[o] = '?';
+		o += copy ? len : 1;
+		if ((e += w) + MARKLEN <= cap) {
+			mark_o = o;
+			mark_e = e;
+		}
+	}
+	if (i < inlen) {
+		o = mark_o;
+		e = mark_e;
+		if (cap >= MARKLEN) {
+			memcpy(out + o, MARK, MARKLEN);
+			o += MARKLEN;
+			e += MARKLEN;
+		}
+	}
+	out[o] = '\0';
+	*esc = e;
+	return o;
+}
+
+/*
+ * Adds KEY with VAL sanitised, cut at the first byte of CUT and to CAP
+ * bytes once escaped; a NULL VAL adds nothing.  Stores the escaped length
+ * in *ESC when ESC is not NULL.  Returns 0 or -1.
+ */
+static int
+add_str(json_t *o, const char *key, const char *val, const char *cut,
+    size_t cap, size_t *esc)
+{
+	char *s = NULL;
+	size_t n, e = 0;
+	int r = 0;
+
+	if (val == NULL)
+		goto out;
+	r = -1;
+	n = strcspn(val, cut);
+	if ((s = malloc((n < cap ? n : cap) + 1)) == NULL)
+		goto out;
+	n = sanitize(s, val, n, cap, &e);
+	r = json_object_set_new(o, key, json_stringn(s, n));
+out:
+	free(s);
+	if (esc != NULL)
+		*esc = e;
+	return r;
+}
+
+/* Adds KEY with the number V, unless V is negative.  Returns 0 or -1. */
+static int
+add_int(json_t *o, const char *key, int64_t v)
+{
+	if (v < 0)
+		return 0;
+	return json_object_set_new(o, key, json_integer((json_int_t)v));
+}
+
+/* Adds "rule": "FILE:LINE", unless FILE is NULL.  Returns 0 or -1. */
+static int
+add_rule(json_t *o, const char *file, unsigned line)
+{
+	char *s = NULL;
+	size_t n, e;
+	int r = 0;
+
+	if (file == NULL)
+		goto out;
+	r = -1;
+	n = strlen(file);
+	if ((s = malloc((n < SHORT_MAX ? n : SHORT_MAX) + 1)) == NULL)
+		goto out;
+	sanitize(s, file, n, SHORT_MAX, &e);
+	r = json_object_set_new(o, "rule", json_sprintf("%s:%u", s, line));
+out:
+	free(s);
+	return r;
+}
+
+/* Adds the fields from "ts" to "rule".  Returns 0 or -1. */
+static int
+add_head(json_t *o, const struct audit *a, const struct audit_rec *r,
+    const char *ts, struct trim *t)
+{
+	int e = 0;
+
+	e |= add_str(o, "ts", ts, "", SHORT_MAX, NULL);
+	e |= add_str(o, "sandbox", a->run_id, "", SHORT_MAX, NULL);
+	e |= json_object_set_new(o, "conn", json_integer((json_int_t)r->conn));
+	e |= add_str(o, "event", r->event, "", SHORT_MAX, NULL);
+	e |= add_str(o, "method", r->method, "", SHORT_MAX, NULL);
+	e |= add_str(
+	    o, "host", r->host, "", t->cap[TRIM_HOST], &t->len[TRIM_HOST]);
+	e |= add_int(o, "port", r->port);
+	e |= add_str(
+	    o, "path", r->path, "?#", t->cap[TRIM_PATH], &t->len[TRIM_PATH]);
+	e |= add_str(o, "decision", r->decision, "", SHORT_MAX, NULL);
+	e |= add_rule(o, r->rule_file, r->rule_line);
+	return e;
+}
+
+/* Adds the fields from "reason" to "error".  Returns 0 or -1. */
+static int
+add_tail(json_t *o, const struct audit_rec *r, struct trim *t)
+{
+	int e = 0;
+
+	e |= add_str(o, "reason", r->reason, "", t->cap[TRIM_REASON],
+	    &t->len[TRIM_REASON]);
+	e |= add_str(o, "addr", r->addr, "", SHORT_MAX, NULL);
+	e |= add_int(o, "status", r->status);
+	e |= add_int(o, "bytes_up", r->bytes_up);
+	e |= add_int(o, "bytes_down", r->bytes_down);
+	e |= add_int(o, "ms", r->ms);
+	e |= add_str(o, "secret", r->secret, "", SHORT_MAX, NULL);
+	e |= add_str(
+	    o, "error", r->error, "", t->cap[TRIM_ERROR], &t->len[TRIM_ERROR]);
+	return e;
+}
+
+/*
+ * Formats the record into A->buf, with the strings cut as T says, and
+ * records their lengths in T.  Returns the length of the JSON text, which
+ * fits in A->buf only when it is less than AUDIT_LINE_MAX, or 0 with
+ * errno set.
+ */
+static size_t
+format(
+    struct audit *a, const struct audit_rec *r, const char *ts, struct trim *t)
+{
+	json_t *o;
+	size_t n = 0;
+
+	if ((o = json_object()) == NULL)
+		goto out;
+	if (add_head(o, a, r, ts, t) != 0 || add_tail(o, r, t) != 0)
+		goto out;
+	n = json_dumpb(o, a->buf, sizeof(a->buf), DUMP_FLAGS);
+out:
+	json_decref(o);
+	if (n == 0)
+		errno = ENOMEM;
+	return n;
+}
+
+/* Returns the sum of the lengths in T, each capped at LEVEL. */
+static size_t
+sum_capped(const struct trim *t, size_t level)
+{
+	size_t i, sum = 0;
+
+	for (i = 0; i < NTRIM; i++)
+		sum += t->len[i] < level ? t->len[i] : level;
+	return sum;
+}
+
+/*
+ * Shortens the text by OVER bytes at least, cutting the longest strings
+ * to a common length, as long as possible: the largest LEVEL whose capped
+ * lengths add up to OVER less than the present ones, found by bisection.
+ */
+static void
+trim_shrink(struct trim *t, size_t over)
+{
+	size_t total = sum_capped(t, SIZE_MAX), lo = 0, hi = 0, mid, i;
+
+	for (i = 0; i < NTRIM; i++)
+		hi = t->len[i] > hi ? t->len[i] : hi;
+	while (lo < hi) {
+		mid = lo + (hi - lo + 1) / 2;
+		if (sum_capped(t, mid) + over <= total)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	for (i = 0; i < NTRIM; i++)
+		if (t->len[i] > lo)
+			t->cap[i] = lo;
+}
+
+/* Writes the current UTC time as RFC 3339 with milliseconds to BUF. */
+static void
+timestamp(char *buf, size_t len)
+{
+	struct timespec tv;
+	struct tm tm;
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &tv);
+	gmtime_r(&tv.tv_sec, &tm);
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03ldZ", tv.tv_nsec / 1000000);
+}
+
+/* Writes N bytes of BUF with one write(2).  Returns 0 or -1. */
+static int
+write_line(int fd, const char *buf, size_t n)
+{
+	ssize_t w;
+
+	do
+		w = write(fd, buf, n);
+	while (w == -1 && errno == EINTR);
+	if (w == -1)
+		return -1;
+	if ((size_t)w != n) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+void
+audit_rec_init(struct audit_rec *r, const char *event, uint64_t conn)
+{
+	memset(r, 0, sizeof(*r));
+	r->event = event;
+	r->conn = conn;
+	r->port = -1;
+	r->status = -1;
+	r->bytes_up = -1;
+	r->bytes_down = -1;
+	r->ms = -1;
+}
+
+struct audit *
+audit_open(const char *path, const char *run_id, char *err, size_t errlen)
+{
+	struct audit *a;
+	int saved;
+
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		goto fail;
+	a->fd = -1;
+	if (run_id != NULL && (a->run_id = strdup(run_id)) == NULL)
+		goto fail;
+	if (strcmp(path, "stderr") == 0)
+		a->fd = STDERR_FILENO;
+	else if ((a->fd = open(path, OPEN_FLAGS, 0600)) == -1)
+		goto fail;
+	else
+		a->own_fd = 1;
+	return a;
+fail:
+	saved = errno;
+	if (err != NULL && errlen > 0)
+		snprintf(
+		    err, errlen, "audit log %s: %s", path, strerror(saved));
+	audit_close(a);
+	errno = saved;
+	return NULL;
+}
+
+void
+audit_close(struct audit *a)
+{
+	if (a == NULL)
+		return;
+	if (a->own_fd)
+		close(a->fd);
+	free(a->run_id);
+	free(a);
+}
+
+int
+audit_write(struct audit *a, const struct audit_rec *r)
+{
+	struct trim t;
+	char ts[64];
+	size_t n = 0, i;
+	int ret = -1;
+
+	timestamp(ts, sizeof(ts));
+	for (i = 0; i < NTRIM; i++)
+		t.cap[i] = AUDIT_LINE_MAX;
+	for (i = 0; i <= NTRIM; i++) {
+		if ((n = format(a, r, ts, &t)) == 0)
+			goto out;
+		if (n + 1 < AUDIT_LINE_MAX)
+			break;
+		trim_shrink(&t, n + 2 - AUDIT_LINE_MAX);
+	}
+	if (n + 1 >= AUDIT_LINE_MAX) {
+		errno = EMSGSIZE;
+		goto out;
+	}
+	a->buf[n] = '\n';
+	ret = write_line(a->fd, a->buf, n + 1);
+out:
+	return ret;
+}

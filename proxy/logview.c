@@ -1,0 +1,1561 @@
+/*
+ * logview.c: aggregate an audit log for review (pinhole log).
+ *
+ * Each line is parsed with jansson, checked field by field against the
+ * audit log contract, counted into two small hash tables -- one keyed by
+ * (host, port), one by (host, port, reason) for denials -- and dropped.
+ * An "end" record that carries no host is counted for the host of the
+ * last request seen on the same (sandbox, conn), through a fixed-size
+ * cache.  When a table holds LOGVIEW_KEYS_MAX keys, or an allocation
+ * fails, the record goes to the table's "others" bucket instead.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#define LOGVIEW_INTERNAL
+#include "proxy/logview.h"
+
+#define HOST_MAX 255 /* a longer "host" is malformed */
+#define REASON_KEEP 512 /* bytes of a reason kept and compared */
+#define PATH_KEEP 1024 /* bytes of a denied path kept */
+#define WORD_KEEP 64 /* method, secret name */
+#define RULE_KEEP 512
+#define SECRETS_MAX 16 /* secret names kept per host */
+#define CONN_SLOTS 4096 /* (sandbox, conn) -> host cache */
+#define TABLE_MIN 64
+#define ADVICE_MAX (PATH_KEEP + 2 * HOST_MAX + 128)
+
+enum denial_kind {
+	DK_NORULE,
+	DK_PORT,
+	DK_PATH,
+	DK_METHOD,
+	DK_DENYRULE,
+	DK_PLAIN,
+	DK_PRIVATE,
+	DK_OTHER,
+};
+
+static const char *const kind_names[] = {"no-rule", "port", "path", "method",
+    "deny-rule", "plain-http", "private", "other"};
+
+/* One aggregate: a host:port, or a denial (reason set). */
+struct agg {
+	struct agg *next; /* hash chain */
+	uint32_t hash;
+	char *host; /* lower case; "" no host; NULL "others" */
+	int port; /* -1: none */
+	char *reason; /* denials: the reason, maybe cut */
+	int reason_cut;
+	char *path; /* denials: the first path, method, rule */
+	int path_cut;
+	char *method;
+	char *rule;
+	uint64_t records, requests, allowed, denied;
+	uint64_t bytes_up, bytes_down;
+	char *secrets[SECRETS_MAX];
+	size_t nsecrets;
+	int more_secrets;
+};
+
+struct table {
+	struct agg **b;
+	size_t nb; /* power of two, or 0 */
+	size_t n;
+	struct agg *others;
+};
+
+struct conn_slot {
+	uint64_t key;
+	struct agg *host; /* NULL: the host was filtered out */
+	int used;
+	int allowed; /* its last request was allowed */
+};
+
+enum {
+	S_TS,
+	S_SANDBOX,
+	S_EVENT,
+	S_METHOD,
+	S_HOST,
+	S_PATH,
+	S_DECISION,
+	S_RULE,
+	S_REASON,
+	S_ADDR,
+	S_SECRET,
+	S_ERROR,
+	S_N,
+};
+enum { N_CONN, N_PORT, N_STATUS, N_UP, N_DOWN, N_N };
+
+/* One record; the strings point into the parsed object. */
+struct rec {
+	const char *s[S_N]; /* NULL: absent */
+	json_int_t n[N_N]; /* -1: absent */
+	int request; /* event is "request", else "end" */
+};
+
+enum ftype { FT_STR, FT_INT, FT_NUM };
+
+static const struct field {
+	const char *name;
+	enum ftype type;
+	int idx;
+	json_int_t max;
+} fields[] = {
+    {"ts", FT_STR, S_TS, 0},
+    {"sandbox", FT_STR, S_SANDBOX, 0},
+    {"conn", FT_INT, N_CONN, LLONG_MAX},
+    {"event", FT_STR, S_EVENT, 0},
+    {"method", FT_STR, S_METHOD, 0},
+    {"host", FT_STR, S_HOST, 0},
+    {"port", FT_INT, N_PORT, 65535},
+    {"path", FT_STR, S_PATH, 0},
+    {"decision", FT_STR, S_DECISION, 0},
+    {"rule", FT_STR, S_RULE, 0},
+    {"reason", FT_STR, S_REASON, 0},
+    {"addr", FT_STR, S_ADDR, 0},
+    {"status", FT_INT, N_STATUS, 999},
+    {"bytes_up", FT_INT, N_UP, LLONG_MAX},
+    {"bytes_down", FT_INT, N_DOWN, LLONG_MAX},
+    {"ms", FT_NUM, 0, 0},
+    {"secret", FT_STR, S_SECRET, 0},
+    {"error", FT_STR, S_ERROR, 0},
+};
+
+struct logview {
+	struct table hosts;
+	struct table denials;
+	struct conn_slot *conns;
+	char **filter;
+	size_t nfilter;
+	struct logview_totals t;
+	char *first_ts, *last_ts;
+	char why[256];
+};
+
+/* --- strings ------------------------------------------------------------ */
+
+/*
+ * Length of the character at S when it may reach a terminal as it is:
+ * printable ASCII or valid UTF-8 that is neither a C1 control nor a
+ * bidirectional override.  0: escape the byte.
+ */
+static size_t
+printable_len(const unsigned char *s)
+{
+	size_t i, n;
+	uint32_t cp;
+
+	if (*s >= 0x20 && *s < 0x7f)
+		return 1;
+	if (*s < 0xc2 || *s > 0xf4)
+		return 0;
+	n = *s >= 0xf0 ? 4 : *s >= 0xe0 ? 3 : 2;
+	cp = *s & (0x7f >> n);
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < 0xa0 || (n == 3 && cp < 0x800) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x202a && cp <= 0x202e) ||
+	    (cp >= 0x2066 && cp <= 0x2069))
+		return 0;
+	return n;
+}
+
+/* Prints S with unsafe bytes as \xNN. */
+static void
+esc_put(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t k;
+
+	while (*p != '\0') {
+		if ((k = printable_len(p)) > 0)
+			fwrite(p, 1, k, f);
+		else
+			fprintf(f, "\\x%02x", *p);
+		p += k > 0 ? k : 1;
+	}
+}
+
+/* Copies S to DST (N > 0 bytes) as esc_put() prints it, cut to fit. */
+static void
+esc_buf(char *dst, size_t n, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t k, o = 0;
+
+	while (*p != '\0') {
+		k = printable_len(p);
+		if (o + (k > 0 ? k : 4) >= n)
+			break;
+		if (k > 0)
+			memcpy(dst + o, p, k);
+		else
+			snprintf(dst + o, 5, "\\x%02x", *p);
+		o += k > 0 ? k : 4;
+		p += k > 0 ? k : 1;
+	}
+	dst[o] = '\0';
+}
+
+/* The length of S cut to at most MAX bytes, at a UTF-8 boundary. */
+static size_t
+utf8_cut(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n <= max)
+		return n;
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
+/* A copy of S cut to MAX bytes; *CUT says whether it was.  NULL: ENOMEM. */
+static char *
+dup_cut(const char *s, size_t max, int *cut)
+{
+	size_t n = utf8_cut(s, max);
+	char *d;
+
+	if ((d = malloc(n + 1)) == NULL)
+		return NULL;
+	memcpy(d, s, n);
+	d[n] = '\0';
+	if (cut != NULL)
+		*cut = s[n] != '\0';
+	return d;
+}
+
+static void whyf(struct logview *lv, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+whyf(struct logview *lv, const char *fmt, ...)
+{
+	char tmp[sizeof(lv->why)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	esc_buf(lv->why, sizeof(lv->why), tmp);
+}
+
+static uint64_t
+sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint32_t
+fnv1a(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	while (n-- > 0)
+		h = (h ^ *s++) * 16777619u;
+	return h;
+}
+
+/* --- tables ------------------------------------------------------------- */
+
+static uint32_t
+key_hash(const char *host, int port, const char *reason, size_t rlen)
+{
+	uint32_t h = fnv1a(2166136261u, host, strlen(host) + 1);
+
+	h = fnv1a(h, &port, sizeof(port));
+	return reason != NULL ? fnv1a(h, reason, rlen) : h;
+}
+
+static int
+key_equal(const struct agg *a, const char *host, int port, const char *reason,
+    size_t rlen)
+{
+	if (a->port != port || strcmp(a->host, host) != 0)
+		return 0;
+	if (reason == NULL)
+		return a->reason == NULL;
+	return a->reason != NULL && strlen(a->reason) == rlen &&
+	    memcmp(a->reason, reason, rlen) == 0;
+}
+
+static void
+agg_free(struct agg *a)
+{
+	size_t i;
+
+	if (a == NULL)
+		return;
+	for (i = 0; i < a->nsecrets; i++)
+		free(a->secrets[i]);
+	free(a->host);
+	free(a->reason);
+	free(a->path);
+	free(a->method);
+	free(a->rule);
+	free(a);
+}
+
+static struct agg *
+agg_new(const char *host, int port, const char *reason, size_t rlen)
+{
+	struct agg *a;
+
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return NULL;
+	a->port = port;
+	if ((a->host = strdup(host)) == NULL)
+		goto fail;
+	if (reason != NULL) {
+		if ((a->reason = malloc(rlen + 1)) == NULL)
+			goto fail;
+		memcpy(a->reason, reason, rlen);
+		a->reason[rlen] = '\0';
+	}
+	return a;
+fail:
+	agg_free(a);
+	return NULL;
+}
+
+/* Doubles T's buckets; returns 0 or -1 (T unchanged). */
+static int
+table_grow(struct table *t)
+{
+	size_t i, nb = t->nb ? t->nb * 2 : TABLE_MIN;
+	struct agg **b, *a, *next;
+
+	if ((b = calloc(nb, sizeof(*b))) == NULL)
+		return -1;
+	for (i = 0; i < t->nb; i++)
+		for (a = t->b[i]; a != NULL; a = next) {
+			next = a->next;
+			a->next = b[a->hash & (nb - 1)];
+			b[a->hash & (nb - 1)] = a;
+		}
+	free(t->b);
+	t->b = b;
+	t->nb = nb;
+	return 0;
+}
+
+/*
+ * The entry for the key, added when new; the "others" bucket when the
+ * table is full or memory is short.  REASON (RLEN bytes) is NULL for
+ * hosts.
+ */
+static struct agg *
+table_get(struct table *t, const char *host, int port, const char *reason,
+    size_t rlen)
+{
+	uint32_t h = key_hash(host, port, reason, rlen);
+	struct agg *a;
+
+	if (t->nb > 0)
+		for (a = t->b[h & (t->nb - 1)]; a != NULL; a = a->next)
+			if (a->hash == h &&
+			    key_equal(a, host, port, reason, rlen))
+				return a;
+	if (t->n >= LOGVIEW_KEYS_MAX)
+		return t->others;
+	if (t->n >= t->nb && table_grow(t) != 0)
+		return t->others;
+	if ((a = agg_new(host, port, reason, rlen)) == NULL)
+		return t->others;
+	a->hash = h;
+	a->next = t->b[h & (t->nb - 1)];
+	t->b[h & (t->nb - 1)] = a;
+	t->n++;
+	return a;
+}
+
+static void
+table_free(struct table *t)
+{
+	struct agg *a, *next;
+	size_t i;
+
+	for (i = 0; i < t->nb; i++)
+		for (a = t->b[i]; a != NULL; a = next) {
+			next = a->next;
+			agg_free(a);
+		}
+	free(t->b);
+	agg_free(t->others);
+}
+
+/* An array of T's entries sorted by CMP, "others" last when used. */
+static struct agg **
+table_sorted(
+    const struct table *t, int (*cmp)(const void *, const void *), size_t *np)
+{
+	struct agg **v, *a;
+	size_t i, n = 0;
+
+	if ((v = calloc(t->n + 1, sizeof(*v))) == NULL)
+		return NULL;
+	for (i = 0; i < t->nb; i++)
+		for (a = t->b[i]; a != NULL; a = a->next)
+			v[n++] = a;
+	qsort(v, n, sizeof(*v), cmp);
+	if (t->others->records > 0)
+		v[n++] = t->others;
+	*np = n;
+	return v;
+}
+
+/* --- public: life cycle ------------------------------------------------- */
+
+struct logview *
+logview_new(void)
+{
+	struct logview *lv;
+
+	if ((lv = calloc(1, sizeof(*lv))) == NULL)
+		return NULL;
+	lv->conns = calloc(CONN_SLOTS, sizeof(*lv->conns));
+	lv->hosts.others = calloc(1, sizeof(struct agg));
+	lv->denials.others = calloc(1, sizeof(struct agg));
+	if (lv->conns == NULL || lv->hosts.others == NULL ||
+	    lv->denials.others == NULL) {
+		logview_free(lv);
+		return NULL;
+	}
+	lv->hosts.others->port = lv->denials.others->port = -1;
+	return lv;
+}
+
+void
+logview_free(struct logview *lv)
+{
+	size_t i;
+
+	if (lv == NULL)
+		return;
+	table_free(&lv->hosts);
+	table_free(&lv->denials);
+	for (i = 0; i < lv->nfilter; i++)
+		free(lv->filter[i]);
+	free(lv->filter);
+	free(lv->conns);
+	free(lv->first_ts);
+	free(lv->last_ts);
+	free(lv);
+}
+
+int
+logview_filter_host(struct logview *lv, const char *host)
+{
+	char **v, *h;
+
+	if ((h = strdup(host)) == NULL)
+		return -1;
+	v = reallocarray(lv->filter, lv->nfilter + 1, sizeof(*v));
+	if (v == NULL) {
+		free(h);
+		return -1;
+	}
+	v[lv->nfilter++] = h;
+	lv->filter = v;
+	return 0;
+}
+
+const char *
+logview_why(const struct logview *lv)
+{
+	return lv->why;
+}
+
+void
+logview_totals(const struct logview *lv, struct logview_totals *t)
+{
+	*t = lv->t;
+	t->first_ts = lv->first_ts;
+	t->last_ts = lv->last_ts;
+}
+
+/* --- parsing a record --------------------------------------------------- */
+
+static int
+field_int(struct logview *lv, const struct field *f, json_t *v, struct rec *r)
+{
+	json_int_t i;
+
+	if (!json_is_integer(v)) {
+		whyf(lv, "%s is not an integer", f->name);
+		return -1;
+	}
+	i = json_integer_value(v);
+	if (i < 0 || i > f->max) {
+		whyf(lv, "%s %lld is out of range", f->name, (long long)i);
+		return -1;
+	}
+	r->n[f->idx] = i;
+	return 0;
+}
+
+/* Type-checks field F of O and stores it in R; 0 or -1 (why set). */
+static int
+rec_field(struct logview *lv, const struct field *f, json_t *o, struct rec *r)
+{
+	json_t *v = json_object_get(o, f->name);
+
+	if (v == NULL)
+		return 0;
+	switch (f->type) {
+	case FT_STR:
+		if (!json_is_string(v))
+			break;
+		r->s[f->idx] = json_string_value(v);
+		return 0;
+	case FT_INT:
+		return field_int(lv, f, v, r);
+	case FT_NUM:
+		if (!json_is_number(v))
+			break;
+		return 0;
+	}
+	whyf(lv, "%s is not a %s", f->name,
+	    f->type == FT_STR ? "string" : "number");
+	return -1;
+}
+
+/* Checks what the fields say together; 0 or -1 (why set). */
+static int
+rec_check(struct logview *lv, struct rec *r)
+{
+	const char *ev = r->s[S_EVENT], *d = r->s[S_DECISION];
+
+	if (ev == NULL) {
+		whyf(lv, "no event");
+		return -1;
+	}
+	if (strcmp(ev, "request") != 0 && strcmp(ev, "end") != 0) {
+		whyf(lv, "event is neither request nor end");
+		return -1;
+	}
+	r->request = ev[0] == 'r';
+	if (d != NULL && strcmp(d, "allow") != 0 && strcmp(d, "deny") != 0) {
+		whyf(lv, "decision is neither allow nor deny");
+		return -1;
+	}
+	if (r->s[S_HOST] != NULL && strlen(r->s[S_HOST]) > HOST_MAX) {
+		whyf(lv, "host longer than %d bytes", HOST_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+rec_parse(struct logview *lv, json_t *o, struct rec *r)
+{
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i < N_N; i++)
+		r->n[i] = -1;
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (rec_field(lv, &fields[i], o, r) != 0)
+			return -1;
+	return rec_check(lv, r);
+}
+
+/* --- counting a record -------------------------------------------------- */
+
+static int
+is_allow(const struct rec *r)
+{
+	return r->s[S_DECISION] != NULL && r->s[S_DECISION][0] == 'a';
+}
+
+static int
+is_deny(const struct rec *r)
+{
+	return r->s[S_DECISION] != NULL && r->s[S_DECISION][0] == 'd';
+}
+
+static int
+filter_match(const struct logview *lv, const char *host)
+{
+	size_t i;
+
+	if (lv->nfilter == 0)
+		return 1;
+	for (i = 0; host != NULL && i < lv->nfilter; i++)
+		if (strcasecmp(host, lv->filter[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* The cache slot of R's (sandbox, conn), or NULL when R has no conn. */
+static struct conn_slot *
+conn_slot(struct logview *lv, const struct rec *r, uint64_t *key)
+{
+	const char *sb = r->s[S_SANDBOX] != NULL ? r->s[S_SANDBOX] : "";
+	uint64_t k;
+
+	if (r->n[N_CONN] < 0)
+		return NULL;
+	k = fnv1a(2166136261u, sb, strlen(sb));
+	k = (k << 32 | k) ^ ((uint64_t)r->n[N_CONN] * 0x9e3779b97f4a7c15ull);
+	*key = k;
+	return &lv->conns[(k ^ k >> 29) & (CONN_SLOTS - 1)];
+}
+
+static void
+lower(char *dst, const char *s)
+{
+	while (*s != '\0') {
+		*dst++ = *s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s;
+		s++;
+	}
+	*dst = '\0';
+}
+
+/*
+ * The host entry R counts for, or NULL when the filter leaves R out.  An
+ * end record without a host takes the host of its connection (CS, when
+ * the cache holds it).
+ */
+static struct agg *
+host_for(struct logview *lv, const struct rec *r, const struct conn_slot *cs)
+{
+	char lh[HOST_MAX + 1];
+
+	if (r->s[S_HOST] == NULL && cs != NULL)
+		return cs->host;
+	if (!filter_match(lv, r->s[S_HOST]))
+		return NULL;
+	lower(lh, r->s[S_HOST] != NULL ? r->s[S_HOST] : "");
+	return table_get(&lv->hosts, lh, (int)r->n[N_PORT], NULL, 0);
+}
+
+static void
+add_secret(struct agg *h, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < h->nsecrets; i++)
+		if (strncmp(h->secrets[i], name, WORD_KEEP) == 0 &&
+		    strlen(h->secrets[i]) == utf8_cut(name, WORD_KEEP))
+			return;
+	if (h->nsecrets == SECRETS_MAX) {
+		h->more_secrets = 1;
+		return;
+	}
+	if ((h->secrets[h->nsecrets] = dup_cut(name, WORD_KEEP, NULL)) != NULL)
+		h->nsecrets++;
+}
+
+static void
+count_agg(struct agg *a, const struct rec *r)
+{
+	a->records++;
+	if (r->request) {
+		a->requests++;
+		a->allowed += is_allow(r);
+		a->denied += is_deny(r);
+	}
+	if (r->n[N_UP] > 0)
+		a->bytes_up = sat_add(a->bytes_up, r->n[N_UP]);
+	if (r->n[N_DOWN] > 0)
+		a->bytes_down = sat_add(a->bytes_down, r->n[N_DOWN]);
+}
+
+/* Keeps the first value of an optional detail of a denial. */
+static void
+keep(char **dst, const char *s, size_t max, int *cut)
+{
+	if (*dst == NULL && s != NULL)
+		*dst = dup_cut(s, max, cut);
+}
+
+/* Counts a denial of R, which counts for host H, for REASON. */
+static void
+count_denial(struct logview *lv, const struct rec *r, const struct agg *h,
+    const char *reason)
+{
+	size_t rlen = utf8_cut(reason, REASON_KEEP);
+	struct agg *d = lv->denials.others;
+
+	if (h->host != NULL)
+		d = table_get(&lv->denials, h->host, h->port, reason, rlen);
+	d->records++;
+	d->denied++;
+	if (d == lv->denials.others)
+		return;
+	d->reason_cut = reason[rlen] != '\0';
+	keep(&d->path, r->s[S_PATH], PATH_KEEP, &d->path_cut);
+	keep(&d->method, r->s[S_METHOD], WORD_KEEP, NULL);
+	keep(&d->rule, r->s[S_RULE], RULE_KEEP, NULL);
+}
+
+static void
+keep_ts(char **dst, const char *ts, int sign)
+{
+	char *s;
+	int c;
+
+	if (*dst != NULL &&
+	    ((c = strcmp(ts, *dst)) == 0 || (c > 0) != (sign > 0)))
+		return;
+	if ((s = strdup(ts)) == NULL)
+		return;
+	free(*dst);
+	*dst = s;
+}
+
+static void
+count_totals(struct logview *lv, const struct rec *r)
+{
+	struct logview_totals *t = &lv->t;
+
+	t->records++;
+	if (r->request) {
+		t->requests++;
+		t->allowed += is_allow(r);
+		t->denied += is_deny(r);
+	}
+	if (r->n[N_UP] > 0)
+		t->bytes_up = sat_add(t->bytes_up, r->n[N_UP]);
+	if (r->n[N_DOWN] > 0)
+		t->bytes_down = sat_add(t->bytes_down, r->n[N_DOWN]);
+	if (r->s[S_TS] != NULL) {
+		keep_ts(&lv->first_ts, r->s[S_TS], -1);
+		keep_ts(&lv->last_ts, r->s[S_TS], 1);
+	}
+}
+
+/* Whether slot CS holds the connection KEY. */
+static int
+conn_mine(const struct conn_slot *cs, uint64_t key)
+{
+	return cs != NULL && cs->used && cs->key == key;
+}
+
+/*
+ * Remembers in CS, the slot of R's connection KEY, its host entry H and
+ * whether its last request was allowed.
+ */
+static void
+conn_note(
+    struct conn_slot *cs, uint64_t key, const struct rec *r, struct agg *h)
+{
+	if (cs == NULL || (r->s[S_HOST] == NULL && !conn_mine(cs, key)))
+		return;
+	if (!conn_mine(cs, key))
+		cs->allowed = 0;
+	if (r->s[S_HOST] != NULL) {
+		cs->key = key;
+		cs->host = h;
+		cs->used = 1;
+	}
+	if (r->request)
+		cs->allowed = is_allow(r);
+}
+
+/*
+ * Counts R.  A request denied by the policy is a denial; so is an end
+ * with status 403 after an allowed request: the proxy refused it later
+ * (a private address, say).
+ */
+static void
+record(struct logview *lv, const struct rec *r)
+{
+	struct conn_slot *cs;
+	struct agg *h;
+	uint64_t key = 0;
+
+	cs = conn_slot(lv, r, &key);
+	h = host_for(lv, r, conn_mine(cs, key) ? cs : NULL);
+	conn_note(cs, key, r, h);
+	if (h == NULL)
+		return;
+	count_totals(lv, r);
+	count_agg(h, r);
+	if (r->s[S_SECRET] != NULL)
+		add_secret(h, r->s[S_SECRET]);
+	if (r->request && is_deny(r))
+		count_denial(
+		    lv, r, h, r->s[S_REASON] != NULL ? r->s[S_REASON] : "");
+	else if (!r->request && r->n[N_STATUS] == 403 && conn_mine(cs, key) &&
+	    cs->allowed) {
+		cs->allowed = 0;
+		lv->t.refused++;
+		count_denial(lv, r, h,
+		    r->s[S_ERROR] != NULL ? r->s[S_ERROR]
+		                          : "refused by the proxy (403)");
+	}
+}
+
+/* --- public: feeding ---------------------------------------------------- */
+
+static void
+malformed(struct logview *lv, uint64_t lineno)
+{
+	lv->t.malformed++;
+	if (lv->t.first_malformed == 0)
+		lv->t.first_malformed = lineno;
+}
+
+static int
+blank(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			return 0;
+	return 1;
+}
+
+int
+logview_feed(struct logview *lv, const char *line, size_t len, uint64_t lineno)
+{
+	json_error_t e;
+	json_t *o = NULL;
+	struct rec r;
+	int ret = -1;
+
+	lv->why[0] = '\0';
+	if (len > LOGVIEW_LINE_MAX)
+		whyf(lv, "line longer than %d bytes", LOGVIEW_LINE_MAX);
+	else if (blank(line, len))
+		ret = 0;
+	else if ((o = json_loadb(line, len,
+	              JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e)) == NULL)
+		whyf(lv, "not JSON: %s", e.text);
+	else if (!json_is_object(o))
+		whyf(lv, "not an object");
+	else if (rec_parse(lv, o, &r) == 0) {
+		record(lv, &r);
+		ret = 0;
+	}
+	if (ret != 0)
+		malformed(lv, lineno);
+	json_decref(o);
+	return ret;
+}
+
+/* Feeds one line read from a file, reporting it when it is malformed. */
+static void
+read_line(struct logview *lv, const char *buf, size_t len, int toolong,
+    uint64_t lineno, const char *name, FILE *err)
+{
+	if (toolong) {
+		whyf(lv, "line longer than %d bytes", LOGVIEW_LINE_MAX);
+		malformed(lv, lineno);
+	} else if (logview_feed(lv, buf, len, lineno) == 0)
+		return;
+	fprintf(err, "%s:%" PRIu64 ": malformed record (%s)\n", name, lineno,
+	    lv->why);
+}
+
+int
+logview_read(struct logview *lv, FILE *in, const char *name, FILE *err)
+{
+	uint64_t lineno = 0;
+	size_t len = 0;
+	char *buf;
+	int c, toolong = 0, ret = -1, saved;
+
+	if ((buf = malloc(LOGVIEW_LINE_MAX)) == NULL)
+		return -1;
+	while ((c = getc_unlocked(in)) != EOF) {
+		if (c != '\n') {
+			if (len < LOGVIEW_LINE_MAX)
+				buf[len++] = (char)c;
+			else
+				toolong = 1;
+			continue;
+		}
+		read_line(lv, buf, len, toolong, ++lineno, name, err);
+		len = 0;
+		toolong = 0;
+	}
+	saved = errno;
+	if (!ferror(in)) {
+		if (len > 0 || toolong)
+			lv->t.incomplete++;
+		ret = 0;
+	}
+	free(buf);
+	errno = saved;
+	return ret;
+}
+
+/* --- advice for a denial ------------------------------------------------ */
+
+struct advice {
+	enum denial_kind kind;
+	char allow[ADVICE_MAX]; /* the allow line, or "" */
+	char note[ADVICE_MAX]; /* or a note, or "" */
+};
+
+static const struct {
+	const char *prefix, *infix;
+	enum denial_kind kind;
+} kinds[] = {
+    {"no rule allows ", NULL, DK_NORULE},
+    {"port ", " is not allowed for ", DK_PORT},
+    {"path ", " is not allowed by rule ", DK_PATH},
+    {"method ", " is not allowed by rule ", DK_METHOD},
+    {"denied by rule ", NULL, DK_DENYRULE},
+    {"credentials are never sent over plain HTTP", NULL, DK_PLAIN},
+    {"", " not allowed without 'private' in the rule", DK_PRIVATE},
+};
+
+/* The kind of denial REASON (as policy_decide() words it) describes. */
+static enum denial_kind
+denial_kind(const char *reason)
+{
+	size_t i, n;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		n = strlen(kinds[i].prefix);
+		if (strncmp(reason, kinds[i].prefix, n) == 0 &&
+		    (kinds[i].infix == NULL ||
+		        strstr(reason + n, kinds[i].infix) != NULL))
+			return kinds[i].kind;
+	}
+	return DK_OTHER;
+}
+
+/* A byte that a policy word may hold unquoted (policy/parse.c). */
+static int
+word_byte(unsigned char c)
+{
+	return c > ' ' && c != 0x7f && c != '{' && c != '}' && c != ';' &&
+	    c != '"' && c != '#' && c != '\\';
+}
+
+/* Host bytes a target may name: a DNS name, an address, no syntax. */
+static int
+host_ok(const char *h)
+{
+	if (h == NULL || *h == '\0')
+		return 0;
+	for (; *h != '\0'; h++)
+		if (!((*h >= 'a' && *h <= 'z') || (*h >= '0' && *h <= '9') ||
+		        *h == '.' || *h == '-' || *h == '_' || *h == ':'))
+			return 0;
+	return 1;
+}
+
+/* D's target as a policy writes it: "host:port", "[v6]:port"; -1 if not. */
+static int
+target_str(const struct agg *d, char *buf, size_t n)
+{
+	size_t o;
+
+	if (!host_ok(d->host))
+		return -1;
+	snprintf(buf, n, strchr(d->host, ':') != NULL ? "[%s]" : "%s", d->host);
+	o = strlen(buf);
+	if (d->port >= 0)
+		snprintf(buf + o, n - o, ":%d", d->port);
+	return 0;
+}
+
+/*
+ * The directory of PATH plus "*", as a policy word (quoted if needed), or
+ * -1.  A '*' in the directory would be a wildcard there: no word.
+ */
+static int
+path_word(const char *path, char *buf, size_t n)
+{
+	const char *slash = strrchr(path, '/');
+	size_t i, o = 0, len;
+	int quote = 0;
+
+	if (path[0] != '/' || slash == NULL || (size_t)(slash - path) + 8 > n)
+		return -1;
+	len = slash - path + 1;
+	for (i = 0; i < len; i++) {
+		if ((unsigned char)path[i] < ' ' || path[i] == 0x7f ||
+		    path[i] == '*')
+			return -1;
+		quote |= !word_byte((unsigned char)path[i]);
+	}
+	if (quote)
+		buf[o++] = '"';
+	for (i = 0; i < len && o + 4 < n; i++) {
+		if (path[i] == '"' || path[i] == '\\')
+			buf[o++] = '\\';
+		buf[o++] = path[i];
+	}
+	if (i < len)
+		return -1;
+	buf[o++] = '*';
+	if (quote)
+		buf[o++] = '"';
+	buf[o] = '\0';
+	return 0;
+}
+
+/* The text of REASON between PREFIX and INFIX (the last one), or -1. */
+static int
+reason_part(const struct agg *d, const char *prefix, const char *infix,
+    char *buf, size_t n)
+{
+	const char *s = d->reason + strlen(prefix), *end = NULL, *p = s;
+
+	if (d->reason_cut)
+		return -1;
+	while ((p = strstr(p, infix)) != NULL)
+		end = p++;
+	if (end == NULL || (size_t)(end - s) >= n)
+		return -1;
+	memcpy(buf, s, end - s);
+	buf[end - s] = '\0';
+	return 0;
+}
+
+static int
+method_ok(const char *m)
+{
+	if (*m == '\0')
+		return 0;
+	for (; *m != '\0'; m++)
+		if (!word_byte((unsigned char)*m))
+			return 0;
+	return 1;
+}
+
+/*
+ * The "paths" option for D's path directory into WORD, or -1.  A method
+ * denial may lack a path: WORD is then "".
+ */
+static int
+paths_opt(const struct agg *d, enum denial_kind k, char *word, size_t n)
+{
+	char path[PATH_KEEP + 1], w[2 * PATH_KEEP + 8];
+
+	word[0] = '\0';
+	if (d->path != NULL && !d->path_cut)
+		snprintf(path, sizeof(path), "%s", d->path);
+	else if (k == DK_METHOD && d->path == NULL)
+		return 0;
+	else if (k != DK_PATH ||
+	    reason_part(d, "path ", " is not allowed by rule ", path,
+	        sizeof(path)) != 0)
+		return -1;
+	if (path_word(path, w, sizeof(w)) != 0)
+		return -1;
+	snprintf(word, n, " paths %s", w);
+	return 0;
+}
+
+/* The options block of an allow for a path or method denial, or -1. */
+static int
+block_str(const struct agg *d, enum denial_kind k, char *buf, size_t n)
+{
+	char paths[2 * PATH_KEEP + 16], m[WORD_KEEP + 1];
+
+	if (paths_opt(d, k, paths, sizeof(paths)) != 0)
+		return -1;
+	if (k == DK_PATH) {
+		snprintf(buf, n, " {%s }", paths);
+		return 0;
+	}
+	if (d->method != NULL)
+		snprintf(m, sizeof(m), "%s", d->method);
+	else if (reason_part(d, "method ", " is not allowed by rule ", m,
+	             sizeof(m)) != 0)
+		return -1;
+	if (!method_ok(m))
+		return -1;
+	snprintf(buf, n, " { methods %s%s }", m, paths);
+	return 0;
+}
+
+static void
+advise_deny(const struct agg *d, struct advice *a)
+{
+	char rule[RULE_KEEP + 1];
+	const char *r = d->rule;
+
+	if (r == NULL && !d->reason_cut) {
+		snprintf(rule, sizeof(rule), "%s",
+		    d->reason + strlen("denied by rule "));
+		r = rule;
+	}
+	if (r != NULL)
+		snprintf(a->note, sizeof(a->note),
+		    "denied by the deny rule at %s: an allow cannot override "
+		    "a deny; change that rule if this should pass",
+		    r);
+	else
+		snprintf(a->note, sizeof(a->note),
+		    "denied by a deny rule: an allow cannot override a deny");
+}
+
+/* Works out what would let D through, if an allow can. */
+static void
+advise(const struct agg *d, struct advice *a)
+{
+	char target[2 * HOST_MAX + 16], block[ADVICE_MAX - sizeof(target) - 8];
+
+	a->allow[0] = a->note[0] = '\0';
+	a->kind = d->host != NULL ? denial_kind(d->reason) : DK_OTHER;
+	block[0] = '\0';
+	if (a->kind == DK_DENYRULE)
+		advise_deny(d, a);
+	else if (a->kind == DK_PLAIN)
+		snprintf(a->note, sizeof(a->note),
+		    "no allow can permit this: use HTTPS");
+	else if (a->kind == DK_OTHER)
+		return;
+	else if (target_str(d, target, sizeof(target)) != 0)
+		snprintf(a->note, sizeof(a->note),
+		    "no allow line: the log names no usable host");
+	else if ((a->kind == DK_PATH || a->kind == DK_METHOD) &&
+	    block_str(d, a->kind, block, sizeof(block)) != 0)
+		snprintf(a->note, sizeof(a->note),
+		    "no allow line: the log names no usable %s",
+		    a->kind == DK_PATH ? "path" : "method and path");
+	else
+		snprintf(a->allow, sizeof(a->allow), "allow %s%s", target,
+		    a->kind == DK_PRIVATE ? " { private }" : block);
+	if (a->kind == DK_PRIVATE && a->allow[0] != '\0' && d->rule != NULL)
+		snprintf(a->note, sizeof(a->note),
+		    "before rule %s, which decided (the first matching allow "
+		    "wins), or add private to that rule",
+		    d->rule);
+}
+
+/* --- text output -------------------------------------------------------- */
+
+static int
+cmp_denial(const void *pa, const void *pb)
+{
+	const struct agg *a = *(const struct agg *const *)pa;
+	const struct agg *b = *(const struct agg *const *)pb;
+	int c;
+
+	if (a->denied != b->denied)
+		return a->denied > b->denied ? -1 : 1;
+	if ((c = strcmp(a->host, b->host)) != 0)
+		return c;
+	if (a->port != b->port)
+		return a->port < b->port ? -1 : 1;
+	return strcmp(a->reason, b->reason);
+}
+
+static int
+cmp_host(const void *pa, const void *pb)
+{
+	const struct agg *a = *(const struct agg *const *)pa;
+	const struct agg *b = *(const struct agg *const *)pb;
+	int c;
+
+	if (a->denied != b->denied)
+		return a->denied > b->denied ? -1 : 1;
+	if (a->requests != b->requests)
+		return a->requests > b->requests ? -1 : 1;
+	if ((c = strcmp(a->host, b->host)) != 0)
+		return c;
+	return a->port < b->port ? -1 : a->port > b->port;
+}
+
+/* "host:port" for display, escaped. */
+static void
+label(const struct agg *a, char *buf, size_t n)
+{
+	char h[4 * HOST_MAX + 1];
+	size_t o;
+
+	if (a->host == NULL) {
+		snprintf(buf, n, "(others)");
+		return;
+	}
+	esc_buf(h, sizeof(h), a->host);
+	snprintf(buf, n,
+	    strchr(a->host, ':') != NULL ? "[%s]"
+	        : a->host[0] == '\0'     ? "(no host)%s"
+	                                 : "%s",
+	    h);
+	o = strlen(buf);
+	if (a->port >= 0)
+		snprintf(buf + o, n - o, ":%d", a->port);
+}
+
+static void
+human(uint64_t n, char *buf, size_t len)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB"};
+	double v = (double)n;
+	size_t u = 0;
+
+	if (n < 1024) {
+		snprintf(buf, len, "%" PRIu64 " B", n);
+		return;
+	}
+	for (v /= 1024; v >= 1024 && u < 2; u++)
+		v /= 1024;
+	snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
+static int
+digits(uint64_t n)
+{
+	int d = 1;
+
+	while (n >= 10) {
+		n /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* Prints TEXT, if any, under the reason of a denial. */
+static void
+advice_line(FILE *f, int w, const char *text)
+{
+	if (text[0] == '\0')
+		return;
+	fprintf(f, "  %*s   ", w, "");
+	esc_put(f, text);
+	fputc('\n', f);
+}
+
+static void
+print_denial(FILE *f, const struct agg *d, int w)
+{
+	char lab[4 * HOST_MAX + 32];
+	struct advice a;
+
+	label(d, lab, sizeof(lab));
+	fprintf(f, "  %*" PRIu64 "x  %s  ", w, d->denied, lab);
+	if (d->host == NULL)
+		fputs("other denials", f);
+	else
+		esc_put(
+		    f, d->reason[0] != '\0' ? d->reason : "(no reason given)");
+	fputs(d->reason_cut ? "...\n" : "\n", f);
+	advise(d, &a);
+	advice_line(f, w, a.allow);
+	advice_line(f, w, a.note);
+}
+
+static int
+print_denied(const struct logview *lv, FILE *f)
+{
+	struct agg **v;
+	size_t i, n = 0;
+	uint64_t max = 0;
+
+	if ((v = table_sorted(&lv->denials, cmp_denial, &n)) == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		max = v[i]->denied > max ? v[i]->denied : max;
+	if (n == 0)
+		fprintf(f, "Denied: none\n");
+	else
+		fprintf(f, "Denied (%" PRIu64 " request%s):\n",
+		    lv->t.denied + lv->t.refused,
+		    lv->t.denied + lv->t.refused == 1 ? "" : "s");
+	for (i = 0; i < n; i++)
+		print_denial(f, v[i], digits(max));
+	free(v);
+	return 0;
+}
+
+static void
+print_secrets(FILE *f, const struct agg *h)
+{
+	size_t i;
+
+	if (h->nsecrets == 0)
+		fputc('-', f);
+	for (i = 0; i < h->nsecrets; i++) {
+		if (i > 0)
+			fputc(',', f);
+		esc_put(f, h->secrets[i]);
+	}
+	if (h->more_secrets)
+		fputs(",...", f);
+}
+
+static void
+print_host(FILE *f, const struct agg *h, int w)
+{
+	char lab[4 * HOST_MAX + 32], up[32], down[32];
+
+	label(h, lab, sizeof(lab));
+	human(h->bytes_up, up, sizeof(up));
+	human(h->bytes_down, down, sizeof(down));
+	fprintf(f,
+	    "  %-*s  %8" PRIu64 "  %7" PRIu64 "  %6" PRIu64 "  %10s  %10s  ", w,
+	    lab, h->requests, h->allowed, h->denied, up, down);
+	print_secrets(f, h);
+	fputc('\n', f);
+}
+
+static int
+print_hosts(const struct logview *lv, FILE *f)
+{
+	char lab[4 * HOST_MAX + 32];
+	struct agg **v;
+	size_t i, n = 0;
+	int w = 9;
+
+	if ((v = table_sorted(&lv->hosts, cmp_host, &n)) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		label(v[i], lab, sizeof(lab));
+		if (strlen(lab) > (size_t)w)
+			w = strlen(lab) > 60 ? 60 : (int)strlen(lab);
+	}
+	if (n == 0)
+		fprintf(f, "\nHosts: none\n");
+	else
+		fprintf(f, "\nHosts:\n  %-*s  %8s  %7s  %6s  %10s  %10s  %s\n",
+		    w, "HOST:PORT", "REQUESTS", "ALLOWED", "DENIED", "BYTES UP",
+		    "BYTES DOWN", "SECRETS");
+	for (i = 0; i < n; i++)
+		print_host(f, v[i], w);
+	free(v);
+	return 0;
+}
+
+static void
+print_totals(const struct logview *lv, FILE *f)
+{
+	const struct logview_totals *t = &lv->t;
+	char up[32], down[32];
+
+	human(t->bytes_up, up, sizeof(up));
+	human(t->bytes_down, down, sizeof(down));
+	fprintf(f, "\nTotals:\n  records    %" PRIu64 "\n", t->records);
+	fprintf(f,
+	    "  requests   %" PRIu64 " (%" PRIu64 " allowed, %" PRIu64
+	    " denied)\n",
+	    t->requests, t->allowed, t->denied);
+	if (t->refused > 0)
+		fprintf(f,
+		    "  refused    %" PRIu64 " allowed, then refused by the "
+		    "proxy (403)\n",
+		    t->refused);
+	fprintf(f, "  bytes      %s up, %s down\n", up, down);
+	fprintf(f, "  malformed  %" PRIu64 " line%s", t->malformed,
+	    t->malformed == 1 ? "" : "s");
+	if (t->malformed > 0)
+		fprintf(f, " (first at line %" PRIu64 ")", t->first_malformed);
+	fputc('\n', f);
+	if (lv->first_ts != NULL) {
+		fputs("  first      ", f);
+		esc_put(f, lv->first_ts);
+		fputs("\n  last       ", f);
+		esc_put(f, lv->last_ts);
+		fputc('\n', f);
+	}
+	if (t->incomplete > 0)
+		fprintf(f, "  1 incomplete line at the end ignored\n");
+}
+
+/* --- JSON output -------------------------------------------------------- */
+
+static json_int_t
+jint(uint64_t n)
+{
+	return n > LLONG_MAX ? LLONG_MAX : (json_int_t)n;
+}
+
+static json_t *
+jport(int port)
+{
+	return port >= 0 ? json_integer(port) : json_null();
+}
+
+static const char *
+jhost(const struct agg *a)
+{
+	return a->host != NULL && a->host[0] != '\0' ? a->host : NULL;
+}
+
+static json_t *
+json_denial(const struct agg *d)
+{
+	struct advice a;
+
+	advise(d, &a);
+	return json_pack("{s:I, s:s?, s:o, s:s?, s:b, s:s?, s:s, s:s?, s:s?}",
+	    "count", jint(d->denied), "host", jhost(d), "port", jport(d->port),
+	    "reason", d->reason, "reason_cut", d->reason_cut, "rule", d->rule,
+	    "kind", kind_names[a.kind], "allow",
+	    a.allow[0] != '\0' ? a.allow : NULL, "note",
+	    a.note[0] != '\0' ? a.note : NULL);
+}
+
+static json_t *
+json_host(const struct agg *h)
+{
+	json_t *s = json_array();
+	size_t i;
+
+	for (i = 0; s != NULL && i < h->nsecrets; i++)
+		json_array_append_new(s, json_string(h->secrets[i]));
+	return json_pack("{s:s?, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:b}",
+	    "host", jhost(h), "port", jport(h->port), "requests",
+	    jint(h->requests), "allowed", jint(h->allowed), "denied",
+	    jint(h->denied), "bytes_up", jint(h->bytes_up), "bytes_down",
+	    jint(h->bytes_down), "secrets", s, "others", h->host == NULL);
+}
+
+/* An array of T's entries sorted by CMP, each made by FN; NULL: ENOMEM. */
+static json_t *
+json_table(const struct table *t, int (*cmp)(const void *, const void *),
+    json_t *(*fn)(const struct agg *))
+{
+	json_t *arr = json_array();
+	struct agg **v;
+	size_t i, n = 0;
+
+	if (arr == NULL || (v = table_sorted(t, cmp, &n)) == NULL) {
+		json_decref(arr);
+		return NULL;
+	}
+	for (i = 0; arr != NULL && i < n; i++)
+		if (json_array_append_new(arr, fn(v[i])) != 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	free(v);
+	return arr;
+}
+
+static json_t *
+json_totals(const struct logview *lv)
+{
+	const struct logview_totals *t = &lv->t;
+
+	return json_pack(
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}",
+	    "records", jint(t->records), "requests", jint(t->requests),
+	    "allowed", jint(t->allowed), "denied", jint(t->denied), "refused",
+	    jint(t->refused), "bytes_up", jint(t->bytes_up), "bytes_down",
+	    jint(t->bytes_down), "malformed", jint(t->malformed), "incomplete",
+	    jint(t->incomplete), "first_ts", lv->first_ts, "last_ts",
+	    lv->last_ts);
+}
+
+static int
+print_json(const struct logview *lv, FILE *f, const struct logview_opts *o)
+{
+	json_t *root;
+	int ret = -1;
+
+	root = json_pack("{s:o}", "denied",
+	    json_table(&lv->denials, cmp_denial, json_denial));
+	if (root == NULL)
+		goto out;
+	if (!o->denied_only &&
+	    (json_object_set_new(root, "hosts",
+	         json_table(&lv->hosts, cmp_host, json_host)) != 0 ||
+	        json_object_set_new(root, "totals", json_totals(lv)) != 0))
+		goto out;
+	if (json_dumpf(root, f, JSON_INDENT(2)) != 0)
+		goto out;
+	fputc('\n', f);
+	ret = 0;
+out:
+	json_decref(root);
+	return ret;
+}
+
+int
+logview_print(const struct logview *lv, FILE *f, const struct logview_opts *o)
+{
+	int ret = -1;
+
+	if (o->json) {
+		if (print_json(lv, f, o) != 0)
+			goto out;
+	} else {
+		if (print_denied(lv, f) != 0)
+			goto out;
+		if (!o->denied_only) {
+			if (print_hosts(lv, f) != 0)
+				goto out;
+			print_totals(lv, f);
+		}
+	}
+	ret = fflush(f) == 0 && !ferror(f) ? 0 : -1;
+out:
+	return ret;
+}
+
+/* --- test access -------------------------------------------------------- */
+
+static const struct agg *
+find(const struct table *t, const char *host, int port, const char *reason)
+{
+	const struct agg *a;
+	size_t i;
+
+	if (host == NULL)
+		return t->others;
+	for (i = 0; i < t->nb; i++)
+		for (a = t->b[i]; a != NULL; a = a->next)
+			if (key_equal(a, host, port, reason,
+			        reason != NULL ? strlen(reason) : 0))
+				return a;
+	return NULL;
+}
+
+int
+logview_host(const struct logview *lv, const char *host, int port,
+    struct logview_host_stats *st)
+{
+	const struct agg *a = find(&lv->hosts, host, port, NULL);
+
+	if (a == NULL || a->records == 0)
+		return -1;
+	st->requests = a->requests;
+	st->allowed = a->allowed;
+	st->denied = a->denied;
+	st->bytes_up = a->bytes_up;
+	st->bytes_down = a->bytes_down;
+	st->nsecrets = a->nsecrets;
+	return 0;
+}
+
+uint64_t
+logview_denials(
+    const struct logview *lv, const char *host, int port, const char *reason)
+{
+	const struct agg *a = find(&lv->denials, host, port, reason);
+
+	return a != NULL ? a->denied : 0;
+}
+
+size_t
+logview_nhosts(const struct logview *lv)
+{
+	return lv->hosts.n;
+}
+
+size_t
+logview_ndenials(const struct logview *lv)
+{
+	return lv->denials.n;
+}

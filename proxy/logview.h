@@ -1,0 +1,118 @@
+/*
+ * logview.h: the reviewer's view of an audit log (pinhole log).
+ *
+ * Reads JSON Lines records as proxy/audit.h writes them and aggregates
+ * them without keeping them: denied requests by (host, port, reason),
+ * traffic by (host, port), and totals.  Memory is bounded whatever the
+ * input: at most LOGVIEW_KEYS_MAX distinct hosts and as many distinct
+ * denials are kept, the rest is counted in an "others" bucket, and long
+ * strings are cut.  The log holds secret names only; they are printed as
+ * names.  Every string taken from the log is printed with control bytes
+ * escaped, so a log cannot drive the reviewer's terminal.
+ */
+#ifndef PH_LOGVIEW_H
+#define PH_LOGVIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A longer line is malformed, and logview_read() does not store it. */
+#define LOGVIEW_LINE_MAX (1024 * 1024)
+/* Distinct hosts, and distinct denials, kept before "others". */
+#define LOGVIEW_KEYS_MAX 10000
+
+struct logview;
+
+struct logview_opts {
+	int denied_only; /* print the denied requests only */
+	int json; /* one JSON object instead of text */
+};
+
+struct logview_totals {
+	uint64_t records; /* valid records that passed the filter */
+	uint64_t requests; /* "request" records */
+	uint64_t allowed;
+	uint64_t denied;
+	uint64_t refused; /* allowed, then refused by the proxy (403) */
+	uint64_t bytes_up;
+	uint64_t bytes_down;
+	uint64_t malformed; /* lines reported as malformed */
+	uint64_t first_malformed; /* line number of the first one, or 0 */
+	uint64_t incomplete; /* last line without "\n": ignored */
+	const char *first_ts; /* earliest and latest "ts", or NULL */
+	const char *last_ts;
+};
+
+/* Returns a new, empty view, or NULL when out of memory. */
+struct logview *logview_new(void);
+
+/* Frees LV.  NULL does nothing. */
+void logview_free(struct logview *);
+
+/*
+ * Keeps only records whose host equals HOST, compared case-insensitively
+ * (may be called several times: any of the hosts).  Call before feeding.
+ * Returns 0, or -1 when out of memory.
+ */
+int logview_filter_host(struct logview *, const char *host);
+
+/*
+ * Adds one line of LEN bytes (without its "\n"; need not be
+ * NUL-terminated), LINENO being its line number.  A blank line is
+ * skipped.  Returns 0, or -1 when the line is malformed (not JSON, not an
+ * object, a field of the wrong type, a missing or unknown event, longer
+ * than LOGVIEW_LINE_MAX): it is counted, and logview_why() says why.
+ */
+int
+logview_feed(struct logview *, const char *line, size_t len, uint64_t lineno);
+
+/* Why the last logview_feed() failed, in one line: "not an object". */
+const char *logview_why(const struct logview *);
+
+/*
+ * Reads IN line by line up to its current end and feeds each line.  A
+ * malformed line is reported on ERR as "NAME:LINE: malformed record
+ * (why)".  A last line without "\n" (a writer in mid-append) is ignored
+ * and counted as incomplete, not as malformed.  A line longer than
+ * LOGVIEW_LINE_MAX is skipped without being stored.  Returns 0, or -1 on
+ * a read error (errno set).
+ */
+int logview_read(struct logview *, FILE *in, const char *name, FILE *err);
+
+/* Fills T with the totals; its strings live as long as LV. */
+void logview_totals(const struct logview *, struct logview_totals *t);
+
+/*
+ * Prints the view to F: the denied requests first (policy denials, and
+ * allowed requests that the proxy refused with 403, such as a private
+ * address), each with the allow line that would permit it where one can,
+ * then the per-host table, then the totals (or a JSON object: "denied",
+ * "hosts", "totals").  Returns 0,
+ * or -1 when out of memory or when writing failed.
+ */
+int logview_print(const struct logview *, FILE *f, const struct logview_opts *);
+
+#ifdef LOGVIEW_INTERNAL
+struct logview_host_stats {
+	uint64_t requests, allowed, denied, bytes_up, bytes_down;
+	size_t nsecrets;
+};
+
+/*
+ * The counters of HOST:PORT (PORT -1: no port; HOST NULL: the "others"
+ * bucket).  Returns 0, or -1 when there is no such entry.
+ */
+int logview_host(const struct logview *, const char *host, int port,
+    struct logview_host_stats *);
+
+/* How often HOST:PORT was denied with REASON (HOST NULL: "others"). */
+uint64_t logview_denials(
+    const struct logview *, const char *host, int port, const char *reason);
+
+/* Distinct hosts and denials kept, "others" buckets excluded. */
+size_t logview_nhosts(const struct logview *);
+size_t logview_ndenials(const struct logview *);
+#endif
+
+#endif

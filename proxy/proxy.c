@@ -1,0 +1,265 @@
+/*
+ * proxy.c: listeners, the session limit, policy reloads and shutdown.
+ *
+ * Accepting pauses -- it does not spin -- in two cases: at the session
+ * limit (resumed when a session ends), and when accept() fails for want of
+ * descriptors or memory (resumed by a timer, as relayd does).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "common/log.h"
+#include "policy/policy.h"
+#include "proxy/proxy.h"
+#include "proxy/session.h"
+
+#define LISTENERS_MAX 8
+#define ACCEPT_PAUSE_MS 100
+#define SESSIONS_DEFAULT 4096
+
+struct proxy {
+	struct session_ctx ctx;
+	struct evconnlistener *lev[LISTENERS_MAX];
+	size_t nlev;
+	struct event *resume; /* re-enables accept after EMFILE */
+	unsigned max_sessions;
+	int full; /* paused at the session limit */
+	int stopping;
+	struct event *grace;
+	void (*done)(void *);
+	void *done_arg;
+	uint64_t next_conn;
+};
+
+static void
+accepting(struct proxy *px, int on)
+{
+	size_t i;
+
+	for (i = 0; i < px->nlev; i++) {
+		if (on)
+			evconnlistener_enable(px->lev[i]);
+		else
+			evconnlistener_disable(px->lev[i]);
+	}
+}
+
+static void
+finish_stop(struct proxy *px)
+{
+	void (*done)(void *) = px->done;
+
+	px->done = NULL;
+	if (px->grace != NULL)
+		evtimer_del(px->grace);
+	session_close_all(&px->ctx);
+	if (done != NULL)
+		done(px->done_arg);
+}
+
+/* A session ended: there is room again, or the shutdown is over. */
+static void
+session_ended(void *arg)
+{
+	struct proxy *px = arg;
+
+	if (px->stopping) {
+		if (px->ctx.nsessions == 0 && px->done != NULL)
+			finish_stop(px);
+		return;
+	}
+	if (px->full && px->ctx.nsessions < px->max_sessions) {
+		px->full = 0;
+		accepting(px, 1);
+	}
+}
+
+static void
+on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+    int len, void *arg)
+{
+	struct proxy *px = arg;
+
+	(void)lev;
+	(void)sa;
+	(void)len;
+	if (session_new(&px->ctx, fd, ++px->next_conn) == NULL)
+		log_warnx("connection %llu: out of memory",
+		    (unsigned long long)px->next_conn);
+	if (px->ctx.nsessions >= px->max_sessions && !px->full) {
+		px->full = 1;
+		accepting(px, 0);
+	}
+}
+
+static void
+on_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+
+	(void)fd;
+	(void)what;
+	if (!px->stopping && !px->full)
+		accepting(px, 1);
+}
+
+static void
+on_accept_error(struct evconnlistener *lev, void *arg)
+{
+	struct proxy *px = arg;
+	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
+	int err = EVUTIL_SOCKET_ERROR();
+
+	(void)lev;
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		log_warnx("accept: %s; pausing %d ms", strerror(err),
+		    ACCEPT_PAUSE_MS);
+		accepting(px, 0);
+		evtimer_add(px->resume, &tv);
+	} else
+		log_warnx("accept: %s", strerror(err));
+}
+
+static struct proxy_policy *
+wrap_policy(struct policy *p)
+{
+	struct proxy_policy *pp = calloc(1, sizeof(*pp));
+
+	if (pp == NULL)
+		return NULL;
+	pp->p = p;
+	pp->refs = 1; /* the proxy's own */
+	return pp;
+}
+
+struct proxy *
+proxy_new(struct event_base *base, const struct proxy_config *cf)
+{
+	struct proxy *px;
+
+	if ((px = calloc(1, sizeof(*px))) == NULL)
+		return NULL;
+	px->ctx.base = base;
+	px->ctx.dns = cf->dns;
+	px->ctx.audit = cf->audit;
+	px->ctx.run_id = cf->run_id;
+	px->ctx.ended = session_ended;
+	px->ctx.ended_arg = px;
+	TAILQ_INIT(&px->ctx.sessions);
+	px->max_sessions =
+	    cf->max_sessions ? cf->max_sessions : SESSIONS_DEFAULT;
+	px->resume = evtimer_new(base, on_resume, px);
+	px->ctx.policy = wrap_policy(cf->policy);
+	if (px->resume == NULL || px->ctx.policy == NULL) {
+		if (px->ctx.policy == NULL)
+			policy_free(cf->policy);
+		proxy_free(px);
+		return NULL;
+	}
+	return px;
+}
+
+int
+proxy_listen_fd(struct proxy *px, int fd)
+{
+	struct evconnlistener *lev;
+
+	if (px->nlev == LISTENERS_MAX ||
+	    evutil_make_socket_nonblocking(fd) != 0)
+		return -1;
+	/* Backlog 0: the socket is listening already (maybe made elsewhere). */
+	lev = evconnlistener_new(px->ctx.base, on_accept, px,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+	if (lev == NULL)
+		return -1;
+	evconnlistener_set_error_cb(lev, on_accept_error);
+	px->lev[px->nlev++] = lev;
+	if (px->full || px->stopping)
+		evconnlistener_disable(lev);
+	return 0;
+}
+
+void
+proxy_set_policy(struct proxy *px, struct policy *p)
+{
+	struct proxy_policy *old = px->ctx.policy, *pp = wrap_policy(p);
+
+	if (pp == NULL) {
+		log_warnx("reload: out of memory; the old policy stays");
+		policy_free(p);
+		return;
+	}
+	px->ctx.policy = pp;
+	if (--old->refs == 0) {
+		policy_free(old->p);
+		free(old);
+	}
+}
+
+static void
+on_grace(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	finish_stop(arg);
+}
+
+void
+proxy_shutdown(
+    struct proxy *px, unsigned grace_ms, void (*done)(void *), void *arg)
+{
+	struct timeval tv = {grace_ms / 1000, (grace_ms % 1000) * 1000};
+	size_t i;
+
+	px->stopping = 1;
+	px->done = done;
+	px->done_arg = arg;
+	for (i = 0; i < px->nlev; i++)
+		evconnlistener_free(px->lev[i]);
+	px->nlev = 0;
+	if (px->ctx.nsessions == 0) {
+		finish_stop(px);
+		return;
+	}
+	if (px->grace == NULL)
+		px->grace = evtimer_new(px->ctx.base, on_grace, px);
+	if (px->grace == NULL)
+		finish_stop(px);
+	else
+		evtimer_add(px->grace, &tv);
+}
+
+size_t
+proxy_session_count(const struct proxy *px)
+{
+	return px->ctx.nsessions;
+}
+
+void
+proxy_free(struct proxy *px)
+{
+	size_t i;
+
+	if (px == NULL)
+		return;
+	px->stopping = 1;
+	px->done = NULL;
+	for (i = 0; i < px->nlev; i++)
+		evconnlistener_free(px->lev[i]);
+	session_close_all(&px->ctx);
+	if (px->ctx.policy != NULL && --px->ctx.policy->refs == 0) {
+		policy_free(px->ctx.policy->p);
+		free(px->ctx.policy);
+	}
+	if (px->resume != NULL)
+		event_free(px->resume);
+	if (px->grace != NULL)
+		event_free(px->grace);
+	free(px);
+}

@@ -1,0 +1,56 @@
+/*
+ * proxy.h: the egress proxy engine, a library on a libevent loop.
+ *
+ * `pinhole proxy` wraps it as a daemon; `pinhole run` embeds it in-process
+ * and hands it the listener made inside the sandbox.  Every client
+ * connection is a session; every request is decided by the policy, before
+ * any DNS lookup or connection, and written to the audit log.
+ */
+#ifndef PH_PROXY_H
+#define PH_PROXY_H
+
+#include <stddef.h>
+
+struct event_base;
+struct policy;
+struct audit;
+struct dns;
+struct proxy;
+
+struct proxy_config {
+	struct policy *policy; /* taken over: freed by the proxy */
+	struct audit *audit; /* borrowed; NULL: no audit log */
+	struct dns *dns; /* borrowed */
+	const char *run_id; /* "sandbox" of audit records */
+	unsigned max_sessions; /* 0: 4096 */
+};
+
+/* Returns a proxy on BASE, not yet listening, or NULL (ENOMEM). */
+struct proxy *proxy_new(struct event_base *base, const struct proxy_config *);
+
+/*
+ * Accepts connections on FD, a listening socket (made non-blocking here).
+ * The proxy owns FD from then on.  Returns 0 or -1.
+ */
+int proxy_listen_fd(struct proxy *, int fd);
+
+/*
+ * Replaces the policy: new requests are decided by P (taken over); each
+ * session keeps the policy it started with until it ends.
+ */
+void proxy_set_policy(struct proxy *, struct policy *p);
+
+/*
+ * Stops accepting.  Sessions go on; when the last one ends, or after
+ * GRACE_MS, the remaining ones are closed and DONE(ARG) is called.
+ */
+void proxy_shutdown(
+    struct proxy *, unsigned grace_ms, void (*done)(void *), void *arg);
+
+/* Number of open sessions. */
+size_t proxy_session_count(const struct proxy *);
+
+/* Closes everything and frees.  NULL does nothing. */
+void proxy_free(struct proxy *);
+
+#endif

@@ -1,0 +1,624 @@
+/*
+ * session.c: a client connection: request heads, decisions, CONNECT
+ * tunnels, proxy-made responses, and the one close path.
+ *
+ * Tunnel bytes move between the two bufferevents by handing over evbuffer
+ * chains (no copy).  Backpressure: when the peer's output grows past
+ * RELAY_HIGH, reading stops on the side that feeds it and resumes from the
+ * peer's write callback once it has drained.  Half-close: EOF from one
+ * side becomes shutdown(SHUT_WR) on the other once its output is flushed;
+ * the tunnel ends when both directions are done.
+ */
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "common/log.h"
+#include "policy/policy.h"
+#include "proxy/audit.h"
+#include "proxy/session.h"
+#include "proxy/upstream.h"
+
+#define RELAY_HIGH (256 * 1024) /* stop reading the feeding side */
+#define RELAY_LOW (64 * 1024) /* ...until the output drains to this */
+
+static void head_read(struct bufferevent *, void *);
+static void client_event(struct bufferevent *, short, void *);
+static void head_wait(struct session *);
+
+int64_t
+session_ms_since(const struct timespec *ts)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - ts->tv_sec) * 1000 +
+	    (now.tv_nsec - ts->tv_nsec) / 1000000;
+}
+
+void
+session_touch(struct session *s)
+{
+	clock_gettime(CLOCK_MONOTONIC, &s->active);
+}
+
+static void
+arm_timer(struct session *s, unsigned ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	evtimer_add(s->idle, &tv);
+}
+
+/* --- audit ---------------------------------------------------------------- */
+
+static void
+fill_rec(const struct session *s, struct audit_rec *r, const char *event)
+{
+	audit_rec_init(r, event, s->conn);
+	r->method = s->method[0] ? s->method : NULL;
+	r->host = s->host[0] ? s->host : NULL;
+	r->port = s->port ? s->port : -1;
+	r->path = s->path;
+	if (s->dec.rule_file != NULL) {
+		r->rule_file = s->dec.rule_file;
+		r->rule_line = s->dec.rule_line;
+	}
+}
+
+static void
+audit_put(struct session *s, const struct audit_rec *r)
+{
+	if (s->ctx->audit != NULL && audit_write(s->ctx->audit, r) != 0)
+		s->ctx->audit_failures++;
+}
+
+void
+session_audit_request(struct session *s)
+{
+	struct audit_rec r;
+
+	fill_rec(s, &r, "request");
+	r.decision = s->dec.verdict == POLICY_ALLOW ? "allow" : "deny";
+	if (s->dec.verdict != POLICY_ALLOW)
+		r.reason = s->dec.reason;
+	audit_put(s, &r);
+	s->end_pending = 1;
+}
+
+void
+session_audit_end(struct session *s, const char *error)
+{
+	struct audit_rec r;
+
+	if (!s->end_pending)
+		return;
+	fill_rec(s, &r, "end");
+	r.addr = s->addr[0] ? s->addr : NULL;
+	r.status = s->status ? s->status : -1;
+	r.bytes_up = s->client.bytes;
+	r.bytes_down = s->up.bytes;
+	r.ms = session_ms_since(&s->start);
+	r.error = error;
+	audit_put(s, &r);
+	s->end_pending = 0;
+}
+
+/* A refused request that never reached the policy still gets a record. */
+static void
+audit_refused(struct session *s, int status, const char *reason)
+{
+	struct audit_rec r;
+
+	if (s->end_pending)
+		return;
+	fill_rec(s, &r, "request");
+	r.decision = "deny";
+	r.reason = reason;
+	r.status = status > 0 ? status : -1;
+	audit_put(s, &r);
+	s->end_pending = 1;
+}
+
+/* --- life and death ------------------------------------------------------- */
+
+/* Small requests and replies: do not let Nagle hold them back. */
+static void
+nodelay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+struct session *
+session_new(struct session_ctx *ctx, int fd, uint64_t conn)
+{
+	struct session *s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		goto fail;
+	s->ctx = ctx;
+	s->conn = conn;
+	s->client.dst = &s->up;
+	s->up.dst = &s->client;
+	s->client.bev =
+	    bufferevent_socket_new(ctx->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	s->idle = evtimer_new(ctx->base, NULL, NULL);
+	if (s->client.bev == NULL || s->idle == NULL)
+		goto fail;
+	fd = -1; /* the bufferevent owns it */
+	s->policy = ctx->policy;
+	s->policy->refs++;
+	TAILQ_INSERT_TAIL(&ctx->sessions, s, entry);
+	ctx->nsessions++;
+	nodelay(bufferevent_getfd(s->client.bev));
+	head_wait(s);
+	return s;
+fail:
+	if (s != NULL) {
+		if (s->client.bev != NULL)
+			bufferevent_free(s->client.bev);
+		if (s->idle != NULL)
+			event_free(s->idle);
+		free(s);
+	}
+	if (fd != -1)
+		close(fd);
+	return NULL;
+}
+
+static void
+policy_unref(struct session_ctx *ctx, struct proxy_policy *pp)
+{
+	if (--pp->refs == 0 && pp != ctx->policy) {
+		policy_free(pp->p);
+		free(pp);
+	}
+}
+
+void
+session_close(struct session *s, const char *error)
+{
+	struct session_ctx *ctx = s->ctx;
+
+	if (s->state == SESSION_HEAD && s->client.bev != NULL &&
+	    evbuffer_get_length(bufferevent_get_input(s->client.bev)) > 0)
+		audit_refused(s, 0, "the client closed mid-head");
+	session_audit_end(s, error);
+	upstream_cancel(s->connecting);
+	forward_free(s);
+	if (s->client.bev != NULL)
+		bufferevent_free(s->client.bev);
+	if (s->up.bev != NULL)
+		bufferevent_free(s->up.bev);
+	event_free(s->idle);
+	free(s->path);
+	policy_unref(ctx, s->policy);
+	TAILQ_REMOVE(&ctx->sessions, s, entry);
+	ctx->nsessions--;
+	free(s);
+	if (ctx->ended != NULL)
+		ctx->ended(ctx->ended_arg);
+}
+
+void
+session_close_all(struct session_ctx *ctx)
+{
+	struct session *s;
+
+	while ((s = TAILQ_FIRST(&ctx->sessions)) != NULL)
+		session_close(s, "the proxy is shutting down");
+}
+
+/* --- proxy-made responses ------------------------------------------------- */
+
+const char *
+session_status_text(int status)
+{
+	switch (status) {
+	case 200:
+		return "Connection established";
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 408:
+		return "Request Timeout";
+	case 421:
+		return "Misdirected Request";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 504:
+		return "Gateway Timeout";
+	case 505:
+		return "HTTP Version Not Supported";
+	default:
+		return "Error";
+	}
+}
+
+static void
+closing_written(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+
+	(void)bev;
+	session_close(s, s->why[0] != '\0' ? s->why : NULL);
+}
+
+static void
+closing_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	session_close(arg, "the client went away before the reply was sent");
+}
+
+void
+session_reply_close(struct session *s, int status, const char *reason)
+{
+	char *line = s->why;
+	size_t i;
+
+	/* One line, printable: it goes into a header. */
+	snprintf(s->why, sizeof(s->why), "%s", reason);
+	for (i = 0; line[i] != '\0'; i++)
+		if ((unsigned char)line[i] < ' ' || line[i] == 0x7f)
+			line[i] = '?';
+	audit_refused(s, status, line);
+	s->status = status;
+	s->state = SESSION_CLOSING;
+	if (s->up.bev != NULL) {
+		bufferevent_free(s->up.bev);
+		s->up.bev = NULL;
+	}
+	bufferevent_disable(s->client.bev, EV_READ);
+	bufferevent_setcb(
+	    s->client.bev, NULL, closing_written, closing_event, s);
+	bufferevent_setwatermark(s->client.bev, EV_WRITE, 0, 0);
+	evbuffer_add_printf(bufferevent_get_output(s->client.bev),
+	    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n"
+	    "X-Pinhole-Reason: %s\r\n\r\n%s\n",
+	    status, session_status_text(status), strlen(line) + 1, line, line);
+	bufferevent_enable(s->client.bev, EV_WRITE);
+}
+
+/* --- timers --------------------------------------------------------------- */
+
+static void
+head_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	(void)fd;
+	(void)what;
+	session_reply_close(s, 408, "no complete request head in time");
+}
+
+static void
+idle_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	int64_t quiet = session_ms_since(&s->active);
+
+	(void)fd;
+	(void)what;
+	if (quiet < s->idle_ms)
+		arm_timer(s, s->idle_ms - quiet);
+	else if (s->state == SESSION_FORWARD && forward_waiting(s))
+		session_reply_close(s, 504,
+		    "the upstream sent no response "
+		    "within the idle timeout");
+	else
+		session_close(s, "idle timeout");
+}
+
+void
+session_start_idle(struct session *s)
+{
+	s->idle_ms = policy_timeout(s->policy->p, POLICY_TIMEOUT_IDLE);
+	session_touch(s);
+	evtimer_del(s->idle);
+	event_assign(s->idle, s->ctx->base, -1, 0, idle_timeout, s);
+	arm_timer(s, s->idle_ms);
+}
+
+/* --- tunnels -------------------------------------------------------------- */
+
+static struct session_dir *
+dir_of(struct session *s, struct bufferevent *bev)
+{
+	return bev == s->client.bev ? &s->client : &s->up;
+}
+
+/* Moves what D has read to its peer's output, with backpressure. */
+static void
+relay_move(struct session *s, struct session_dir *d)
+{
+	struct evbuffer *in = bufferevent_get_input(d->bev);
+	struct evbuffer *out = bufferevent_get_output(d->dst->bev);
+	size_t n = evbuffer_get_length(in);
+
+	if (n == 0)
+		return;
+	evbuffer_add_buffer(out, in);
+	d->bytes += n;
+	session_touch(s);
+	if (evbuffer_get_length(out) >= RELAY_HIGH) {
+		bufferevent_disable(d->bev, EV_READ);
+		bufferevent_setwatermark(d->dst->bev, EV_WRITE, RELAY_LOW, 0);
+	}
+}
+
+/* Passes D's EOF on as soon as the peer's output is flushed. */
+static void
+relay_shut(struct session *s, struct session_dir *d)
+{
+	struct bufferevent *peer = d->dst->bev;
+
+	if (!d->eof || d->shut ||
+	    evbuffer_get_length(bufferevent_get_output(peer)) > 0)
+		return;
+	shutdown(bufferevent_getfd(peer), SHUT_WR);
+	d->shut = 1;
+	if (d->dst->shut)
+		session_close(s, NULL);
+}
+
+static void
+relay_read(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+
+	relay_move(s, dir_of(s, bev));
+}
+
+/* BEV's output drained: the side feeding it may read again. */
+static void
+relay_written(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+	struct session_dir *feeder = dir_of(s, bev)->dst;
+
+	if (!feeder->eof)
+		bufferevent_enable(feeder->bev, EV_READ);
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	relay_shut(s, feeder);
+}
+
+static void
+relay_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct session *s = arg;
+	struct session_dir *d = dir_of(s, bev);
+	char why[128];
+
+	if (what & BEV_EVENT_EOF) {
+		relay_move(s, d);
+		d->eof = 1;
+		bufferevent_setwatermark(d->dst->bev, EV_WRITE, 0, 0);
+		relay_shut(s, d);
+		return;
+	}
+	snprintf(why, sizeof(why), "%s: %s",
+	    d == &s->client ? "client" : "upstream",
+	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	session_close(s, why);
+}
+
+void
+session_tunnel_begin(struct session *s)
+{
+	s->state = SESSION_TUNNEL;
+	bufferevent_setcb(
+	    s->client.bev, relay_read, relay_written, relay_event, s);
+	bufferevent_setcb(s->up.bev, relay_read, relay_written, relay_event, s);
+	bufferevent_setwatermark(s->client.bev, EV_READ, 0, 0);
+	bufferevent_enable(s->client.bev, EV_READ | EV_WRITE);
+	bufferevent_enable(s->up.bev, EV_READ | EV_WRITE);
+	nodelay(bufferevent_getfd(s->up.bev));
+	session_start_idle(s);
+	/* Bytes sent right after the switch (a TLS hello, a first frame). */
+	relay_move(s, &s->client);
+	relay_move(s, &s->up);
+}
+
+static void
+tunnel_up(void *arg, struct bufferevent *bev, int status, const char *reason,
+    const char *addr)
+{
+	struct session *s = arg;
+
+	s->connecting = NULL;
+	if (bev == NULL) {
+		session_reply_close(s, status, reason);
+		return;
+	}
+	s->up.bev = bev;
+	snprintf(s->addr, sizeof(s->addr), "%s", addr);
+	s->status = 200;
+	evbuffer_add_printf(bufferevent_get_output(s->client.bev),
+	    "HTTP/1.1 200 Connection established\r\n\r\n");
+	session_tunnel_begin(s);
+}
+
+void
+session_note_target(struct session *s, const char *method, size_t mlen,
+    const struct target_host *h, uint16_t port)
+{
+	snprintf(s->method, sizeof(s->method), "%.*s", (int)mlen, method);
+	if (h != NULL) {
+		memcpy(s->host, h->name, h->len + 1);
+		s->port = port;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &s->start);
+}
+
+static void
+tunnel_start(struct session *s, const struct http_head *h)
+{
+	struct policy_request q = {0};
+	struct target_host host;
+	uint16_t port;
+
+	if (target_authority_parse(h->target, h->target_len, &host, &port) !=
+	        0 ||
+	    port == 0) {
+		session_reply_close(s, 400, "CONNECT needs HOST:PORT");
+		return;
+	}
+	session_note_target(s, "CONNECT", 7, &host, port);
+	q.host = &host;
+	q.port = port;
+	q.tls = 1;
+	policy_decide(s->policy->p, &q, &s->dec);
+	session_audit_request(s);
+	if (s->dec.verdict != POLICY_ALLOW) {
+		session_reply_close(s, 403, s->dec.reason);
+		return;
+	}
+	if (s->dec.intercept) {
+		session_reply_close(s, 501,
+		    "this rule needs TLS interception "
+		    "(paths, methods, inject or placeholder), which this "
+		    "version of pinhole does not do yet");
+		return;
+	}
+	evbuffer_drain(bufferevent_get_input(s->client.bev), h->head_len);
+	bufferevent_disable(s->client.bev, EV_READ);
+	evtimer_del(s->idle);
+	s->state = SESSION_CONNECTING;
+	s->connecting = upstream_open(
+	    s->ctx, s->policy->p, &s->dec, &host, port, tunnel_up, s);
+	if (s->connecting == NULL)
+		session_reply_close(s, 502, "out of memory");
+}
+
+/* --- request heads -------------------------------------------------------- */
+
+static void
+dispatch(struct session *s, const struct http_head *h)
+{
+	evtimer_del(s->idle);
+	if (h->method_len == 7 && memcmp(h->method, "CONNECT", 7) == 0)
+		tunnel_start(s, h);
+	else if (h->form == HTTP_FORM_ABSOLUTE)
+		forward_start(s, h);
+	else
+		session_reply_close(s, 400,
+		    "pinhole is a proxy: send an "
+		    "absolute URL (http://host/path) or CONNECT host:port");
+}
+
+int
+session_head_ready(struct evbuffer *in, size_t *seen)
+{
+	size_t len = evbuffer_get_length(in);
+	struct evbuffer_ptr pos;
+	int ready = len >= HTTP_HEAD_MAX;
+
+	if (!ready && len > *seen &&
+	    evbuffer_ptr_set(in, &pos, *seen, EVBUFFER_PTR_SET) == 0)
+		ready = evbuffer_search(in, "\n", 1, &pos).pos != -1;
+	*seen = len;
+	return ready;
+}
+
+/* Parses what the client sent so far; acts once a whole head is there. */
+static void
+head_try(struct session *s)
+{
+	struct evbuffer *in = bufferevent_get_input(s->client.bev);
+	size_t len = evbuffer_get_length(in);
+	struct http_head *h;
+	const char *why = NULL;
+	const char *buf;
+	int r;
+
+	if (len == 0 || !session_head_ready(in, &s->head_seen))
+		return;
+	if (len > HTTP_HEAD_MAX)
+		len = HTTP_HEAD_MAX;
+	if ((h = malloc(sizeof(*h))) == NULL ||
+	    (buf = (const char *)evbuffer_pullup(in, len)) == NULL) {
+		free(h);
+		session_close(s, "out of memory");
+		return;
+	}
+	r = http_parse_request(buf, len, h, &why);
+	if (r < 0)
+		session_reply_close(s, -r, why);
+	else if (r > 0)
+		dispatch(s, h);
+	free(h);
+}
+
+static void
+head_read(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	head_try(arg);
+}
+
+static void
+client_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct session *s = arg;
+
+	(void)bev;
+	session_close(s,
+	    (what & BEV_EVENT_EOF)
+	        ? NULL
+	        : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+/* Resets S for a new request and waits for its head. */
+static void
+head_wait(struct session *s)
+{
+	s->state = SESSION_HEAD;
+	s->end_pending = 0;
+	s->head_seen = 0;
+	s->method[0] = s->host[0] = '\0';
+	s->port = 0;
+	free(s->path);
+	s->path = NULL;
+	s->addr[0] = '\0';
+	s->why[0] = '\0';
+	s->status = 0;
+	s->client.bytes = s->up.bytes = 0;
+	memset(&s->dec, 0, sizeof(s->dec));
+	bufferevent_setwatermark(s->client.bev, EV_READ, 0, HTTP_HEAD_MAX);
+	bufferevent_setcb(s->client.bev, head_read, NULL, client_event, s);
+	bufferevent_enable(s->client.bev, EV_READ | EV_WRITE);
+	evtimer_del(s->idle);
+	event_assign(s->idle, s->ctx->base, -1, 0, head_timeout, s);
+	arm_timer(s, policy_timeout(s->policy->p, POLICY_TIMEOUT_HEAD));
+	clock_gettime(CLOCK_MONOTONIC, &s->start);
+}
+
+void
+session_next_request(struct session *s)
+{
+	head_wait(s);
+	head_try(s);
+}

@@ -1,0 +1,161 @@
+/*
+ * session.h: one client connection of the proxy, and the small context the
+ * proxy shares with its sessions.  Internal to proxy/.
+ *
+ * A session reads a request head from the client, decides it with the
+ * policy, and becomes either a CONNECT tunnel (session.c) or a plain-HTTP
+ * forwarding exchange (forward.c).  Every way out goes through
+ * session_close(), which writes the "end" audit record.
+ */
+#ifndef PH_SESSION_H
+#define PH_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/time.h>
+
+#include "policy/policy.h"
+#include "proxy/http.h"
+
+struct bufferevent;
+struct evbuffer;
+struct event;
+struct event_base;
+struct upstream;
+
+/* A policy shared by the sessions that started under it. */
+struct proxy_policy {
+	struct policy *p;
+	unsigned refs;
+};
+
+struct session;
+TAILQ_HEAD(session_list, session);
+
+struct session_ctx {
+	struct event_base *base;
+	struct dns *dns;
+	struct audit *audit;
+	const char *run_id;
+	struct proxy_policy *policy; /* for new sessions */
+	struct session_list sessions;
+	size_t nsessions;
+	uint64_t audit_failures;
+	/* Called after a session is gone (the proxy may accept again). */
+	void (*ended)(void *arg);
+	void *ended_arg;
+};
+
+enum session_state {
+	SESSION_HEAD, /* reading a request head */
+	SESSION_CONNECTING, /* resolving and connecting upstream */
+	SESSION_TUNNEL, /* CONNECT: bytes both ways */
+	SESSION_FORWARD, /* plain HTTP: one request in flight */
+	SESSION_CLOSING, /* flushing a last response, then close */
+};
+
+/* One direction of bytes; the session owns both. */
+struct session_dir {
+	struct bufferevent *bev;
+	struct session_dir *dst; /* where bytes read here go */
+	uint64_t bytes; /* read here, sent to dst */
+	int eof; /* read side ended */
+	int shut; /* write side of dst shut down */
+};
+
+struct session {
+	TAILQ_ENTRY(session) entry;
+	struct session_ctx *ctx;
+	struct proxy_policy *policy;
+	uint64_t conn;
+	enum session_state state;
+	struct session_dir client, up;
+	struct upstream *connecting;
+	struct event *idle; /* idle and head timeouts */
+	struct timespec start; /* of the current request/tunnel */
+	struct timespec active; /* last byte moved */
+	unsigned idle_ms;
+	/* The request being served (audit "end" record). */
+	char method[33];
+	char host[TARGET_HOST_MAX];
+	uint16_t port;
+	char *path; /* normalised, no query */
+	char addr[64]; /* address connected to */
+	struct policy_decision dec;
+	int status;
+	int end_pending; /* a "request" record awaits its "end" */
+	char why[256]; /* reason of a proxy-made reply */
+	size_t head_seen; /* head bytes already looked at */
+	struct forward *fwd; /* plain HTTP state (forward.c) */
+};
+
+/* Starts a session on accepted socket FD, connection number CONN. */
+struct session *session_new(struct session_ctx *, int fd, uint64_t conn);
+
+/*
+ * Ends S: writes its "end" record (ERROR: NULL or why it ended), frees
+ * everything, tells the context.  S is gone afterwards.
+ */
+void session_close(struct session *s, const char *error);
+
+/* Closes every session (shutdown). */
+void session_close_all(struct session_ctx *);
+
+/*
+ * Sends a proxy-made response STATUS with an X-Pinhole-Reason header and
+ * a one-line body, then closes the session once it is written.
+ */
+void session_reply_close(struct session *s, int status, const char *reason);
+
+/* Writes the "request" audit record of the current decision. */
+void session_audit_request(struct session *s);
+
+/* Writes an "end" record for the current request (forward keeps going). */
+void session_audit_end(struct session *s, const char *error);
+
+/* Marks activity now (idle timer). */
+void session_touch(struct session *s);
+
+/* Returns milliseconds since TS. */
+int64_t session_ms_since(const struct timespec *ts);
+
+/*
+ * Records the request's method (and, unless HOST is NULL, its target) for
+ * logs, and starts its clock.
+ */
+void session_note_target(struct session *s, const char *method, size_t mlen,
+    const struct target_host *host, uint16_t port);
+
+/* Switches S to relaying bytes both ways (CONNECT, or after a 101). */
+void session_tunnel_begin(struct session *s);
+
+/* Arms the idle timer (policy "timeout idle"). */
+void session_start_idle(struct session *s);
+
+/*
+ * Waits for the next request head on the client connection, and parses
+ * what is already there.  S may be gone when this returns.
+ */
+void session_next_request(struct session *s);
+
+/* Starts the plain-HTTP exchange for the parsed head H (forward.c). */
+void forward_start(struct session *s, const struct http_head *h);
+
+/* Is a forwarded request still waiting for its response head? */
+int forward_waiting(const struct session *s);
+
+/* Frees forward state. */
+void forward_free(struct session *s);
+
+/*
+ * Is it worth parsing the head in IN again?  Only when bytes that arrived
+ * since *SEEN hold a LF (a head ends in one) or the limit is reached: a
+ * client sending one byte at a time must not cost a parse per byte.
+ */
+int session_head_ready(struct evbuffer *in, size_t *seen);
+
+/* Status reason phrase for proxy-made responses. */
+const char *session_status_text(int status);
+
+#endif

@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# CLI tests of `pinhole log`: the review of an audit log, from a file and
+# from standard input, --denied, --host, --json (checked with jq), malformed
+# and incomplete lines, the allow lines it suggests (checked with `pinhole
+# explain`), exit codes.
+# usage: cli_log.sh PATH-TO-PINHOLE   (PH_SRCDIR: source tree)
+set -uo pipefail
+PINHOLE=${1:?usage: $0 PATH-TO-PINHOLE}
+SRC=${PH_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$SRC" || exit 1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# run NAME WANT-STATUS CMD...: runs CMD, keeps stdout/stderr in $out/$err.
+run() {
+	local name=$1 want=$2
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	status=$?
+	out=$(cat "$tmp/out")
+	err=$(cat "$tmp/err")
+	if [ "$status" -ne "$want" ]; then
+		bad "$name: exit $status, want $want"
+		echo "  stdout: $out"
+		echo "  stderr: $err"
+		return 1
+	fi
+	ok
+}
+
+expect() {	# expect NAME TEXT PATTERN: grep -E PATTERN in TEXT
+	if grep -qE -- "$3" <<<"$2"; then ok; else
+		bad "$1: no match for /$3/ in:"
+		echo "$2" | sed 's/^/  | /'
+	fi
+}
+
+refuse() {	# refuse NAME TEXT PATTERN: PATTERN must not be in TEXT
+	if grep -qE -- "$3" <<<"$2"; then
+		bad "$1: unexpected /$3/ in:"
+		echo "$2" | sed 's/^/  | /'
+	else ok; fi
+}
+
+same() {	# same NAME GOT WANT
+	if [ "$2" = "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi
+}
+
+# Line number of the first line of TEXT matching PATTERN (0: none).
+lineof() { grep -nE -- "$2" <<<"$1" | head -1 | cut -d: -f1 | grep . || echo 0; }
+
+# rec EVENT HOST PORT [KEY JSON-VALUE]...: one audit record on stdout.
+n=0
+rec() {
+	local ev=$1 host=$2 port=$3 extra=""
+	shift 3
+	while [ $# -ge 2 ]; do extra="$extra,\"$1\":$2"; shift 2; done
+	n=$((n + 1))
+	printf '{"ts":"2026-11-29T10:00:%02d.%03dZ","sandbox":"run1","conn":%d,"event":"%s","host":"%s","port":%s%s}\n' \
+		$((n / 1000 % 60)) $((n % 1000)) "$n" "$ev" "$host" "$port" "$extra"
+}
+
+# --- a log with every kind of denial --------------------------------------
+log=$tmp/audit.jsonl
+{
+	for i in 1 2 3; do
+		rec request evil.example 443 method '"CONNECT"' decision '"deny"' \
+			reason '"no rule allows evil.example:443"'
+	done
+	rec request github.com 443 method '"GET"' path '"/acme/tools/info/refs"' \
+		decision '"deny"' rule '"p.conf:4"' \
+		reason '"path /acme/tools/info/refs is not allowed by rule p.conf:4"'
+	rec request api.github.com 443 method '"DELETE"' path '"/user/repos"' \
+		decision '"deny"' rule '"p.conf:6"' \
+		reason '"method DELETE is not allowed by rule p.conf:6"'
+	rec request gist.github.com 443 method '"CONNECT"' decision '"deny"' \
+		rule '"p.conf:9"' reason '"denied by rule p.conf:9"'
+	rec request pypi.org 8443 method '"CONNECT"' decision '"deny"' \
+		reason '"port 8443 is not allowed for pypi.org (rule p.conf:2)"'
+	for i in 1 2 3 4; do
+		rec request github.com 443 method '"GET"' \
+			path '"/acme/widgets.git/info/refs"' decision '"allow"' \
+			rule '"p.conf:4"' secret '"gh-token"'
+		printf '{"ts":"2026-11-29T10:01:00.000Z","sandbox":"run1","conn":%d,"event":"end","status":200,"bytes_up":1024,"bytes_down":1048576,"ms":20}\n' "$n"
+	done
+	rec request files.pythonhosted.org 443 method '"CONNECT"' decision '"allow"'
+	rec end files.pythonhosted.org 443 status 200 bytes_up 100 bytes_down 2048
+	rec request tty.test 443 decision '"deny"' \
+		reason '"evil \u001b]0;pwned\u0007 title"'
+} >"$log"
+nlines=$(wc -l <"$log")
+
+# --- general ----------------------------------------------------------------
+run help 0 "$PINHOLE" --help && expect help "$out" '^  log +review an audit log'
+run log-help 0 "$PINHOLE" log --help && expect log-help "$out" '--denied' &&
+	expect log-help "$out" '--host HOST' && expect log-help "$out" '--json'
+run log-badopt 2 "$PINHOLE" log --bogus "$log"
+run log-twofiles 2 "$PINHOLE" log "$log" "$log" &&
+	expect log-twofiles "$err" 'one FILE at most'
+run log-missing 1 "$PINHOLE" log "$tmp/nonexistent.jsonl" &&
+	expect log-missing "$err" 'cannot open .*nonexistent.jsonl: No such file'
+run log-dir 1 "$PINHOLE" log "$tmp" && expect log-dir "$err" 'cannot read'
+[ -z "$out" ] && ok || bad "log-dir printed a review: $out"
+
+# --- text review ------------------------------------------------------------
+run text 0 "$PINHOLE" log "$log"
+text=$out
+[ -z "$err" ] && ok || bad "text: stderr: $err"
+expect text "$out" '^Denied \(8 requests\):$'
+expect text "$out" '^  3x  evil\.example:443  no rule allows evil\.example:443$'
+l=$(lineof "$out" '^  3x  evil\.example:443 ')
+same text-allow "$(sed -n "$((l + 1))p" <<<"$out")" '      allow evil.example:443'
+expect text "$out" '^      allow github\.com:443 \{ paths /acme/tools/info/\* \}$'
+expect text "$out" '^      allow api\.github\.com:443 \{ methods DELETE paths /user/\* \}$'
+expect text "$out" '^      allow pypi\.org:8443$'
+expect text "$out" 'denied by the deny rule at p\.conf:9: an allow cannot override a deny'
+refuse text "$out" 'allow gist\.github\.com'
+# Denied first, then the host table, then totals.
+d=$(lineof "$out" '^Denied ')
+h=$(lineof "$out" '^Hosts:')
+t=$(lineof "$out" '^Totals:')
+[ "$d" -eq 1 ] && [ "$h" -gt "$d" ] && [ "$t" -gt "$h" ] && ok ||
+	bad "text: sections at lines $d, $h, $t"
+hosts=$(sed -n "$h,$((t - 1))p" <<<"$out")
+expect hosts "$hosts" '^  HOST:PORT +REQUESTS +ALLOWED +DENIED +BYTES UP +BYTES DOWN +SECRETS$'
+expect hosts "$hosts" '^  github\.com:443 +5 +4 +1 +4\.0 KiB +4\.0 MiB +gh-token$'
+expect hosts "$hosts" '^  files\.pythonhosted\.org:443 +1 +1 +0 +100 B +2\.0 KiB +-$'
+# Sorted by denied, then requests: evil (3 denied) first, allowed-only last.
+first=$(sed -n 3p <<<"$hosts")
+expect hosts-order "$first" '^  evil\.example:443 '
+last=$(grep -E '^  [a-z]' <<<"$hosts" | tail -1)
+expect hosts-order "$last" '^  files\.pythonhosted\.org:443 '
+expect totals "$out" "^  records    $nlines\$"
+expect totals "$out" '^  requests   13 \(5 allowed, 8 denied\)$'
+expect totals "$out" '^  bytes      4\.1 KiB up, 4\.0 MiB down$'
+expect totals "$out" '^  malformed  0 lines$'
+expect totals "$out" '^  first      2026-11-29T10:00:00\.001Z$'
+expect totals "$out" '^  last       2026-11-29T10:01:00\.000Z$'
+refuse totals "$out" 'incomplete'
+# A terminal escape in the log is shown, not sent to the terminal.
+expect escape "$out" 'evil \\x1b\]0;pwned\\x07 title'
+if printf '%s' "$out" | LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]'; then
+	bad "escape: control bytes in the review"
+else ok; fi
+
+# --- standard input -----------------------------------------------------------
+run stdin 0 "$PINHOLE" log <"$log"
+same stdin "$out" "$text"
+run stdin-dash 0 "$PINHOLE" log - <"$log"
+same stdin-dash "$out" "$text"
+run stdin-pipe 0 bash -c "cat '$log' | '$PINHOLE' log"
+same stdin-pipe "$out" "$text"
+
+# --- --denied and --host --------------------------------------------------------
+run denied 0 "$PINHOLE" log --denied "$log"
+expect denied "$out" '^Denied \(8 requests\):$'
+refuse denied "$out" '^Hosts:|^Totals:'
+run host 0 "$PINHOLE" log --host GitHub.COM "$log"
+expect host "$out" '^Denied \(1 request\):$'
+expect host "$out" '^  github\.com:443 '
+refuse host "$out" 'evil\.example|pypi\.org|api\.github\.com'
+expect host "$out" '^  requests   5 \(4 allowed, 1 denied\)$'
+run host2 0 "$PINHOLE" log --host github.com --host pypi.org --denied "$log"
+expect host2 "$out" 'pypi\.org:8443'
+expect host2 "$out" 'github\.com:443'
+refuse host2 "$out" 'evil\.example'
+run host-none 0 "$PINHOLE" log --host nowhere.test "$log"
+expect host-none "$out" '^Denied: none$'
+expect host-none "$out" '^Hosts: none$'
+
+# --- --json -------------------------------------------------------------------
+run json 0 "$PINHOLE" log --json "$log"
+if jq -e . >/dev/null 2>&1 <<<"$out"; then ok; else bad "json: not JSON: $out"; fi
+same json-keys "$(jq -c 'keys' <<<"$out")" '["denied","hosts","totals"]'
+same json-top "$(jq -r '.denied[0] | "\(.count) \(.host):\(.port) \(.kind) \(.allow)"' <<<"$out")" \
+	'3 evil.example:443 no-rule allow evil.example:443'
+same json-deny "$(jq -r '.denied[] | select(.kind == "deny-rule") | .rule' <<<"$out")" 'p.conf:9'
+same json-hosts "$(jq '.hosts | length' <<<"$out")" 7
+same json-gh "$(jq -c '.hosts[] | select(.host == "github.com") | [.requests, .allowed, .denied, .bytes_up, .bytes_down, .secrets]' <<<"$out")" \
+	'[5,4,1,4096,4194304,["gh-token"]]'
+same json-totals "$(jq -c '.totals | [.records, .requests, .allowed, .denied, .malformed, .incomplete]' <<<"$out")" \
+	"[$nlines,13,5,8,0,0]"
+run json-denied 0 "$PINHOLE" log --json --denied "$log"
+same json-denied "$(jq -c 'keys' <<<"$out")" '["denied"]'
+run json-host 0 "$PINHOLE" log --json --host pypi.org "$log"
+same json-host "$(jq -c '[.hosts[].host, .totals.requests]' <<<"$out")" '["pypi.org",1]'
+
+# --- the suggested allow lines do allow the denied requests ---------------------
+run suggest 0 "$PINHOLE" log --denied "$log"
+grep -E '^      allow ' <<<"$out" | sed 's/^ *//' >"$tmp/suggested.conf"
+same suggest-count "$(wc -l <"$tmp/suggested.conf")" 4
+run suggest-check 0 "$PINHOLE" check "$tmp/suggested.conf"
+run suggest-evil 0 "$PINHOLE" explain -p "$tmp/suggested.conf" evil.example:443
+run suggest-path 0 "$PINHOLE" explain -p "$tmp/suggested.conf" \
+	https://github.com/acme/tools/info/refs
+run suggest-path-only 1 "$PINHOLE" explain -p "$tmp/suggested.conf" \
+	https://github.com/acme/other/info/refs
+run suggest-method 0 "$PINHOLE" explain -p "$tmp/suggested.conf" \
+	https://api.github.com/user/repos DELETE
+run suggest-port 0 "$PINHOLE" explain -p "$tmp/suggested.conf" pypi.org:8443
+
+# --- malformed lines --------------------------------------------------------------
+bad_log=$tmp/bad.jsonl
+{
+	rec request a.test 443 decision '"allow"'
+	echo 'this is not JSON'
+	echo '[1,2,3]'
+	echo '{"event":"request","host":"a.test","port":"443"}'
+	echo '{"host":"a.test","port":443}'
+	echo ''
+	echo '{"event":"request","decision":"allow","decision":"deny"}'
+	rec request a.test 443 decision '"deny"' reason '"no rule allows a.test:443"'
+} >"$bad_log"
+# Line 9: longer than 1 MiB.
+{ printf '{"event":"end","error":"'; head -c 1100000 /dev/zero | tr '\0' x; printf '"}\n'; } >>"$bad_log"
+rec request b.test 443 decision '"allow"' >>"$bad_log"
+run malformed 0 "$PINHOLE" log "$bad_log"
+expect malformed "$err" "^$bad_log:2: malformed record \(not JSON: "
+expect malformed "$err" "^$bad_log:3: malformed record \(not an object\)\$"
+expect malformed "$err" "^$bad_log:4: malformed record \(port is not an integer\)\$"
+expect malformed "$err" "^$bad_log:5: malformed record \(no event\)\$"
+expect malformed "$err" "^$bad_log:7: malformed record \(not JSON: duplicate object key"
+expect malformed "$err" "^$bad_log:9: malformed record \(line longer than 1048576 bytes\)\$"
+same malformed-n "$(grep -c 'malformed record' <<<"$err")" 6
+expect malformed "$out" '^  records    3$'
+expect malformed "$out" '^  malformed  6 lines \(first at line 2\)$'
+expect malformed "$out" '^  1x  a\.test:443  no rule allows a\.test:443$'
+run malformed-stdin 0 "$PINHOLE" log <"$bad_log"
+expect malformed-stdin "$err" '^<stdin>:4: malformed record \(port is not an integer\)$'
+
+# --- a file being appended to ---------------------------------------------------
+grow=$tmp/grow.jsonl
+rec request a.test 443 decision '"allow"' >"$grow"
+printf '{"ts":"2026-11-29T10:05:00.000Z","event":"request","host":"b.te' >>"$grow"
+run incomplete 0 "$PINHOLE" log "$grow"
+[ -z "$err" ] && ok || bad "incomplete: reported: $err"
+expect incomplete "$out" '^  records    1$'
+expect incomplete "$out" '^  malformed  0 lines$'
+expect incomplete "$out" '^  1 incomplete line at the end ignored$'
+same incomplete-json "$("$PINHOLE" log --json "$grow" | jq .totals.incomplete)" 1
+printf 'st","port":443,"decision":"deny","reason":"no rule allows b.test:443"}\n' >>"$grow"
+run completed 0 "$PINHOLE" log "$grow"
+expect completed "$out" '^  records    2$'
+expect completed "$out" '^  1x  b\.test:443  no rule allows b\.test:443$'
+refuse completed "$out" 'incomplete'
+# A writer appending while the review reads: no crash, no malformed line.
+(
+	for i in $(seq 1 300); do
+		rec request c.test 443 decision '"allow"' >>"$grow"
+	done
+) &
+writer=$!
+for i in 1 2 3 4 5; do
+	"$PINHOLE" log "$grow" >/dev/null 2>"$tmp/err" || bad "concurrent: exit $?"
+	grep -q malformed "$tmp/err" && bad "concurrent: $(cat "$tmp/err")"
+done
+wait "$writer"
+ok
+
+# --- empty input -------------------------------------------------------------------
+run empty 0 "$PINHOLE" log /dev/null
+expect empty "$out" '^Denied: none$'
+expect empty "$out" '^  records    0$'
+
+echo "log: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,753 @@
+/*
+ * test_audit.c: unit tests of proxy/audit.c, the JSON Lines audit log.
+ *
+ * Records are written to a file in a mkdtemp directory under $TMPDIR (or
+ * /tmp), read back and parsed line by line with jansson: every line must
+ * be one complete JSON object, whatever bytes the record held.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "proxy/audit.h"
+
+#define LINE_LIMIT (64 * 1024)
+#define MAXLINES 2100
+#define NCHILD 4
+#define NPERCHILD 500
+
+struct fixture {
+	char dir[PATH_MAX];
+	char log[PATH_MAX + 32];
+	json_t *lines[MAXLINES];
+	size_t nlines;
+	size_t longest; /* longest line, newline included */
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f;
+	const char *tmp = getenv("TMPDIR");
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s/test_audit.XXXXXX",
+	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+	if (mkdtemp(f->dir) == NULL)
+		return -1;
+	snprintf(f->log, sizeof(f->log), "%s/audit.jsonl", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	chmod(path, 0700);
+	return remove(path);
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+	size_t i;
+
+	for (i = 0; i < f->nlines; i++)
+		json_decref(f->lines[i]);
+	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+/* Reads the whole of PATH into a NUL-terminated buffer; *LEN its size. */
+static char *
+slurp(const char *path, size_t *len)
+{
+	FILE *fp;
+	char *buf = NULL;
+	size_t n = 0;
+
+	if ((fp = fopen(path, "r")) == NULL)
+		fail_msg("open %s: %s", path, strerror(errno));
+	if (getdelim(&buf, &n, '\0', fp) == -1) {
+		free(buf);
+		buf = strdup("");
+	}
+	*len = strlen(buf);
+	fclose(fp);
+	return buf;
+}
+
+/* Checks that one line is printable ASCII and parses it into F->lines. */
+static void
+parse_line(struct fixture *f, const char *line, size_t len)
+{
+	json_error_t jerr;
+	json_t *o;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((unsigned char)line[i] < 0x20 ||
+		    (unsigned char)line[i] > 0x7e)
+			fail_msg("byte 0x%02x in line %zu",
+			    (unsigned char)line[i], f->nlines + 1);
+	o = json_loadb(line, len, 0, &jerr);
+	if (o == NULL || !json_is_object(o))
+		fail_msg("line %zu: %s", f->nlines + 1, jerr.text);
+	assert_true(f->nlines < MAXLINES);
+	f->lines[f->nlines++] = o;
+}
+
+/* Parses every line of the log text BUF; each must end in a newline. */
+static void
+parse_text(struct fixture *f, const char *buf, size_t len)
+{
+	const char *p = buf, *nl;
+
+	while (p < buf + len) {
+		if ((nl = memchr(p, '\n', (size_t)(buf + len - p))) == NULL)
+			fail_msg("incomplete last line");
+		parse_line(f, p, (size_t)(nl - p));
+		if ((size_t)(nl - p) + 1 > f->longest)
+			f->longest = (size_t)(nl - p) + 1;
+		p = nl + 1;
+	}
+}
+
+static void
+load_log(struct fixture *f)
+{
+	size_t len;
+	char *buf = slurp(f->log, &len);
+
+	parse_text(f, buf, len);
+	free(buf);
+}
+
+static struct audit *
+open_log(struct fixture *f, const char *run_id)
+{
+	char err[256];
+	struct audit *a = audit_open(f->log, run_id, err, sizeof(err));
+
+	if (a == NULL)
+		fail_msg("%s", err);
+	return a;
+}
+
+/* Writes the one record R and loads the log. */
+static void
+write_one(struct fixture *f, const struct audit_rec *r)
+{
+	struct audit *a = open_log(f, "run-1");
+
+	assert_int_equal(audit_write(a, r), 0);
+	audit_close(a);
+	load_log(f);
+	assert_int_equal(f->nlines, 1);
+}
+
+static const char *
+str_field(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_string(v))
+		fail_msg("\"%s\" is not a string", key);
+	return json_string_value(v);
+}
+
+static json_int_t
+int_field(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v))
+		fail_msg("\"%s\" is not an integer", key);
+	return json_integer_value(v);
+}
+
+/* A record with every field set. */
+static void
+full_rec(struct audit_rec *r)
+{
+	audit_rec_init(r, "request", 42);
+	r->method = "GET";
+	r->host = "example.com";
+	r->port = 443;
+	r->path = "/a/b";
+	r->decision = "deny";
+	r->rule_file = "f.conf";
+	r->rule_line = 12;
+	r->reason = "no rule matches";
+	r->addr = "93.184.216.34";
+	r->status = 403;
+	r->bytes_up = 10;
+	r->bytes_down = 20;
+	r->ms = 5;
+	r->secret = "gh-token";
+	r->error = "none";
+}
+
+static const char *const all_keys[] = {"ts", "sandbox", "conn", "event",
+    "method", "host", "port", "path", "decision", "rule", "reason", "addr",
+    "status", "bytes_up", "bytes_down", "ms", "secret", "error"};
+
+/* Checks "YYYY-MM-DDTHH:MM:SS.mmmZ" within a few seconds of now. */
+static void
+check_ts(const char *ts)
+{
+	static const char pat[] = "dddd-dd-ddTdd:dd:dd.dddZ";
+	struct tm tm;
+	time_t t;
+	size_t i;
+
+	assert_int_equal(strlen(ts), strlen(pat));
+	for (i = 0; pat[i] != '\0'; i++) {
+		if (pat[i] == 'd')
+			assert_true(ts[i] >= '0' && ts[i] <= '9');
+		else
+			assert_int_equal(ts[i], pat[i]);
+	}
+	memset(&tm, 0, sizeof(tm));
+	assert_non_null(strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm));
+	t = timegm(&tm);
+	assert_true(llabs((long long)(t - time(NULL))) <= 5);
+}
+
+static void
+test_full_record(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	json_t *o;
+
+	full_rec(&r);
+	write_one(f, &r);
+	o = f->lines[0];
+	assert_int_equal(json_object_size(o), 18);
+	check_ts(str_field(o, "ts"));
+	assert_string_equal(str_field(o, "sandbox"), "run-1");
+	assert_int_equal(int_field(o, "conn"), 42);
+	assert_string_equal(str_field(o, "event"), "request");
+	assert_string_equal(str_field(o, "method"), "GET");
+	assert_string_equal(str_field(o, "host"), "example.com");
+	assert_int_equal(int_field(o, "port"), 443);
+	assert_string_equal(str_field(o, "path"), "/a/b");
+	assert_string_equal(str_field(o, "decision"), "deny");
+	assert_string_equal(str_field(o, "rule"), "f.conf:12");
+	assert_string_equal(str_field(o, "reason"), "no rule matches");
+	assert_string_equal(str_field(o, "addr"), "93.184.216.34");
+	assert_int_equal(int_field(o, "status"), 403);
+	assert_int_equal(int_field(o, "bytes_up"), 10);
+	assert_int_equal(int_field(o, "bytes_down"), 20);
+	assert_int_equal(int_field(o, "ms"), 5);
+	assert_string_equal(str_field(o, "secret"), "gh-token");
+	assert_string_equal(str_field(o, "error"), "none");
+}
+
+static void
+test_key_order(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	char key[32];
+	const char *prev, *at;
+	size_t len, i;
+	char *buf;
+
+	full_rec(&r);
+	write_one(f, &r);
+	buf = slurp(f->log, &len);
+	assert_int_equal(buf[0], '{');
+	prev = buf;
+	for (i = 0; i < sizeof(all_keys) / sizeof(all_keys[0]); i++) {
+		snprintf(key, sizeof(key), "\"%s\":", all_keys[i]);
+		if ((at = strstr(buf, key)) == NULL || at < prev)
+			fail_msg("key %s missing or out of order", key);
+		prev = at;
+	}
+	/* Compact: no space after separators. */
+	assert_null(strstr(buf, "\": "));
+	assert_null(strstr(buf, ", \""));
+	free(buf);
+}
+
+static void
+test_absent_fields(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	struct audit *a;
+	json_t *o;
+
+	audit_rec_init(&r, "end", 7);
+	a = open_log(f, NULL);
+	assert_int_equal(audit_write(a, &r), 0);
+	audit_close(a);
+	load_log(f);
+	o = f->lines[0];
+	assert_int_equal(json_object_size(o), 3);
+	assert_non_null(json_object_get(o, "ts"));
+	assert_int_equal(int_field(o, "conn"), 7);
+	assert_string_equal(str_field(o, "event"), "end");
+	assert_null(json_object_get(o, "sandbox"));
+	assert_null(json_object_get(o, "port"));
+	assert_null(json_object_get(o, "rule"));
+}
+
+static void
+test_numbers(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	json_t *o;
+
+	audit_rec_init(&r, "end", UINT64_C(1) << 40);
+	r.port = 0;
+	r.status = 0;
+	r.bytes_up = INT64_MAX;
+	r.bytes_down = 0;
+	r.ms = -5;
+	write_one(f, &r);
+	o = f->lines[0];
+	assert_int_equal(int_field(o, "conn"), (json_int_t)1 << 40);
+	assert_int_equal(int_field(o, "port"), 0);
+	assert_int_equal(int_field(o, "status"), 0);
+	assert_true(int_field(o, "bytes_up") == INT64_MAX);
+	assert_int_equal(int_field(o, "bytes_down"), 0);
+	assert_null(json_object_get(o, "ms"));
+	assert_null(json_object_get(o, "rule"));
+}
+
+static void
+test_path_query(void **state)
+{
+	static const char *const paths[][2] = {
+	    {"/a?token=x", "/a"},
+	    {"/a#frag", "/a"},
+	    {"/a/b?x=1#y", "/a/b"},
+	    {"/a#f?token=x", "/a"},
+	    {"?token=x", ""},
+	    {"/plain", "/plain"},
+	};
+	struct fixture *f = *state;
+	struct audit_rec r;
+	struct audit *a = open_log(f, "run-1");
+	size_t i, len, n = sizeof(paths) / sizeof(paths[0]);
+	char *buf;
+
+	for (i = 0; i < n; i++) {
+		audit_rec_init(&r, "request", i);
+		r.path = paths[i][0];
+		assert_int_equal(audit_write(a, &r), 0);
+	}
+	audit_close(a);
+	load_log(f);
+	assert_int_equal(f->nlines, n);
+	for (i = 0; i < n; i++)
+		assert_string_equal(
+		    str_field(f->lines[i], "path"), paths[i][1]);
+	buf = slurp(f->log, &len);
+	assert_null(strstr(buf, "token"));
+	assert_null(strstr(buf, "frag"));
+	free(buf);
+}
+
+static void
+test_invalid_utf8(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	json_t *o;
+
+	audit_rec_init(&r, "request", 1);
+	/* Invalid bytes, C0, DEL and C1 controls each become one '?'. */
+	r.host = "ex\xff\xfe"
+	         "ample\x01.com";
+	r.path = "/\x80|\xc3(|\xed\xa0\x80|\xf4\x90\x80\x80|\xc0\xaf|"
+	         "\x1b[31m|\x7f|\xc2\x85|\xc2\x9f|\xe2\x82|\xf0\x9f\x98";
+	/* Valid UTF-8, quotes and backslashes come through unchanged. */
+	r.reason =
+	    "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0 \"q\" \\";
+	r.error = "line1\nline2\r\ttab\x00hidden";
+	r.method = "G\x85T";
+	write_one(f, &r);
+	o = f->lines[0];
+	assert_string_equal(str_field(o, "host"), "ex??ample?.com");
+	assert_string_equal(
+	    str_field(o, "path"), "/?|?(|???|????|??|?[31m|?|?|?|??|???");
+	assert_string_equal(str_field(o, "reason"), r.reason);
+	assert_string_equal(str_field(o, "error"), "line1?line2??tab");
+	assert_string_equal(str_field(o, "method"), "G?T");
+}
+
+/* Every byte value, alone and in a pair, gives valid JSON. */
+static void
+test_all_bytes(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	struct audit *a = open_log(f, "run-\xff");
+	char s[4];
+	unsigned b;
+
+	for (b = 1; b < 256; b++) {
+		audit_rec_init(&r, "request", b);
+		s[0] = (char)b;
+		s[1] = (char)(b ^ 0x80 ? b ^ 0x80 : 1);
+		s[2] = (char)b;
+		s[3] = '\0';
+		r.host = r.path = r.reason = r.error = s;
+		assert_int_equal(audit_write(a, &r), 0);
+	}
+	audit_close(a);
+	load_log(f);
+	assert_int_equal(f->nlines, 255);
+	assert_string_equal(str_field(f->lines[0], "sandbox"), "run-?");
+}
+
+static void
+fill(char *buf, size_t n, const char *unit)
+{
+	size_t i, ulen = strlen(unit);
+
+	for (i = 0; i + ulen <= n; i += ulen)
+		memcpy(buf + i, unit, ulen);
+	buf[i] = '\0';
+}
+
+static void
+test_huge_path(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	size_t n = 200 * 1024;
+	char *path = malloc(n + 1);
+	const char *got;
+
+	assert_non_null(path);
+	fill(path, n, "/abcdefg");
+	full_rec(&r);
+	r.path = path;
+	write_one(f, &r);
+	assert_true(f->longest < LINE_LIMIT);
+	/* Cut only as much as needed, and marked. */
+	assert_true(f->longest > LINE_LIMIT - 64);
+	got = str_field(f->lines[0], "path");
+	assert_memory_equal(got, path, 1000);
+	assert_string_equal(got + strlen(got) - 3, "...");
+	assert_int_equal(int_field(f->lines[0], "status"), 403);
+	assert_string_equal(str_field(f->lines[0], "error"), "none");
+	free(path);
+}
+
+/* Four huge strings whose characters grow when escaped: U+00E9 and ". */
+static void
+test_huge_everything(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	size_t n = 100 * 1024;
+	char *s = malloc(n + 1), *q = malloc(n + 1);
+
+	assert_non_null(s);
+	assert_non_null(q);
+	fill(s, n, "\xc3\xa9");
+	fill(q, n, "\"");
+	full_rec(&r);
+	r.host = s;
+	r.path = q;
+	r.reason = s;
+	r.error = q;
+	write_one(f, &r);
+	assert_true(f->longest < LINE_LIMIT);
+	assert_true(f->longest > LINE_LIMIT - 64);
+	assert_int_equal(int_field(f->lines[0], "port"), 443);
+	free(s);
+	free(q);
+}
+
+static void
+test_fits_uncut(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	size_t n = 60 * 1024;
+	char *path = malloc(n + 1);
+
+	assert_non_null(path);
+	fill(path, n, "/x");
+	full_rec(&r);
+	r.path = path;
+	write_one(f, &r);
+	assert_string_equal(str_field(f->lines[0], "path"), path);
+	free(path);
+}
+
+/* One writer: NPERCHILD records on its own descriptor. */
+static void
+child_write(struct fixture *f, unsigned id)
+{
+	struct audit_rec r;
+	struct audit *a;
+	char path[4096];
+	unsigned i;
+	int bad = 0;
+
+	if ((a = audit_open(f->log, "run-c", NULL, 0)) == NULL)
+		_exit(2);
+	for (i = 0; i < NPERCHILD; i++) {
+		audit_rec_init(&r, "end", id * 10000 + i);
+		fill(path, (i * 37) % sizeof(path), "/p");
+		r.path = path;
+		r.bytes_up = i;
+		bad |= audit_write(a, &r) != 0;
+	}
+	audit_close(a);
+	_exit(bad);
+}
+
+static void
+test_concurrent(void **state)
+{
+	struct fixture *f = *state;
+	unsigned char seen[NCHILD][NPERCHILD] = {{0}};
+	json_int_t conn;
+	pid_t pid;
+	unsigned i;
+	int st;
+
+	for (i = 0; i < NCHILD; i++) {
+		assert_true((pid = fork()) != -1);
+		if (pid == 0)
+			child_write(f, i);
+	}
+	for (i = 0; i < NCHILD; i++) {
+		assert_true(wait(&st) != -1);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	load_log(f);
+	assert_int_equal(f->nlines, NCHILD * NPERCHILD);
+	for (i = 0; i < f->nlines; i++) {
+		conn = int_field(f->lines[i], "conn");
+		assert_true(conn / 10000 < NCHILD && conn % 10000 < NPERCHILD);
+		assert_int_equal(
+		    int_field(f->lines[i], "bytes_up"), conn % 10000);
+		assert_int_equal(seen[conn / 10000][conn % 10000]++, 0);
+	}
+}
+
+static void
+test_stderr(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	struct audit *a;
+	char buf[4096];
+	int p[2], saved;
+	ssize_t n;
+
+	assert_int_equal(pipe(p), 0);
+	assert_true((saved = dup(STDERR_FILENO)) != -1);
+	assert_true(dup2(p[1], STDERR_FILENO) != -1);
+	a = audit_open("stderr", "run-e", NULL, 0);
+	full_rec(&r);
+	r.path = "/stderr?q=1";
+	assert_int_equal(a != NULL ? audit_write(a, &r) : -1, 0);
+	audit_close(a);
+	/* Standard error is still open after audit_close. */
+	assert_true(fcntl(STDERR_FILENO, F_GETFD) != -1);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(p[1]);
+	n = read(p[0], buf, sizeof(buf));
+	close(p[0]);
+	assert_true(n > 0);
+	parse_text(f, buf, (size_t)n);
+	assert_int_equal(f->nlines, 1);
+	assert_string_equal(str_field(f->lines[0], "sandbox"), "run-e");
+	assert_string_equal(str_field(f->lines[0], "path"), "/stderr");
+}
+
+/* Opening PATH fails with errno E and a message naming PATH and E. */
+static void
+check_open_fails(const char *path, int e)
+{
+	char err[512], small[8];
+	const char *reason = strerror(e);
+
+	memset(err, 0, sizeof(err));
+	errno = 0;
+	assert_null(audit_open(path, "run", err, sizeof(err)));
+	assert_int_equal(errno, e);
+	if (strstr(err, path) == NULL || strstr(err, reason) == NULL)
+		fail_msg(
+		    "message \"%s\" lacks \"%s\" or \"%s\"", err, path, reason);
+	/* A short buffer is cut, and no buffer at all is fine. */
+	memset(small, 'x', sizeof(small));
+	assert_null(audit_open(path, "run", small, sizeof(small)));
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	assert_null(audit_open(path, "run", NULL, 0));
+}
+
+static void
+test_open_failures(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX + 32];
+
+	check_open_fails(f->dir, EISDIR);
+	snprintf(path, sizeof(path), "%s/missing/audit.jsonl", f->dir);
+	check_open_fails(path, ENOENT);
+}
+
+static void
+test_open_unwritable(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX + 32];
+	int fd;
+
+	if (geteuid() == 0)
+		skip(); /* root writes anywhere; the uid 65534 run covers it */
+	snprintf(path, sizeof(path), "%s/ro.jsonl", f->dir);
+	assert_true((fd = open(path, O_CREAT | O_WRONLY, 0400)) != -1);
+	close(fd);
+	check_open_fails(path, EACCES);
+	snprintf(path, sizeof(path), "%s/ro", f->dir);
+	assert_int_equal(mkdir(path, 0500), 0);
+	snprintf(path, sizeof(path), "%s/ro/audit.jsonl", f->dir);
+	check_open_fails(path, EACCES);
+}
+
+static void
+test_mode_and_append(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	struct audit *a;
+	struct stat st;
+	mode_t old = umask(022);
+	int fd;
+
+	a = open_log(f, "run-1");
+	umask(old);
+	assert_int_equal(stat(f->log, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	audit_close(a);
+	/* An existing file is appended to, never truncated. */
+	assert_true((fd = open(f->log, O_WRONLY | O_APPEND)) != -1);
+	assert_int_equal(write(fd, "{\"old\":1}\n", 10), 10);
+	close(fd);
+	a = open_log(f, "run-1");
+	full_rec(&r);
+	assert_int_equal(audit_write(a, &r), 0);
+	audit_close(a);
+	load_log(f);
+	assert_int_equal(f->nlines, 2);
+	assert_int_equal(int_field(f->lines[0], "old"), 1);
+}
+
+/* The log's descriptor is close-on-exec: commands never inherit it. */
+static void
+test_cloexec(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-1");
+	char link[64], target[PATH_MAX + 32];
+	ssize_t n;
+	int fd, found = 0;
+
+	for (fd = 3; fd < 1024 && !found; fd++) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target, f->log) != 0)
+			continue;
+		found = 1;
+		assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+		assert_int_equal(fcntl(fd, F_GETFL) & (O_APPEND | O_ACCMODE),
+		    O_APPEND | O_WRONLY);
+	}
+	audit_close(a);
+	if (!found)
+		skip(); /* no /proc, or a path /proc spells differently */
+}
+
+static void
+test_write_failure(void **state)
+{
+	struct audit_rec r;
+	struct audit *a;
+	char err[256];
+
+	(void)state;
+	if ((a = audit_open("/dev/full", "run", err, sizeof(err))) == NULL)
+		skip(); /* no /dev/full here */
+	full_rec(&r);
+	errno = 0;
+	assert_int_equal(audit_write(a, &r), -1);
+	assert_int_equal(errno, ENOSPC);
+	audit_close(a);
+}
+
+static void
+test_close_null(void **state)
+{
+	(void)state;
+	audit_close(NULL);
+}
+
+#define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    T(test_full_record),
+	    T(test_key_order),
+	    T(test_absent_fields),
+	    T(test_numbers),
+	    T(test_path_query),
+	    T(test_invalid_utf8),
+	    T(test_all_bytes),
+	    T(test_huge_path),
+	    T(test_huge_everything),
+	    T(test_fits_uncut),
+	    T(test_concurrent),
+	    T(test_stderr),
+	    T(test_open_failures),
+	    T(test_open_unwritable),
+	    T(test_mode_and_append),
+	    T(test_cloexec),
+	    T(test_write_failure),
+	    T(test_close_null),
+	};
+
+	return cmocka_run_group_tests_name("audit", tests, NULL, NULL);
+}

@@ -1,0 +1,637 @@
+/*
+ * test_logview.c: the audit log review: aggregation by host and by
+ * denial, the advice printed for each kind of denial, malformed lines of
+ * every kind, reading a file that is being appended to, the host filter,
+ * the bounded tables, JSON output and escaping of what the log holds.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#define LOGVIEW_INTERNAL
+#include "proxy/logview.h"
+
+#define REQ(host, port, dec, extra)                                            \
+	"{\"ts\":\"2026-11-29T10:00:00.000Z\",\"sandbox\":\"r1\","             \
+	"\"event\":\"request\",\"host\":\"" host "\",\"port\":" #port          \
+	",\"decision\":\"" dec "\"" extra "}"
+
+static uint64_t lineno;
+
+/* Feeds the NUL-terminated LINE; returns logview_feed()'s answer. */
+static int
+feed(struct logview *lv, const char *line)
+{
+	return logview_feed(lv, line, strlen(line), ++lineno);
+}
+
+static void
+feed_ok(struct logview *lv, const char *line)
+{
+	if (feed(lv, line) != 0)
+		fail_msg("rejected (%s): %s", logview_why(lv), line);
+}
+
+/* Prints LV with O into a string (free it). */
+static char *
+print(const struct logview *lv, const struct logview_opts *o)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(logview_print(lv, f, o), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+static char *
+print_text(const struct logview *lv)
+{
+	struct logview_opts o = {0, 0};
+
+	return print(lv, &o);
+}
+
+/* NEEDLE occurs in HAY; returns where. */
+static const char *
+has(const char *hay, const char *needle)
+{
+	const char *p = strstr(hay, needle);
+
+	if (p == NULL)
+		fail_msg("no \"%s\" in:\n%s", needle, hay);
+	return p;
+}
+
+static void
+test_counts(void **state)
+{
+	struct logview *lv = logview_new();
+	struct logview_host_stats st;
+	struct logview_totals t;
+
+	(void)state;
+	feed_ok(lv,
+	    REQ("GitHub.com", 443, "allow",
+	        ",\"conn\":1,\"secret\":\"gh-token\""));
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":1,"
+	    "\"status\":200,\"bytes_up\":1536,\"bytes_down\":5368709120,"
+	    "\"ms\":12.5}");
+	feed_ok(lv,
+	    REQ("github.com", 443, "allow",
+	        ",\"conn\":2,\"secret\":\"gh-token\""));
+	feed_ok(lv, REQ("github.com", 443, "allow", ",\"secret\":\"other\""));
+	feed_ok(lv, REQ("pypi.org", 443, "allow", ",\"conn\":3"));
+	feed_ok(lv, "{\"event\":\"end\",\"conn\":3,\"bytes_down\":10}");
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r2\",\"conn\":3,"
+	    "\"bytes_down\":7}");
+	feed_ok(lv, "   ");
+	assert_int_equal(logview_host(lv, "github.com", 443, &st), 0);
+	assert_int_equal(st.requests, 3);
+	assert_int_equal(st.allowed, 3);
+	assert_int_equal(st.denied, 0);
+	assert_int_equal(st.bytes_up, 1536);
+	assert_int_equal(st.bytes_down, 5368709120ull);
+	assert_int_equal(st.nsecrets, 2);
+	assert_int_equal(logview_host(lv, "pypi.org", 443, &st), 0);
+	/* Sandbox r2's conn 3 is another connection: no host. */
+	assert_int_equal(st.bytes_down, 0);
+	assert_int_equal(logview_host(lv, "", 443, &st), -1);
+	assert_int_equal(logview_nhosts(lv), 3);
+	logview_totals(lv, &t);
+	assert_int_equal(t.records, 7);
+	assert_int_equal(t.requests, 4);
+	assert_int_equal(t.allowed, 4);
+	assert_int_equal(t.bytes_down, 5368709120ull + 17);
+	assert_int_equal(t.malformed, 0);
+	logview_free(lv);
+}
+
+static void
+test_end_by_conn(void **state)
+{
+	struct logview *lv = logview_new();
+	struct logview_host_stats st;
+
+	(void)state;
+	feed_ok(lv, REQ("a.test", 443, "allow", ",\"conn\":1"));
+	feed_ok(lv, REQ("b.test", 443, "allow", ",\"conn\":2"));
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":1,"
+	    "\"bytes_up\":5}");
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":2,"
+	    "\"bytes_up\":7}");
+	assert_int_equal(logview_host(lv, "a.test", 443, &st), 0);
+	assert_int_equal(st.bytes_up, 5);
+	assert_int_equal(logview_host(lv, "b.test", 443, &st), 0);
+	assert_int_equal(st.bytes_up, 7);
+	logview_free(lv);
+}
+
+static const char *const denials[] = {
+    REQ("evil.example", 443, "deny",
+        ",\"method\":\"CONNECT\",\"reason\":\"no rule allows "
+        "evil.example:443\""),
+    REQ("github.com", 443, "deny",
+        ",\"method\":\"GET\",\"path\":\"/acme/tools/info/refs\",\"rule\":"
+        "\"p.conf:4\",\"reason\":\"path /acme/tools/info/refs is not "
+        "allowed by rule p.conf:4\""),
+    REQ("api.github.com", 443, "deny",
+        ",\"method\":\"DELETE\",\"path\":\"/user/repos\",\"rule\":"
+        "\"p.conf:6\",\"reason\":\"method DELETE is not allowed by rule "
+        "p.conf:6\""),
+    REQ("gist.github.com", 443, "deny",
+        ",\"rule\":\"p.conf:9\",\"reason\":\"denied by rule p.conf:9\""),
+    REQ("pypi.org", 8443, "deny",
+        ",\"reason\":\"port 8443 is not allowed for pypi.org (rule "
+        "p.conf:2)\""),
+    REQ("api.example.com", 80, "deny",
+        ",\"reason\":\"credentials are never sent over plain HTTP (rule "
+        "p.conf:7)\""),
+    REQ("2001:db8::1", 443, "deny",
+        ",\"reason\":\"no rule allows [2001:db8::1]:443\""),
+    REQ("files.test", 443, "deny",
+        ",\"path\":\"/a b/\\\"q\\\"/x\",\"reason\":\"path /a b/\\\"q\\\"/x "
+        "is not allowed by rule p.conf:11\""),
+    REQ("bad.test", 443, "deny", ",\"reason\":\"bad request: obs-fold\""),
+};
+
+static struct logview *
+denied_view(void)
+{
+	struct logview *lv = logview_new();
+	size_t i;
+
+	for (i = 0; i < sizeof(denials) / sizeof(denials[0]); i++)
+		feed_ok(lv, denials[i]);
+	feed_ok(lv, denials[0]);
+	feed_ok(lv, denials[0]);
+	feed_ok(lv, REQ("github.com", 443, "allow", ""));
+	return lv;
+}
+
+static void
+test_denials(void **state)
+{
+	struct logview *lv = denied_view();
+	struct logview_host_stats st;
+	struct logview_totals t;
+
+	(void)state;
+	assert_int_equal(logview_denials(lv, "evil.example", 443,
+	                     "no rule allows evil.example:443"),
+	    3);
+	assert_int_equal(logview_denials(lv, "gist.github.com", 443,
+	                     "denied by rule p.conf:9"),
+	    1);
+	assert_int_equal(logview_denials(lv, "gist.github.com", 80,
+	                     "denied by rule p.conf:9"),
+	    0);
+	assert_int_equal(logview_ndenials(lv), 9);
+	assert_int_equal(logview_host(lv, "github.com", 443, &st), 0);
+	assert_int_equal(st.requests, 2);
+	assert_int_equal(st.denied, 1);
+	logview_totals(lv, &t);
+	assert_int_equal(t.denied, 11);
+	assert_int_equal(t.allowed, 1);
+	logview_free(lv);
+}
+
+static void
+test_text(void **state)
+{
+	struct logview *lv = denied_view();
+	char *out = print_text(lv);
+	const char *hosts, *totals;
+
+	(void)state;
+	has(out, "Denied (11 requests):\n");
+	has(out,
+	    "  3x  evil.example:443  no rule allows evil.example:443\n"
+	    "      allow evil.example:443\n");
+	has(out,
+	    "github.com:443  path /acme/tools/info/refs is not allowed"
+	    " by rule p.conf:4\n"
+	    "      allow github.com:443 { paths /acme/tools/info/* }\n");
+	has(out,
+	    "      allow api.github.com:443 { methods DELETE paths "
+	    "/user/* }\n");
+	has(out,
+	    "      denied by the deny rule at p.conf:9: an allow cannot "
+	    "override a deny");
+	has(out, "      allow pypi.org:8443\n");
+	has(out, "      no allow can permit this: use HTTPS\n");
+	has(out, "      allow [2001:db8::1]:443\n");
+	has(out, "      allow files.test:443 { paths \"/a b/\\\"q\\\"/*\" }\n");
+	has(out, "  1x  bad.test:443  bad request: obs-fold\n  ");
+	hosts = has(out, "\nHosts:\n");
+	totals = has(out, "\nTotals:\n");
+	assert_true(has(out, "evil.example") < hosts);
+	assert_true(hosts < totals);
+	/* Most denied first; ties by requests. */
+	assert_true(has(hosts, "  evil.example:443 ") <
+	    has(hosts, "  github.com:443 "));
+	has(totals, "  requests   12 (1 allowed, 11 denied)\n");
+	has(totals, "  malformed  0 lines\n");
+	has(totals, "  first      2026-11-29T10:00:00.000Z\n");
+	assert_null(strstr(out, "incomplete"));
+	free(out);
+	logview_free(lv);
+}
+
+static void
+test_denied_only(void **state)
+{
+	struct logview_opts o = {1, 0};
+	struct logview *lv = denied_view();
+	char *out = print(lv, &o);
+
+	(void)state;
+	has(out, "allow evil.example:443");
+	assert_null(strstr(out, "Hosts:"));
+	assert_null(strstr(out, "Totals:"));
+	free(out);
+	logview_free(lv);
+	lv = logview_new();
+	feed_ok(lv, REQ("a.test", 443, "allow", ""));
+	out = print(lv, &o);
+	assert_string_equal(out, "Denied: none\n");
+	free(out);
+	logview_free(lv);
+}
+
+static void
+test_units(void **state)
+{
+	struct logview *lv = logview_new();
+	char *out;
+
+	(void)state;
+	feed_ok(lv,
+	    REQ("a.test", 443, "allow",
+	        ",\"bytes_up\":1536,\"bytes_down\":5368709120"));
+	feed_ok(lv,
+	    REQ("b.test", 443, "allow",
+	        ",\"bytes_up\":1023,\"bytes_down\":3145728"));
+	out = print_text(lv);
+	has(out, "1.5 KiB");
+	has(out, "5.0 GiB");
+	has(out, "1023 B");
+	has(out, "3.0 MiB");
+	has(out, "  bytes      2.5 KiB up, 5.0 GiB down\n");
+	free(out);
+	logview_free(lv);
+}
+
+static void
+test_refused(void **state)
+{
+	struct logview *lv = logview_new();
+	struct logview_totals t;
+	char *out;
+
+	(void)state;
+	feed_ok(lv,
+	    REQ("internal.test", 443, "allow",
+	        ",\"conn\":1,\"rule\":\"p.conf:3\""));
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":1,"
+	    "\"host\":\"internal.test\",\"port\":443,\"status\":403,"
+	    "\"rule\":\"p.conf:3\",\"error\":\"internal.test resolves "
+	    "to 10.0.0.5:443 (private): not allowed without 'private' "
+	    "in the rule\"}");
+	/* A policy denial ends with 403 too: not counted twice. */
+	feed_ok(lv,
+	    REQ("evil.test", 443, "deny",
+	        ",\"conn\":2,\"reason\":\"no rule allows evil.test:443\""));
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":2,"
+	    "\"status\":403}");
+	logview_totals(lv, &t);
+	assert_int_equal(t.refused, 1);
+	assert_int_equal(t.denied, 1);
+	out = print_text(lv);
+	has(out, "Denied (2 requests):\n");
+	has(out,
+	    "      allow internal.test:443 { private }\n"
+	    "      before rule p.conf:3");
+	free(out);
+	logview_free(lv);
+}
+
+struct bad {
+	const char *line, *why;
+};
+
+static const struct bad bad[] = {
+    {"not json", "not JSON: "},
+    {"[1,2]", "not an object"},
+    {"42", "not an object"},
+    {"{\"event\":\"request\",\"port\":\"443\"}", "port is not an integer"},
+    {"{\"event\":\"request\",\"port\":443.0}", "port is not an integer"},
+    {"{\"event\":\"request\",\"port\":70000}", "port 70000 is out of range"},
+    {"{\"event\":\"end\",\"bytes_up\":-1}", "bytes_up -1 is out of range"},
+    {"{\"host\":\"x\"}", "no event"},
+    {"{\"event\":\"start\"}", "event is neither request nor end"},
+    {"{\"event\":7}", "event is not a string"},
+    {"{\"event\":\"request\",\"decision\":\"maybe\"}",
+        "decision is neither allow nor deny"},
+    {"{\"event\":\"request\",\"host\":null}", "host is not a string"},
+    {"{\"event\":\"end\",\"ms\":\"5\"}", "ms is not a number"},
+    {"{\"event\":\"request\",\"decision\":\"allow\",\"decision\":\"deny\"}",
+        "not JSON: duplicate object key"},
+    {"{\"event\":\"end\"} {}", "not JSON: "},
+    {"{\"event\":\"end\",\"error\":\"a\\u0000b\"}", "not JSON: "},
+    {"{\"event\":\"end\",\"x\":\"\x1b[2J\"}", "not JSON: "},
+};
+
+static void
+test_malformed(void **state)
+{
+	struct logview *lv = logview_new();
+	struct logview_totals t;
+	char *huge, *out;
+	size_t i;
+
+	(void)state;
+	feed_ok(lv, REQ("a.test", 443, "allow", ""));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (feed(lv, bad[i].line) != -1)
+			fail_msg("accepted: %s", bad[i].line);
+		if (strncmp(logview_why(lv), bad[i].why, strlen(bad[i].why)))
+			fail_msg("%s: why \"%s\", want \"%s\"", bad[i].line,
+			    logview_why(lv), bad[i].why);
+		assert_null(strchr(logview_why(lv), '\x1b'));
+	}
+	/* A NUL inside the line, and a host too long to be one. */
+	assert_int_equal(logview_feed(lv, "{\"event\":\0\"end\"}", 16, 99), -1);
+	huge = malloc(LOGVIEW_LINE_MAX + 2);
+	assert_non_null(huge);
+	snprintf(huge, 300, "{\"event\":\"request\",\"host\":\"%0256d\"}", 0);
+	assert_int_equal(feed(lv, huge), -1);
+	assert_string_equal(logview_why(lv), "host longer than 255 bytes");
+	memset(huge, ' ', LOGVIEW_LINE_MAX + 1);
+	memcpy(huge, "{\"event\":\"end\"}", 15);
+	assert_int_equal(logview_feed(lv, huge, LOGVIEW_LINE_MAX + 1, 100), -1);
+	assert_string_equal(logview_why(lv), "line longer than 1048576 bytes");
+	assert_int_equal(logview_feed(lv, huge, LOGVIEW_LINE_MAX, 101), 0);
+	free(huge);
+	logview_totals(lv, &t);
+	assert_int_equal(t.malformed, sizeof(bad) / sizeof(bad[0]) + 3);
+	assert_int_equal(t.records, 2);
+	out = print_text(lv);
+	has(out, "  malformed  20 lines (first at line ");
+	free(out);
+	logview_free(lv);
+}
+
+/* Reads TEXT (LEN bytes) as a file; ERR gets the diagnostics (free it). */
+static struct logview *
+read_text(const char *text, size_t len, char **err)
+{
+	struct logview *lv = logview_new();
+	size_t errlen = 0;
+	FILE *in = fmemopen((void *)(uintptr_t)text, len, "r");
+	FILE *ef = open_memstream(err, &errlen);
+
+	assert_non_null(in);
+	assert_non_null(ef);
+	assert_int_equal(logview_read(lv, in, "audit.jsonl", ef), 0);
+	fclose(in);
+	fclose(ef);
+	return lv;
+}
+
+static void
+test_read(void **state)
+{
+	static const char text[] = REQ("a.test", 443, "allow",
+	    "") "\n"
+	        "oops\n"
+	        "\n" REQ("b.test", 443, "deny", "") "\n"
+	                                            "[]\n"
+	                                            "{\"event\":\"requ";
+	struct logview_totals t;
+	struct logview *lv;
+	char *err, *out;
+
+	(void)state;
+	lv = read_text(text, sizeof(text) - 1, &err);
+	logview_totals(lv, &t);
+	assert_int_equal(t.records, 2);
+	assert_int_equal(t.malformed, 2);
+	assert_int_equal(t.first_malformed, 2);
+	assert_int_equal(t.incomplete, 1);
+	assert_string_equal(err,
+	    "audit.jsonl:2: malformed record (not JSON: invalid token near "
+	    "'oops')\n"
+	    "audit.jsonl:5: malformed record (not an object)\n");
+	out = print_text(lv);
+	has(out, "  1 incomplete line at the end ignored\n");
+	free(out);
+	free(err);
+	logview_free(lv);
+}
+
+static void
+test_read_long(void **state)
+{
+	size_t n = 2 * LOGVIEW_LINE_MAX + 100, len;
+	struct logview_totals t;
+	struct logview *lv;
+	char *text, *err;
+
+	(void)state;
+	text = malloc(n);
+	assert_non_null(text);
+	memset(text, 'x', n);
+	len = snprintf(text, 200, "%s\n", REQ("a.test", 443, "allow", ""));
+	text[len + LOGVIEW_LINE_MAX + 10] = '\n';
+	/* Line 3 runs to the end without "\n": incomplete, not malformed. */
+	lv = read_text(text, n, &err);
+	logview_totals(lv, &t);
+	assert_int_equal(t.records, 1);
+	assert_int_equal(t.malformed, 1);
+	assert_int_equal(t.incomplete, 1);
+	assert_string_equal(err,
+	    "audit.jsonl:2: malformed record (line "
+	    "longer than 1048576 bytes)\n");
+	free(err);
+	free(text);
+	logview_free(lv);
+}
+
+static void
+test_filter(void **state)
+{
+	struct logview *lv = logview_new();
+	struct logview_host_stats st;
+	struct logview_totals t;
+
+	(void)state;
+	assert_int_equal(logview_filter_host(lv, "A.test"), 0);
+	assert_int_equal(logview_filter_host(lv, "c.test"), 0);
+	feed_ok(lv, REQ("a.TEST", 443, "allow", ",\"conn\":1"));
+	feed_ok(lv, REQ("b.test", 443, "deny", ",\"conn\":2"));
+	feed_ok(lv, REQ("c.test", 80, "deny", ",\"reason\":\"x\""));
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":1,"
+	    "\"bytes_up\":3}");
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":2,"
+	    "\"bytes_up\":4}");
+	feed_ok(lv, "{\"event\":\"end\",\"bytes_up\":5}");
+	assert_int_equal(feed(lv, "nope"), -1);
+	logview_totals(lv, &t);
+	assert_int_equal(t.records, 3);
+	assert_int_equal(t.requests, 2);
+	assert_int_equal(t.bytes_up, 3);
+	assert_int_equal(t.malformed, 1);
+	assert_int_equal(logview_host(lv, "b.test", 443, &st), -1);
+	assert_int_equal(logview_host(lv, "a.test", 443, &st), 0);
+	assert_int_equal(logview_denials(lv, "c.test", 80, "x"), 1);
+	logview_free(lv);
+}
+
+static void
+test_bounded(void **state)
+{
+	struct logview *lv = logview_new();
+	struct logview_host_stats st;
+	char line[256], *out;
+	int i;
+
+	(void)state;
+	for (i = 0; i < LOGVIEW_KEYS_MAX + 50; i++) {
+		snprintf(line, sizeof(line),
+		    "{\"event\":\"request\",\"host\":\"h%d.test\",\"port\":443,"
+		    "\"decision\":\"deny\",\"reason\":\"no rule allows "
+		    "h%d.test:443\"}",
+		    i, i);
+		feed_ok(lv, line);
+	}
+	assert_int_equal(logview_nhosts(lv), LOGVIEW_KEYS_MAX);
+	assert_int_equal(logview_ndenials(lv), LOGVIEW_KEYS_MAX);
+	assert_int_equal(logview_host(lv, NULL, -1, &st), 0);
+	assert_int_equal(st.requests, 50);
+	assert_int_equal(logview_denials(lv, NULL, -1, NULL), 50);
+	out = print_text(lv);
+	has(out, "50x  (others)  other denials\n");
+	has(out, "  (others) ");
+	free(out);
+	logview_free(lv);
+}
+
+static void
+test_json(void **state)
+{
+	struct logview_opts o = {0, 1};
+	struct logview *lv = denied_view();
+	json_t *root, *d, *h;
+	json_error_t e;
+	char *out;
+
+	(void)state;
+	out = print(lv, &o);
+	root = json_loads(out, 0, &e);
+	if (root == NULL)
+		fail_msg("bad JSON: %s\n%s", e.text, out);
+	d = json_array_get(json_object_get(root, "denied"), 0);
+	assert_int_equal(json_integer_value(json_object_get(d, "count")), 3);
+	assert_string_equal(json_string_value(json_object_get(d, "allow")),
+	    "allow evil.example:443");
+	assert_string_equal(
+	    json_string_value(json_object_get(d, "kind")), "no-rule");
+	h = json_array_get(json_object_get(root, "hosts"), 0);
+	assert_string_equal(
+	    json_string_value(json_object_get(h, "host")), "evil.example");
+	assert_int_equal(json_integer_value(json_object_get(h, "port")), 443);
+	assert_int_equal(json_integer_value(json_object_get(
+	                     json_object_get(root, "totals"), "denied")),
+	    11);
+	json_decref(root);
+	free(out);
+	o.denied_only = 1;
+	out = print(lv, &o);
+	root = json_loads(out, 0, &e);
+	assert_non_null(root);
+	assert_int_equal(json_object_size(root), 1);
+	assert_non_null(json_object_get(root, "denied"));
+	json_decref(root);
+	free(out);
+	logview_free(lv);
+}
+
+static void
+test_escape(void **state)
+{
+	struct logview *lv = logview_new();
+	char *out;
+
+	(void)state;
+	feed_ok(lv,
+	    REQ("x.test", 443, "deny",
+	        ",\"reason\":\"a\\u001b[31mb\\u009bc\\u202ed\\u00e9\","
+	        "\"secret\":\"tok\\u0007en\""));
+	out = print_text(lv);
+	has(out, "a\\x1b[31mb\\xc2\\x9bc\\xe2\\x80\\xaed\xc3\xa9\n");
+	has(out, "tok\\x07en");
+	assert_null(strchr(out, '\x1b'));
+	assert_null(strchr(out, '\x07'));
+	free(out);
+	logview_free(lv);
+}
+
+static void
+test_ts(void **state)
+{
+	struct logview *lv = logview_new();
+	struct logview_totals t;
+
+	(void)state;
+	feed_ok(lv, "{\"event\":\"end\",\"ts\":\"2026-11-29T10:00:05.000Z\"}");
+	feed_ok(lv, "{\"event\":\"end\",\"ts\":\"2026-11-29T10:00:01.000Z\"}");
+	feed_ok(lv, "{\"event\":\"end\",\"ts\":\"2026-11-29T10:00:09.000Z\"}");
+	feed_ok(lv, "{\"event\":\"end\"}");
+	logview_totals(lv, &t);
+	assert_string_equal(t.first_ts, "2026-11-29T10:00:01.000Z");
+	assert_string_equal(t.last_ts, "2026-11-29T10:00:09.000Z");
+	logview_free(lv);
+	logview_free(NULL);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_counts),
+	    cmocka_unit_test(test_end_by_conn),
+	    cmocka_unit_test(test_denials),
+	    cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_denied_only),
+	    cmocka_unit_test(test_units),
+	    cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_read),
+	    cmocka_unit_test(test_read_long),
+	    cmocka_unit_test(test_filter),
+	    cmocka_unit_test(test_bounded),
+	    cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_escape),
+	    cmocka_unit_test(test_ts),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
