@@ -22,13 +22,18 @@ run_as() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
 		env -i PATH=/usr/bin:/bin TMPDIR=/tmp PH_SRCDIR="$stage" "$@"
 }
+# Exactly the tests ctest knows: unit test binaries and integration scripts.
+names=$(ctest --test-dir "$dir" -N | sed -n 's/^ *Test *#[0-9]*: //p')
 passed=0
 failed=0
-for t in "$stage"/test_* "$stage"/tests/integration/*.sh; do
-	case $t in
-	*.sh) cmd=("$t" "$stage/pinhole") ;;
-	*) cmd=("$t") ;;
-	esac
+for name in $names; do
+	if [ -x "$stage/$name" ]; then
+		t=$stage/$name
+		cmd=("$t")
+	else
+		t=$stage/tests/integration/$name.sh
+		cmd=("$t" "$stage/pinhole")
+	fi
 	if (cd "$stage" && run_as "${cmd[@]}") >"$stage/log" 2>&1; then
 		passed=$((passed + 1))
 		echo "uid 65534: $(basename "$t"): ok"

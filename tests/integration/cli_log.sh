@@ -6,6 +6,7 @@
 # usage: cli_log.sh PATH-TO-PINHOLE   (PH_SRCDIR: source tree)
 set -uo pipefail
 PINHOLE=${1:?usage: $0 PATH-TO-PINHOLE}
+case $PINHOLE in /*) ;; */*) PINHOLE=$PWD/$PINHOLE ;; esac
 SRC=${PH_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$SRC" || exit 1
 tmp=$(mktemp -d)

@@ -26,6 +26,7 @@ SRC=${PH_SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PH_NAME=${PH_NAME:-$(basename "$0" .sh)}
 T=
 PH_PIDS=()
+PX_PREFIX=()
 passed=0
 failed=0
 
@@ -191,7 +192,8 @@ count_in() { grep -cE -- "$2" "$1" 2>/dev/null || true; }
 
 # gen_certs: a test CA ($T/ca.pem) and a server certificate
 # ($T/server.pem, $T/server.key) for web.test, other.test, a.test, b.test,
-# *.test and 127.0.0.1, valid for a day.
+# ok.test and 127.0.0.1 (and *.test, which OpenSSL does not match below a
+# one-label suffix), valid for a day.
 gen_certs() {
 	local d=$T/pki
 	mkdir -p "$d"
@@ -208,7 +210,7 @@ gen_certs() {
 		basicConstraints=CA:FALSE
 		keyUsage=critical,digitalSignature
 		extendedKeyUsage=serverAuth
-		subjectAltName=DNS:web.test,DNS:other.test,DNS:a.test,DNS:b.test,DNS:*.test,IP:127.0.0.1
+		subjectAltName=DNS:web.test,DNS:other.test,DNS:a.test,DNS:b.test,DNS:ok.test,DNS:*.test,IP:127.0.0.1
 	EOF
 	openssl x509 -req -in "$d/server.csr" -CA "$T/ca.pem" \
 		-CAkey "$d/ca.key" -CAcreateserial -out "$T/server.pem" -days 1 \
@@ -330,13 +332,14 @@ start_dnsmasq() {
 # start_proxy NAME POLICY [PROXY-OPTIONS...]: runs `pinhole proxy` on
 # 127.0.0.1:0 with its audit log in $T/NAME.log and stderr in
 # $T/NAME.err, and waits for its "listening on" line.  Sets PX_PORT,
-# PX_PID, PX_LOG, PX_ERR.
+# PX_PID, PX_LOG, PX_ERR.  A command in the array PX_PREFIX (prlimit, say)
+# runs it.
 start_proxy() {
 	local name=$1 policy=$2
 	shift 2
 	PX_LOG=$T/$name.log
 	PX_ERR=$T/$name.err
-	spawn "$name" "$PINHOLE" proxy -p "$policy" --listen 127.0.0.1:0 \
+	spawn "$name" "${PX_PREFIX[@]}" "$PINHOLE" proxy -p "$policy" --listen 127.0.0.1:0 \
 		--log "$PX_LOG" "$@"
 	PX_PID=$SPAWNED
 	wait_for 10 proxy_up "$PX_ERR" "$PX_PID"
@@ -409,7 +412,7 @@ fetch() {
 raw() {
 	local out=$1 secs=$2 port=${3:-$PX_PORT} fd rc writer
 	exec {fd}<>"/dev/tcp/127.0.0.1/$port" || return 1
-	cat >&"$fd" 2>/dev/null &
+	cat <&0 >&"$fd" 2>/dev/null &	# explicit <&0: not /dev/null
 	writer=$!
 	timeout "$secs" cat <&"$fd" >"$out" 2>/dev/null
 	rc=$?

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Scenario: limits.  10,000 sessions (forwarded, tunnelled, denied) leave
+# the proxy with the descriptors it had before; with --max-sessions 2 and
+# two idle connections a third is not served until one closes; with the
+# descriptor limit reached, accepting pauses (no spinning) and resumes.
+# usage: proxy_limits.sh PATH-TO-PINHOLE
+. "$(dirname "$0")/lib.sh"
+ph_begin proxy_limits nginx openssl curl jq prlimit
+
+gen_certs || exit 1
+start_nginx || exit 1
+pol=$T/policy.conf
+cat >"$pol" <<EOF
+resolve web.test 127.0.0.1
+allow web.test:$H_PORT,$S_PORT { private }
+EOF
+
+fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+# cpu_ticks PID: user + system time so far, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# --- 10,000 sessions, no descriptor leak ---------------------------------------
+start_proxy leak "$pol" || exit 1
+H="Connection: close"
+for u in "http://web.test:$H_PORT/index.html" "https://web.test:$S_PORT/index.html" \
+	"http://evil.test:$H_PORT/"; do
+	px_curl -o /dev/null -H "$H" --cacert "$T/ca.pem" "$u" 2>/dev/null
+done
+# Warmed up: the audit log, the loop's own descriptors and the listener are
+# open, nothing else (no DNS: names come from `resolve`).  So no slack.
+wait_for 5 test "$(count_in "$PX_LOG" '"event":"end"')" -ge 3
+before=$(fd_count "$PX_PID")
+
+{
+	for ((i = 0; i < 5000; i++)); do
+		printf 'url = "http://web.test:%s/index.html?n=%d"\noutput = "/dev/null"\n' "$H_PORT" "$i"
+	done
+	for ((i = 0; i < 2500; i++)); do
+		printf 'url = "https://web.test:%s/index.html?n=%d"\noutput = "/dev/null"\n' "$S_PORT" "$i"
+		printf 'url = "http://evil.test:%s/?n=%d"\noutput = "/dev/null"\n' "$H_PORT" "$i"
+	done
+} >"$T/urls.cfg"
+start=$(date +%s)
+timeout 120 curl -q -s -Z --parallel-max 8 -x "http://127.0.0.1:$PX_PORT" \
+	-H "$H" --cacert "$T/ca.pem" -w '%{http_code}\n' -K "$T/urls.cfg" \
+	>"$T/codes" 2>"$T/curl.err"
+secs=$(($(date +%s) - start))
+echo "$PH_NAME: 10000 sessions in ${secs}s"
+equal "10000 sessions: 200 answers" "$(grep -c '^200$' "$T/codes")" 7500
+equal "10000 sessions: 403 answers" "$(grep -c '^403$' "$T/codes")" 2500
+[ "$secs" -le 90 ] && ok || bad "10000 sessions took ${secs}s"
+
+wait_for 10 test "$(count_in "$PX_LOG" '"event":"end"')" -ge 10003
+n=$(log_query "$PX_LOG" 'select(.event == "end") | .conn' | sort -u | wc -l)
+equal "log: one end record per session" "$n" 10003
+wait_for 10 test "$(fd_count "$PX_PID")" -le "$before"
+after=$(fd_count "$PX_PID")
+if [ "$after" -eq "$before" ]; then ok; else
+	bad "descriptors: $before before, $after after 10000 sessions"
+	ls -l "/proc/$PX_PID/fd" | sed 's/^/  | /'
+fi
+stop_proxy leak
+audit_wellformed leak "$PX_LOG"
+
+# --- --max-sessions 2: the third connection waits --------------------------------
+start_proxy max "$pol" --max-sessions 2 || exit 1
+W=web.test:$H_PORT
+GET="GET http://$W/whoami/%s HTTP/1.1\r\nHost: $W\r\n\r\n"
+open_conn
+c1=$CONN
+send "$c1" "$GET" one
+read_response "$c1" 10
+equal "max-sessions: first connection served" "$RESP_STATUS" 200
+open_conn
+c2=$CONN
+send "$c2" "$GET" two
+read_response "$c2" 10
+equal "max-sessions: second connection served" "$RESP_STATUS" 200
+# Both sessions now idle, kept open.  The third connects (the kernel's
+# backlog) but is not accepted: no answer while the two stay.
+open_conn
+c3=$CONN
+send "$c3" "$GET" three
+if read_response "$c3" 2; then
+	bad "max-sessions: a third session was served ($RESP_STATUS)"
+else ok; fi
+equal "max-sessions: nothing of the third in the log" \
+	"$(count_in "$PX_LOG" '/whoami/three')" 0
+exec {c1}>&-
+read_response "$c3" 10
+equal "max-sessions: the third is served once one closes" "$RESP_STATUS" 200
+equal "max-sessions: third body" "$RESP_BODY" $'host=web.test uri=/whoami/three\n'
+send "$c2" "$GET" two-again
+read_response "$c2" 10
+equal "max-sessions: the second connection still works" "$RESP_STATUS" 200
+exec {c2}>&- {c3}>&-
+stop_proxy max
+
+# --- out of descriptors: accept pauses, then resumes -------------------------------
+# The proxy gets its current count plus 8 descriptors; 30 idle clients use
+# them up.  A paused listener costs no CPU; a spinning one would.
+start_proxy probe "$pol" || exit 1
+base=$(fd_count "$PX_PID")
+stop_proxy probe
+PX_PREFIX=(prlimit "--nofile=$((base + 8))")
+start_proxy emfile "$pol" || exit 1
+PX_PREFIX=()
+conns=()
+for ((i = 0; i < 30; i++)); do
+	open_conn
+	conns+=("$CONN")
+done
+wait_for 10 file_has "$PX_ERR" 'accept: .*(Too many open files|pausing)'
+expect "out of descriptors: the pause is logged" "$(cat "$PX_ERR")" 'accept: .*pausing'
+t0=$(cpu_ticks "$PX_PID")
+# A request on a connection that has not been accepted: no answer in 2 s.
+send "${conns[29]}" "$GET" late
+read_response "${conns[29]}" 2 && bad "out of descriptors: answered at once?" || ok
+t1=$(cpu_ticks "$PX_PID")
+if [ $((t1 - t0)) -le 50 ]; then ok; else
+	bad "out of descriptors: $((t1 - t0)) CPU ticks in 2 s while paused (spinning?)"
+fi
+for ((i = 0; i < 29; i++)); do
+	fd=${conns[i]}
+	exec {fd}>&-
+done
+read_response "${conns[29]}" 10
+equal "out of descriptors: served once descriptors are free" "$RESP_STATUS" 200
+fd=${conns[29]}
+exec {fd}>&-
+code=$(px_curl -o /dev/null -w '%{http_code}' "http://$W/index.html" 2>/dev/null)
+equal "out of descriptors: a new connection is served" "$code" 200
+stop_proxy emfile
+ph_end
