@@ -41,7 +41,7 @@ struct forward {
 	int client_keep; /* the client connection may carry more */
 	int up_keep; /* the upstream connection may be reused */
 	int upgrade; /* the client asked to switch protocols */
-	int client_eof;
+
 	size_t resp_seen; /* response head bytes looked at */
 	char up_host[TARGET_HOST_MAX]; /* what s->up.bev is connected to */
 	uint16_t up_port;
@@ -311,6 +311,9 @@ take_head(struct session *s, struct http_head *h)
 		return -1;
 	}
 	if (r > 0) {
+		/* A body that ends with the connection ends ours too. */
+		if (h->status >= 200 && h->body == HTTP_BODY_CLOSE)
+			fw->client_keep = 0;
 		send_head(s, buf, h);
 		evbuffer_drain(in, r);
 		fw->resp_seen = 0; /* a 1xx may be followed by more */
@@ -385,17 +388,6 @@ up_read(struct bufferevent *bev, void *arg)
 
 /* --- completion ----------------------------------------------------------- */
 
-static void
-close_when_flushed(struct session *s)
-{
-	s->state = SESSION_CLOSING;
-	bufferevent_disable(s->client.bev, EV_READ);
-	bufferevent_setwatermark(s->client.bev, EV_WRITE, 0, 0);
-	bufferevent_setcb(s->client.bev, NULL, written, client_event, s);
-	if (evbuffer_get_length(bufferevent_get_output(s->client.bev)) == 0)
-		session_close(s, NULL);
-}
-
 /* An idle upstream connection that speaks or closes is of no more use. */
 static void
 idle_up_read(struct bufferevent *bev, void *arg)
@@ -422,8 +414,8 @@ check_done(struct session *s)
 	if (!fw->resp.done || s->state != SESSION_FORWARD)
 		return;
 	session_audit_end(s, NULL);
-	if (!fw->req.done || !fw->client_keep || fw->client_eof) {
-		close_when_flushed(s);
+	if (!fw->req.done || !fw->client_keep) {
+		session_finish(s);
 		return;
 	}
 	if (fw->up_keep && s->up.bev != NULL) {
@@ -498,7 +490,7 @@ client_event(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if ((what & BEV_EVENT_EOF) && s->fwd->req.done &&
 	    s->state == SESSION_FORWARD) {
-		s->fwd->client_eof = 1; /* half-close: still answer */
+		s->client.eof = 1; /* half-close: still answer */
 		return;
 	}
 	session_close(s,
@@ -608,7 +600,7 @@ forward_start(struct session *s, const struct http_head *h)
 	body_init(&fw->req, h);
 	fw->client_keep = h->keep_alive && !h->upgrade;
 	fw->upgrade = h->upgrade;
-	fw->client_eof = 0;
+
 	evbuffer_drain(bufferevent_get_input(s->client.bev), h->head_len);
 	bufferevent_disable(s->client.bev, EV_READ);
 	/*

@@ -30,6 +30,7 @@ struct proxy {
 	struct event *resume; /* re-enables accept after EMFILE */
 	unsigned max_sessions;
 	int full; /* paused at the session limit */
+	int starved; /* accept failed: said so once */
 	int stopping;
 	struct event *grace;
 	void (*done)(void *);
@@ -89,6 +90,7 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
 	(void)lev;
 	(void)sa;
 	(void)len;
+	px->starved = 0;
 	if (session_new(&px->ctx, fd, ++px->next_conn) == NULL)
 		log_warnx("connection %llu: out of memory",
 		    (unsigned long long)px->next_conn);
@@ -118,8 +120,12 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 
 	(void)lev;
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-		log_warnx("accept: %s; pausing %d ms", strerror(err),
-		    ACCEPT_PAUSE_MS);
+		/* Once per shortage, not ten times a second. */
+		if (!px->starved)
+			log_warnx("accept: %s; pausing until descriptors "
+			          "are free",
+			    strerror(err));
+		px->starved = 1;
 		accepting(px, 0);
 		evtimer_add(px->resume, &tv);
 	} else

@@ -38,6 +38,7 @@
 static void head_read(struct bufferevent *, void *);
 static void client_event(struct bufferevent *, short, void *);
 static void head_wait(struct session *);
+static void head_eof(struct session *);
 
 int64_t
 session_ms_since(const struct timespec *ts)
@@ -195,9 +196,6 @@ session_close(struct session *s, const char *error)
 {
 	struct session_ctx *ctx = s->ctx;
 
-	if (s->state == SESSION_HEAD && s->client.bev != NULL &&
-	    evbuffer_get_length(bufferevent_get_input(s->client.bev)) > 0)
-		audit_refused(s, 0, "the client closed mid-head");
 	session_audit_end(s, error);
 	upstream_cancel(s->connecting);
 	forward_free(s);
@@ -273,6 +271,18 @@ closing_event(struct bufferevent *bev, short what, void *arg)
 }
 
 void
+session_finish(struct session *s)
+{
+	s->state = SESSION_CLOSING;
+	bufferevent_disable(s->client.bev, EV_READ);
+	bufferevent_setwatermark(s->client.bev, EV_WRITE, 0, 0);
+	bufferevent_setcb(
+	    s->client.bev, NULL, closing_written, closing_event, s);
+	if (evbuffer_get_length(bufferevent_get_output(s->client.bev)) == 0)
+		session_close(s, s->why[0] != '\0' ? s->why : NULL);
+}
+
+void
 session_reply_close(struct session *s, int status, const char *reason)
 {
 	char *line = s->why;
@@ -285,21 +295,17 @@ session_reply_close(struct session *s, int status, const char *reason)
 			line[i] = '?';
 	audit_refused(s, status, line);
 	s->status = status;
-	s->state = SESSION_CLOSING;
 	if (s->up.bev != NULL) {
 		bufferevent_free(s->up.bev);
 		s->up.bev = NULL;
 	}
-	bufferevent_disable(s->client.bev, EV_READ);
-	bufferevent_setcb(
-	    s->client.bev, NULL, closing_written, closing_event, s);
-	bufferevent_setwatermark(s->client.bev, EV_WRITE, 0, 0);
 	evbuffer_add_printf(bufferevent_get_output(s->client.bev),
 	    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
 	    "Content-Length: %zu\r\nConnection: close\r\n"
 	    "X-Pinhole-Reason: %s\r\n\r\n%s\n",
 	    status, session_status_text(status), strlen(line) + 1, line, line);
 	bufferevent_enable(s->client.bev, EV_WRITE);
+	session_finish(s);
 }
 
 /* --- timers --------------------------------------------------------------- */
@@ -435,7 +441,6 @@ session_tunnel_begin(struct session *s)
 	bufferevent_setwatermark(s->client.bev, EV_READ, 0, 0);
 	bufferevent_enable(s->client.bev, EV_READ | EV_WRITE);
 	bufferevent_enable(s->up.bev, EV_READ | EV_WRITE);
-	nodelay(bufferevent_getfd(s->up.bev));
 	session_start_idle(s);
 	/* Bytes sent right after the switch (a TLS hello, a first frame). */
 	relay_move(s, &s->client);
@@ -543,6 +548,20 @@ session_head_ready(struct evbuffer *in, size_t *seen)
 	return ready;
 }
 
+/*
+ * The client has sent all it will (EOF) and no whole head is left: what
+ * was answered goes out first, then the connection closes.
+ */
+static void
+head_eof(struct session *s)
+{
+	if (!s->client.eof)
+		return;
+	if (evbuffer_get_length(bufferevent_get_input(s->client.bev)) > 0)
+		audit_refused(s, 0, "the client closed mid-head");
+	session_finish(s);
+}
+
 /* Parses what the client sent so far; acts once a whole head is there. */
 static void
 head_try(struct session *s)
@@ -554,8 +573,10 @@ head_try(struct session *s)
 	const char *buf;
 	int r;
 
-	if (len == 0 || !session_head_ready(in, &s->head_seen))
+	if (len == 0 || !session_head_ready(in, &s->head_seen)) {
+		head_eof(s);
 		return;
+	}
 	if (len > HTTP_HEAD_MAX)
 		len = HTTP_HEAD_MAX;
 	if ((h = malloc(sizeof(*h))) == NULL ||
@@ -569,6 +590,8 @@ head_try(struct session *s)
 		session_reply_close(s, -r, why);
 	else if (r > 0)
 		dispatch(s, h);
+	else
+		head_eof(s);
 	free(h);
 }
 
@@ -585,10 +608,13 @@ client_event(struct bufferevent *bev, short what, void *arg)
 	struct session *s = arg;
 
 	(void)bev;
-	session_close(s,
-	    (what & BEV_EVENT_EOF)
-	        ? NULL
-	        : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	if (what & BEV_EVENT_EOF) {
+		/* Pipelined requests may still wait in the input: serve them. */
+		s->client.eof = 1;
+		head_try(s);
+		return;
+	}
+	session_close(s, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
 /* Resets S for a new request and waits for its head. */

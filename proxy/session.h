@@ -99,6 +99,9 @@ struct session *session_new(struct session_ctx *, int fd, uint64_t conn);
  */
 void session_close(struct session *s, const char *error);
 
+/* Closes S once its output to the client is written. */
+void session_finish(struct session *s);
+
 /* Closes every session (shutdown). */
 void session_close_all(struct session_ctx *);
 

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,9 +165,12 @@ static void
 on_connect(struct bufferevent *bev, short what, void *arg)
 {
 	struct upstream *u = arg;
-	int err = EVUTIL_SOCKET_ERROR();
+	int err = EVUTIL_SOCKET_ERROR(), one = 1;
 
 	if (what & BEV_EVENT_CONNECTED) {
+		/* Small requests and replies: no Nagle delay on either hop. */
+		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY,
+		    &one, sizeof(one));
 		addr_text(
 		    &u->addrs[u->next - 1], u->port, u->addr, sizeof(u->addr));
 		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # lib.sh: shared helpers of the proxy integration scenarios (proxy_*.sh).
 #
 # A scenario does:
@@ -12,6 +13,10 @@
 # condition (a port listening, a line in a file, a process gone) in a
 # bounded loop with a short interval.  Works as root and as any other user:
 # every file a server needs lives in the scenario's temp dir.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	echo "lib.sh: helpers sourced by proxy_*.sh; not a test of its own"
+	exit 0
+fi
 set -uo pipefail
 export LC_ALL=C
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY \
@@ -101,12 +106,12 @@ ph_cleanup() {
 	done
 	for p in "${PH_PIDS[@]}"; do
 		for ((i = 0; i < 100; i++)); do
-			kill -0 -- "-$p" 2>/dev/null || break
+			pid_done "$p" && break
 			sleep 0.02
 		done
-		kill -KILL -- "-$p" 2>/dev/null
+		kill -KILL -- "-$p" 2>/dev/null	# stragglers of the group
 	done
-	wait 2>/dev/null
+	[ "${#PH_PIDS[@]}" -eq 0 ] || wait "${PH_PIDS[@]}" 2>/dev/null
 	if [ -n "$T" ] && [ -z "${PH_KEEP:-}" ]; then
 		rm -rf "$T"
 	elif [ -n "$T" ]; then
@@ -221,11 +226,12 @@ gen_certs() {
 
 # start_nginx: static HTTP on 127.0.0.1:$H_PORT (and [::1] when there is
 # IPv6), HTTPS on 127.0.0.1:$S_PORT with $T/server.pem, serving $T/www.
-# /whoami answers "host=HOST uri=URI"; /upload/ stores PUT bodies under
-# $T/up/upload/.  Needs gen_certs first.  nginx runs as one process of the
-# calling user (master_process off), so root and others alike.
+# /whoami answers "host=HOST uri=REQUEST-URI"; /upload/ stores PUT bodies
+# under $T/up/upload/.  Needs gen_certs first.  nginx runs in the
+# foreground as one process of the calling user (master_process off), so
+# as root and as anyone else, and stays a child of the test.
 start_nginx() {
-	local d=$T/nginx i v6= rc
+	local d=$T/nginx i v6=
 	mkdir -p "$d" "$T/www" "$T/up"
 	[ -e "$T/www/index.html" ] || echo "hello from nginx" >"$T/www/index.html"
 	for ((i = 0; i < 10; i++)); do
@@ -233,7 +239,7 @@ start_nginx() {
 		[ "$H_PORT" != "$S_PORT" ] || continue
 		have_ipv6 && v6="listen [::1]:$H_PORT;"
 		cat >"$d/nginx.conf" <<-EOF
-			daemon on;
+			daemon off;
 			master_process off;
 			pid $d/nginx.pid;
 			error_log $d/error.log warn;
@@ -265,19 +271,26 @@ start_nginx() {
 				}
 			}
 		EOF
-		# It binds before it daemonises: when this returns, it listens.
-		nginx -e "$d/stderr" -p "$d" -c "$d/nginx.conf" 2>>"$d/stderr"
-		rc=$?
-		if [ "$rc" -eq 0 ] && wait_for 5 test -s "$d/nginx.pid"; then
-			NGINX_PID=$(cat "$d/nginx.pid")
-			PH_PIDS+=("$NGINX_PID")
+		spawn nginx nginx -e "$d/stderr" -p "$d" -c "$d/nginx.conf"
+		NGINX_PID=$SPAWNED
+		wait_for 10 nginx_up
+		if port_listening "$H_PORT" && port_listening "$S_PORT" &&
+			! pid_done "$NGINX_PID"; then
 			return 0
 		fi
-		grep -q 'in use' "$d/stderr" "$d/error.log" 2>/dev/null || break
+		kill -- "-$NGINX_PID" 2>/dev/null
+		grep -q 'in use' "$d/stderr" "$d/error.log" "$T/nginx.err" \
+			2>/dev/null || break
 	done
 	echo "$PH_NAME: nginx did not start:"
-	cat "$d/stderr" "$d/error.log" 2>/dev/null | tail -20
+	cat "$d/stderr" "$d/error.log" "$T/nginx.err" 2>/dev/null | tail -20
 	return 1
+}
+
+# nginx_up: are both ports listening (or has nginx died)?
+nginx_up() {
+	{ port_listening "$H_PORT" && port_listening "$S_PORT"; } ||
+		pid_done "$NGINX_PID"
 }
 
 # --- ad-hoc servers -----------------------------------------------------------
@@ -369,9 +382,13 @@ sanitizer_clean() {
 # wait_exit PID SECS: waits (bounded) for child PID to end; sets EXIT_STATUS
 # (or 255 when it did not end in time).
 wait_exit() {
+	local p keep=()
 	if wait_for "$2" pid_done "$1"; then
 		wait "$1" 2>/dev/null
 		EXIT_STATUS=$?
+		# Reaped: its number may be reused, so cleanup must not kill it.
+		for p in "${PH_PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+		PH_PIDS=("${keep[@]}")
 	else
 		EXIT_STATUS=255
 	fi
@@ -447,12 +464,13 @@ send() {
 # open_conn: a new connection to the proxy on fd $CONN.
 open_conn() { exec {CONN}<>"/dev/tcp/127.0.0.1/${1:-$PX_PORT}"; }
 
-# read_response FD SECS: reads one response (head, then a Content-Length
-# body) from FD; sets RESP_STATUS, RESP_HEAD (CR removed) and RESP_BODY.
-# Fails when nothing complete arrives in SECS seconds.
+# read_response FD SECS [nobody]: reads one response (head, then a
+# Content-Length body unless "nobody", as for HEAD) from FD; sets
+# RESP_STATUS, RESP_HEAD (CR removed) and RESP_BODY.  Fails when nothing
+# complete arrives in SECS seconds.
 read_response() {
 	local fd=$1 secs=$2 line len=0
-	RESP_STATUS= RESP_HEAD= RESP_BODY=
+	RESP_STATUS='' RESP_HEAD='' RESP_BODY=''
 	IFS= read -r -t "$secs" -u "$fd" line || return 1
 	line=${line%$'\r'}
 	RESP_STATUS=$(sed -n 's/^HTTP\/1\.[01] \([0-9]*\).*/\1/p' <<<"$line")
@@ -466,7 +484,7 @@ read_response() {
 		esac
 	done
 	[ -z "$line" ] || return 1
-	if [ "$len" -gt 0 ]; then
+	if [ "$len" -gt 0 ] && [ "${3:-}" != nobody ]; then
 		IFS= read -r -t "$secs" -u "$fd" -N "$len" RESP_BODY || return 1
 	fi
 	return 0

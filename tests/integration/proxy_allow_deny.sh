@@ -3,7 +3,8 @@
 # raw requests) against nginx on 127.0.0.1: allowed plain HTTP and CONNECT,
 # denials and their reasons, deny over allow, ports, private addresses,
 # numeric and IPv4-mapped spellings of 127.0.0.1, origin-form requests,
-# interception rules (501), plain-HTTP `paths`; then the audit log.
+# the Host field, interception rules (501), plain-HTTP `methods`, `paths`
+# and `inject`; then the audit log (no query, credential or secret).
 # usage: proxy_allow_deny.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 ph_begin proxy_allow_deny nginx openssl curl jq
@@ -28,7 +29,15 @@ allow *.zone.test:$H_PORT { private }
 deny bad.zone.test
 allow files.test:$H_PORT { private paths /allowed/* }
 allow api.test:$S_PORT { private paths /v1/* }
+allow methods.test:$H_PORT { private methods GET HEAD }
+secret key file $T/key
+allow inject.test:$H_PORT,$S_PORT { private inject header X-Api-Key key }
+resolve methods.test 127.0.0.1
+resolve inject.test 127.0.0.1
 EOF
+KEY=KEYVALUE$$z
+printf '%s\n' "$KEY" >"$T/key"
+chmod 600 "$T/key"
 start_proxy main "$pol" || exit 1
 MAIN_PORT=$PX_PORT MAIN_PID=$PX_PID MAIN_LOG=$PX_LOG MAIN_ERR=$PX_ERR
 
@@ -57,10 +66,13 @@ fetch "http://evil.test:$H_PORT/"
 equal "unknown host status" "$CODE" 403
 reason_is "unknown host" "no rule allows evil.test:$H_PORT"
 
-fetch "https://evil.test:$S_PORT/" --cacert "$T/ca.pem"
+rawreq 'CONNECT evil.test:%s HTTP/1.1\r\nHost: evil.test:%s\r\n\r\n' "$S_PORT" "$S_PORT"
+equal "unknown host CONNECT status" "$RAW_STATUS" 403
+expect "unknown host CONNECT reason" "$RAW" "^X-Pinhole-Reason: no rule allows evil.test:$S_PORT"
+equal "unknown host CONNECT: closed after the reply (raw status)" "$RAW_RC" 0
 CONNECT_CODE=$(px_curl -o /dev/null -w '%{http_connect}' --cacert "$T/ca.pem" \
 	"https://evil.test:$S_PORT/" 2>/dev/null)
-equal "unknown host CONNECT status" "$CONNECT_CODE" 403
+equal "unknown host CONNECT status (curl)" "$CONNECT_CODE" 403
 
 fetch "http://ok.zone.test:$H_PORT/index.html"
 equal "wildcard allow status" "$CODE" 200
@@ -96,6 +108,32 @@ rawreq 'CONNECT api.test:%s HTTP/1.1\r\nHost: api.test:%s\r\n\r\n' "$S_PORT" "$S
 equal "CONNECT to an interception rule status" "$RAW_STATUS" 501
 expect "CONNECT to an interception rule reason" "$RAW" '^X-Pinhole-Reason: .*interception'
 
+# --- the upstream sees the URL's host; names are normalised ----------------
+rawreq 'GET http://web.test:%s/whoami HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n' "$H_PORT"
+equal "Host field differing from the URL: status" "$RAW_STATUS" 200
+expect "Host field differing from the URL: upstream sees the URL's" "$RAW" \
+	"^host=web.test uri=/whoami\$"
+fetch "http://WEB.Test.:$H_PORT/whoami"
+equal "upper case and trailing dot: status" "$CODE" 200
+open_conn
+send "$CONN" 'CONNECT WEB.TEST.:%s HTTP/1.1\r\nHost: WEB.TEST.:%s\r\n\r\n' "$S_PORT" "$S_PORT"
+read_response "$CONN" 10
+equal "CONNECT upper case and trailing dot: status" "$RESP_STATUS" 200
+exec {CONN}>&-
+
+# --- plain-HTTP methods; credentials never over plain HTTP -------------------
+fetch "http://methods.test:$H_PORT/index.html"
+equal "allowed method status" "$CODE" 200
+fetch "http://methods.test:$H_PORT/index.html" -X DELETE
+equal "other method status" "$CODE" 403
+reason_is "other method" "method DELETE is not allowed by rule $pol:13"
+fetch "http://inject.test:$H_PORT/index.html"
+equal "inject rule over plain HTTP status" "$CODE" 403
+reason_is "inject rule over plain HTTP" "credentials are never sent over plain HTTP"
+CONNECT_CODE=$(px_curl -o /dev/null -w '%{http_connect}' --cacert "$T/ca.pem" \
+	"https://inject.test:$S_PORT/" 2>/dev/null)
+equal "inject rule through CONNECT status" "$CONNECT_CODE" 501
+
 # --- plain-HTTP paths -------------------------------------------------------
 fetch "http://files.test:$H_PORT/allowed/a.txt"
 equal "allowed path status" "$CODE" 200
@@ -118,6 +156,9 @@ equal "query request status" "$CODE" 200
 equal "query request upstream" "$BODY" "host=web.test uri=/whoami?$qs"
 fetch "http://files.test:$H_PORT/allowed/a.txt?$qs"
 equal "query on a paths rule status" "$CODE" 200
+fetch "http://web.test:$H_PORT/index.html" -H "Authorization: Bearer SECRETQ-auth" \
+	-H "Cookie: c=SECRETQ-cookie" -H "Proxy-Authorization: Basic SECRETQ-pa"
+equal "credentials in headers status" "$CODE" 200
 fetch "http://evil.test:$H_PORT/x?$qs"
 equal "query on a denied host status" "$CODE" 403
 refuse "query in the reason" "$HEADERS" "SECRETQ"
@@ -143,7 +184,8 @@ audit_wellformed addr "$PX_LOG"
 stop_proxy main "$MAIN_PID" "$MAIN_ERR"
 log=$MAIN_LOG
 audit_wellformed main "$log"
-refuse "no query string in the log" "$(cat "$log")" 'SECRETQ|token='
+refuse "no query string or credential header in the log" "$(cat "$log")" 'SECRETQ|token='
+refuse "no secret value in the log or on stderr" "$(cat "$log" "$MAIN_ERR")" "$KEY"
 n=$(log_query "$log" 'select(.event == "request" and .method == "CONNECT" and
 	.host == "web.test" and .decision == "allow" and .rule == "'"$pol"':7")' | wc -l)
 [ "$n" -ge 1 ] && ok || bad "log: no allowed CONNECT record for web.test"

@@ -3,8 +3,9 @@
 # Malformed request heads get 400 (or their own 4xx/5xx), a 200 KiB head
 # 431, a head that never ends 408, a client leaving mid-head an audit
 # record; an upstream that closes or resets mid-body leaves the client an
-# incomplete response and the log an error, a silent one gets 504, a
-# garbled one 502.  After each, a good request on a new connection works.
+# incomplete response and the log an error, a silent one gets 504 (and an
+# idle tunnel to it is closed), a garbled one 502; a refused connection
+# 502, a connect timeout 504.  After each, a good request on a new connection works.
 # usage: proxy_badinput.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 ph_begin proxy_badinput nginx openssl socat curl jq
@@ -36,14 +37,20 @@ start_socat silent "$L" "EXEC:sh $T/silent.sh" || exit 1
 SILENT_PORT=$SOCAT_PORT
 start_socat garbage "$L" "EXEC:sh $T/garbage.sh" || exit 1
 GARBAGE_PORT=$SOCAT_PORT
+# One child at a time and a backlog of one: once two clients hold it, a
+# third one's SYN is dropped and its connect times out.
+start_socat full "$L,max-children=1,backlog=0" "EXEC:sh $T/silent.sh" || exit 1
+FULL_PORT=$SOCAT_PORT
+CLOSED_PORT=$(rand_port) || exit 1
 
 pol=$T/policy.conf
 cat >"$pol" <<EOF
 timeout head 1s
 timeout idle 2s
+timeout connect 1s
 resolve web.test 127.0.0.1
 allow web.test:$H_PORT { private }
-allow 127.0.0.1:$CLOSE_PORT,$RESET_PORT,$SILENT_PORT,$GARBAGE_PORT
+allow 127.0.0.1:$CLOSE_PORT,$RESET_PORT,$SILENT_PORT,$GARBAGE_PORT,$FULL_PORT,$CLOSED_PORT
 EOF
 start_proxy badinput "$pol" || exit 1
 W=web.test:$H_PORT
@@ -184,10 +191,50 @@ if [ "$ms" -ge 1500 ] && [ "$ms" -lt 8000 ]; then ok; else
 fi
 healthy "a silent upstream"
 
+# An idle tunnel ends after `timeout idle`.
+open_conn
+send "$CONN" 'CONNECT 127.0.0.1:%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n' "$SILENT_PORT" "$SILENT_PORT"
+read_response "$CONN" 10
+equal "idle tunnel: open" "$RESP_STATUS" 200
+start=$(date +%s%N)
+IFS= read -r -t 10 -u "$CONN" line
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+equal "idle tunnel: closed by the proxy (read status)" "$rc" 1
+if [ "$ms" -ge 1500 ] && [ "$ms" -lt 8000 ]; then ok; else
+	bad "idle tunnel: closed after $ms ms, want about 2000"
+fi
+exec {CONN}>&-
+wait_for 5 file_has "$PX_LOG" '"error":"idle timeout"'
+n=$(log_query "$PX_LOG" 'select(.event == "end" and .method == "CONNECT" and
+	.error == "idle timeout")' | wc -l)
+equal "idle tunnel: end record" "$n" 1
+healthy "an idle tunnel"
+
 fetch "http://127.0.0.1:$GARBAGE_PORT/garbage"
 equal "garbled upstream response: status" "$CODE" 502
 expect "garbled upstream response: reason" "$HEADERS" '^X-Pinhole-Reason: .+'
 healthy "a garbled upstream response"
+
+fetch "http://127.0.0.1:$CLOSED_PORT/refused"
+equal "connection refused: status" "$CODE" 502
+expect "connection refused: reason" "$HEADERS" "^X-Pinhole-Reason: connect to 127.0.0.1:$CLOSED_PORT: Connection refused"
+CONNECT_CODE=$(px_curl -o /dev/null -w '%{http_connect}' \
+	"https://127.0.0.1:$CLOSED_PORT/" 2>/dev/null)
+equal "connection refused through CONNECT: status" "$CONNECT_CODE" 502
+healthy "a refused connection"
+
+exec {f1}<>"/dev/tcp/127.0.0.1/$FULL_PORT" {f2}<>"/dev/tcp/127.0.0.1/$FULL_PORT"
+start=$(date +%s%N)
+fetch "http://127.0.0.1:$FULL_PORT/full"
+ms=$((($(date +%s%N) - start) / 1000000))
+equal "connect timeout: status" "$CODE" 504
+expect "connect timeout: reason" "$HEADERS" "^X-Pinhole-Reason: connect to 127.0.0.1:$FULL_PORT timed out after 1000 ms"
+if [ "$ms" -ge 800 ] && [ "$ms" -lt 5000 ]; then ok; else
+	bad "connect timeout: answered after $ms ms, want about 1000"
+fi
+exec {f1}>&- {f2}>&-
+healthy "a connect timeout"
 
 stop_proxy badinput
 audit_wellformed badinput "$PX_LOG"

@@ -2,19 +2,48 @@
 # Scenario: plain-HTTP forwarding keeps the client connection: several
 # requests for two hosts on one connection, each decided afresh; a denied
 # request in the middle ends the connection (and a new one works);
-# pipelined requests, one with a body, are answered in order.
+# pipelined requests, one with a body, are answered in order; answers
+# framed by HEAD, 304, chunked with trailers, or the upstream's close.
 # usage: proxy_keepalive.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
-ph_begin proxy_keepalive nginx openssl curl jq
+ph_begin proxy_keepalive nginx openssl socat curl jq
 
 gen_certs || exit 1
 start_nginx || exit 1
+head -c 100000 /dev/zero >"$T/www/zeros.bin"
+
+# Upstreams with other framings (socat parses quotes in addresses: the
+# shell code lives in files).  A chunked one, with an extension and a
+# trailer, that serves requests until its client leaves:
+cat >"$T/chunked.sh" <<'EOF'
+cr=$(printf '\r')
+while :; do
+	got=
+	while IFS= read -r l; do got=1; [ "$l" = "$cr" ] && break; done
+	[ -n "$got" ] || exit 0
+	printf 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n'
+	printf '5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n'
+done
+EOF
+# An HTTP/1.0 one whose body ends when it closes:
+cat >"$T/eof.sh" <<'EOF'
+cr=$(printf '\r')
+while IFS= read -r l; do [ "$l" = "$cr" ] && break; done
+printf 'HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nbody until close\n'
+EOF
+L="TCP-LISTEN:@PORT@,bind=127.0.0.1,reuseaddr,fork"
+start_socat chunked "$L" "EXEC:sh $T/chunked.sh" || exit 1
+CHUNKED_PORT=$SOCAT_PORT
+start_socat eof "$L" "EXEC:sh $T/eof.sh" || exit 1
+EOF_PORT=$SOCAT_PORT
+
 pol=$T/policy.conf
 cat >"$pol" <<EOF
 resolve a.test 127.0.0.1
 resolve b.test 127.0.0.1
 allow a.test:$H_PORT { private }
 allow b.test:$H_PORT { private }
+allow 127.0.0.1:$CHUNKED_PORT,$EOF_PORT
 EOF
 start_proxy keepalive "$pol" || exit 1
 A=a.test:$H_PORT
@@ -97,6 +126,55 @@ rawreq 'GET http://%s/whoami/h10 HTTP/1.0\r\n\r\n' "$A"
 equal "HTTP/1.0: status" "$RAW_STATUS" 200
 equal "HTTP/1.0: closed after one answer (raw status)" "$RAW_RC" 0
 expect "HTTP/1.0: body" "$RAW" '^host=a\.test uri=/whoami/h10$'
+
+# --- framings on one kept connection --------------------------------------------
+# HEAD (a length, no body), 304 (no body), chunked with trailer, then a
+# plain GET: each answer ends where it should, so the next one can follow.
+open_conn
+send "$CONN" 'HEAD http://%s/zeros.bin HTTP/1.1\r\nHost: %s\r\n\r\n' "$A" "$A"
+read_response "$CONN" 10 nobody
+equal "HEAD: status" "$RESP_STATUS" 200
+expect "HEAD: length of the body not sent" "$RESP_HEAD" '^Content-Length: 100000$'
+etag=$(sed -n 's/^ETag: //Ip' <<<"$RESP_HEAD")
+send "$CONN" 'GET http://%s/zeros.bin HTTP/1.1\r\nHost: %s\r\nIf-None-Match: %s\r\n\r\n' "$A" "$A" "$etag"
+read_response "$CONN" 10
+equal "304 after HEAD: status" "$RESP_STATUS" 304
+send "$CONN" 'GET http://127.0.0.1:%s/chunked HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n' "$CHUNKED_PORT" "$CHUNKED_PORT"
+# A chunked body: read to the empty line after the trailer.
+IFS= read -r -t 10 -u "$CONN" line
+equal "chunked after 304: status line" "${line%$'\r'}" "HTTP/1.1 200 OK"
+chunked=
+for ((i = 0; i < 30; i++)); do
+	IFS= read -r -t 10 -u "$CONN" line || break
+	chunked+=${line%$'\r'}'|'
+	[ "$chunked" != "${chunked%X-Trailer: t||}" ] && break
+done
+expect "chunked: framing and trailer relayed as sent" "$chunked" \
+	'\|\|5;ext=1\|hello\|6\| world\|0\|X-Trailer: t\|\|$'
+send "$CONN" 'GET http://127.0.0.1:%s/chunked2 HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n' "$CHUNKED_PORT" "$CHUNKED_PORT"
+IFS= read -r -t 10 -u "$CONN" line
+equal "chunked twice on a reused upstream: status line" "${line%$'\r'}" "HTTP/1.1 200 OK"
+for ((i = 0; i < 30; i++)); do
+	IFS= read -r -t 10 -u "$CONN" line || break
+	[ "${line%$'\r'}" = "X-Trailer: t" ] && { IFS= read -r -t 10 -u "$CONN" line; break; }
+done
+send "$CONN" 'GET http://%s/whoami/after HTTP/1.1\r\nHost: %s\r\n\r\n' "$A" "$A"
+read_response "$CONN" 10
+equal "GET after HEAD, 304 and chunked: status" "$RESP_STATUS" 200
+equal "GET after HEAD, 304 and chunked: body" "$RESP_BODY" $'host=a.test uri=/whoami/after\n'
+exec {CONN}>&-
+n=$(log_query "$PX_LOG" 'select(.event == "request" and ((.path // "") |
+	test("^/(zeros.bin|chunked|chunked2|whoami/after)$"))) | .conn' | sort -u | wc -l)
+equal "log: the framings shared one conn" "$n" 1
+
+# A body that ends at the upstream's close: relayed whole, then the client
+# connection is closed too (nothing else could frame it), and the proxy says
+# so with "Connection: close" (RFC 9112 9.6).
+rawreq 'GET http://127.0.0.1:%s/eof HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n' "$EOF_PORT" "$EOF_PORT"
+equal "close-delimited body: status" "$RAW_STATUS" 200
+expect "close-delimited body: body" "$RAW" '^body until close$'
+expect "close-delimited body: the client is told" "$RAW" '^Connection: close$'
+equal "close-delimited body: closed after it (raw status)" "$RAW_RC" 0
 
 stop_proxy keepalive
 audit_wellformed keepalive "$PX_LOG"

@@ -3,7 +3,7 @@
 # download through a CONNECT tunnel (HTTPS) and through plain-HTTP
 # forwarding; upload (PUT to nginx's DAV location, which stores the body)
 # with a length, chunked, and through a tunnel; the audit log counts the
-# bytes.
+# bytes.  A client that does not read makes the proxy stop reading too.
 # usage: proxy_large.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 ph_begin proxy_large nginx openssl curl jq sha256sum
@@ -83,6 +83,41 @@ equal "CONNECT upload status" "$code" 201
 equal "CONNECT upload sha256" "$(sha_of "$stored")" "$want"
 rm -f "$stored"
 
+# --- backpressure: a client that does not read costs the proxy little ----------
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$PX_PID/status"; }
+# max_growth: the most the proxy's RSS grows over 2 s of sampling, in KiB.
+max_growth() {
+	local base max r i
+	base=$(rss_kb) max=$base
+	for ((i = 0; i < 100; i++)); do
+		r=$(rss_kb)
+		[ "$r" -gt "$max" ] && max=$r
+		sleep 0.02
+	done
+	echo $((max - base))
+}
+for via in forward tunnel; do
+	open_conn
+	if [ "$via" = tunnel ]; then
+		send "$CONN" 'CONNECT web.test:%s HTTP/1.1\r\nHost: web.test:%s\r\n\r\n' "$H_PORT" "$H_PORT"
+		read_response "$CONN" 10
+		equal "backpressure ($via): tunnel open" "$RESP_STATUS" 200
+		send "$CONN" 'GET /big.bin HTTP/1.1\r\nHost: web.test\r\n\r\n'
+	else
+		send "$CONN" 'GET http://web.test:%s/big.bin HTTP/1.1\r\nHost: web.test\r\n\r\n' "$H_PORT"
+	fi
+	grew=$(max_growth)
+	if [ "$grew" -lt $((16 * 1024)) ]; then ok; else
+		bad "backpressure ($via): the proxy grew by $grew KiB for a client that does not read"
+	fi
+	exec {CONN}>&-
+done
+# What the proxy took from nginx for them: socket buffers' worth, not 64 MiB.
+wait_for 5 test "$(count_in "$PX_LOG" '"event":"end"')" -ge 8
+n=$(log_query "$PX_LOG" 'select(.event == "end" and .port == '"$H_PORT"' and
+	.bytes_down > 0 and .bytes_down < '"$((SIZE / 4))"')' | wc -l)
+equal "backpressure: both stopped reading upstream early (log)" "$n" 2
+
 # --- the tunnels' end records -------------------------------------------------
 ups=$(log_query "$PX_LOG" 'select(.event == "end" and .method == "CONNECT") | .bytes_up')
 downs=$(log_query "$PX_LOG" 'select(.event == "end" and .method == "CONNECT") | .bytes_down')
@@ -90,6 +125,7 @@ big_up=$(awk -v s="$SIZE" '$1 >= s { n++ } END { print n + 0 }' <<<"$ups")
 big_down=$(awk -v s="$SIZE" '$1 >= s { n++ } END { print n + 0 }' <<<"$downs")
 equal "log: one tunnel carried 64 MiB up" "$big_up" 1
 equal "log: one tunnel carried 64 MiB down" "$big_down" 1
+# (the backpressure tunnel sent little: it does not count above)
 
 stop_proxy large
 audit_wellformed large "$PX_LOG"
