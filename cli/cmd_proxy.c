@@ -72,6 +72,7 @@ proxy_usage(FILE *f)
 	    "      --max-sessions N   concurrent connections (default 4096)\n"
 	    "      --grace SECONDS    time sessions get to finish at SIGTERM "
 	    "(default 10)\n"
+	    "  -v, --verbose          one line per decision on stderr\n"
 	    "  -h, --help             this text\n\n"
 	    "Signals: HUP reloads the policy, TERM and INT stop.\n");
 }
@@ -101,12 +102,13 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 	    {"dns", required_argument, NULL, 'D'},
 	    {"max-sessions", required_argument, NULL, 'm'},
 	    {"grace", required_argument, NULL, 'g'},
+	    {"verbose", no_argument, NULL, 'v'},
 	    {NULL, 0, NULL, 0},
 	};
 	unsigned secs = 10;
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "hp:l:", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "hp:l:v", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
 			proxy_usage(stdout);
@@ -134,6 +136,9 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 		case 'g':
 			if (parse_uint(optarg, 3600, &secs) != 0)
 				goto usage;
+			break;
+		case 'v':
+			log_init(NULL, log_verbose() + 1);
 			break;
 		default:
 			goto usage;

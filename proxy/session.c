@@ -98,6 +98,11 @@ session_audit_request(struct session *s)
 		r.reason = s->dec.reason;
 	audit_put(s, &r);
 	s->end_pending = 1;
+	/* The session id on every line; never a header or a query. */
+	log_info("conn %llu: %s %s:%u%s: %s%s%s", (unsigned long long)s->conn,
+	    s->method, s->host, s->port, s->path != NULL ? s->path : "",
+	    r.decision, r.reason != NULL ? ", " : "",
+	    r.reason != NULL ? r.reason : "");
 }
 
 void
