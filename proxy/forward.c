@@ -306,6 +306,10 @@ take_head(struct session *s, struct http_head *h)
 		return 0;
 	r = http_parse_response(
 	    buf, len, fw->method, strlen(fw->method), h, &why);
+	if (r > 0 && h->status == 101 && !fw->upgrade) {
+		r = -1;
+		why = "the upstream switched protocols unasked";
+	}
 	if (r < 0) {
 		session_reply_close(s, 502, why);
 		return -1;
@@ -330,8 +334,6 @@ final_head(struct session *s, const struct http_head *h)
 	fw->head_sent = 1;
 	body_init(&fw->resp, h);
 	fw->up_keep = h->keep_alive && h->body != HTTP_BODY_CLOSE;
-	if (h->body == HTTP_BODY_CLOSE)
-		fw->client_keep = 0;
 }
 
 static void
@@ -371,11 +373,7 @@ up_read(struct bufferevent *bev, void *arg)
 	while ((r = take_head(s, h)) > 0 && h->status / 100 == 1 &&
 	    h->status != 101)
 		;
-	if (r > 0 && h->status == 101 && !s->fwd->upgrade)
-		session_reply_close(s, 502,
-		    "upstream switched protocols "
-		    "unasked");
-	else if (r > 0 && h->status == 101) {
+	if (r > 0 && h->status == 101) {
 		/* The "end" record comes when the upgraded tunnel closes. */
 		s->status = 101;
 		session_tunnel_begin(s);

@@ -27,6 +27,12 @@ cat >"$T/garbage.sh" <<'EOF'
 while IFS= read -r l; do [ "$l" = "$(printf '\r')" ] && break; done
 printf 'HTTP/1.1 200 OK\nContent-Length: 2\n\nok'
 EOF
+# Switches protocols although the request asked for no upgrade.
+cat >"$T/switch.sh" <<'EOF'
+while IFS= read -r l; do [ "$l" = "$(printf '\r')" ] && break; done
+printf 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n'
+printf 'Connection: upgrade\r\n\r\nraw bytes'
+EOF
 L="TCP-LISTEN:@PORT@,bind=127.0.0.1,reuseaddr,fork"
 start_socat close "$L" "EXEC:sh $T/short.sh" || exit 1
 CLOSE_PORT=$SOCAT_PORT
@@ -37,6 +43,8 @@ start_socat silent "$L" "EXEC:sh $T/silent.sh" || exit 1
 SILENT_PORT=$SOCAT_PORT
 start_socat garbage "$L" "EXEC:sh $T/garbage.sh" || exit 1
 GARBAGE_PORT=$SOCAT_PORT
+start_socat switch "$L" "EXEC:sh $T/switch.sh" || exit 1
+SWITCH_PORT=$SOCAT_PORT
 # One child at a time and a backlog of one: once two clients hold it, a
 # third one's SYN is dropped and its connect times out.
 start_socat full "$L,max-children=1,backlog=0" "EXEC:sh $T/silent.sh" || exit 1
@@ -50,7 +58,7 @@ timeout idle 2s
 timeout connect 1s
 resolve web.test 127.0.0.1
 allow web.test:$H_PORT { private }
-allow 127.0.0.1:$CLOSE_PORT,$RESET_PORT,$SILENT_PORT,$GARBAGE_PORT,$FULL_PORT,$CLOSED_PORT
+allow 127.0.0.1:$CLOSE_PORT,$RESET_PORT,$SILENT_PORT,$GARBAGE_PORT,$SWITCH_PORT,$FULL_PORT,$CLOSED_PORT
 EOF
 start_proxy badinput "$pol" || exit 1
 W=web.test:$H_PORT
@@ -215,6 +223,12 @@ fetch "http://127.0.0.1:$GARBAGE_PORT/garbage"
 equal "garbled upstream response: status" "$CODE" 502
 expect "garbled upstream response: reason" "$HEADERS" '^X-Pinhole-Reason: .+'
 healthy "a garbled upstream response"
+
+# A 101 nobody asked for must not reach the client: 502, nothing before it.
+fetch "http://127.0.0.1:$SWITCH_PORT/switch"
+equal "unasked 101: status" "$CODE" 502
+refuse "unasked 101: no 101 forwarded" "$HEADERS" '^HTTP/1\.1 101'
+healthy "an unasked protocol switch"
 
 fetch "http://127.0.0.1:$CLOSED_PORT/refused"
 equal "connection refused: status" "$CODE" 502
