@@ -30,7 +30,9 @@
  *
  * Output: one line of KEY=VALUE pairs on standard output, for the script.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>

@@ -18,7 +18,9 @@
  *   - splice: splice(2) through a pipe per direction (made on the first
  *     bytes, sized BYTES), the bytes never enter user space.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
