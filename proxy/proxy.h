@@ -3,8 +3,10 @@
  *
  * `pinhole proxy` wraps it as a daemon; `pinhole run` embeds it in-process
  * and hands it the listener made inside the sandbox.  Every client
- * connection is a session; every request is decided by the policy, before
- * any DNS lookup or connection, and written to the audit log.
+  * connection is a session; every request is decided by the policy, before
+ * any DNS lookup or connection, and written to the audit log.  The caller
+ * must ignore SIGPIPE: tunnel bytes move with splice(2), which has no
+ * MSG_NOSIGNAL.
  */
 #ifndef PH_PROXY_H
 #define PH_PROXY_H

@@ -30,6 +30,7 @@
 #include "policy/policy.h"
 #include "proxy/audit.h"
 #include "proxy/session.h"
+#include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 
 #define RELAY_HIGH (256 * 1024) /* stop reading the feeding side */
@@ -204,6 +205,7 @@ session_close(struct session *s, const char *error)
 	session_audit_end(s, error);
 	upstream_cancel(s->connecting);
 	forward_free(s);
+	tunnel_free(s->tun);
 	if (s->client.bev != NULL)
 		bufferevent_free(s->client.bev);
 	if (s->up.bev != NULL)
@@ -466,9 +468,11 @@ tunnel_up(void *arg, struct bufferevent *bev, int status, const char *reason,
 	s->up.bev = bev;
 	snprintf(s->addr, sizeof(s->addr), "%s", addr);
 	s->status = 200;
-	evbuffer_add_printf(bufferevent_get_output(s->client.bev),
-	    "HTTP/1.1 200 Connection established\r\n\r\n");
-	session_tunnel_begin(s);
+	if (tunnel_start(s) == 0) {
+		s->state = SESSION_TUNNEL;
+		session_start_idle(s);
+	} else
+		session_tunnel_begin(s); /* the bufferevent relay */
 }
 
 void
@@ -484,7 +488,7 @@ session_note_target(struct session *s, const char *method, size_t mlen,
 }
 
 static void
-tunnel_start(struct session *s, const struct http_head *h)
+connect_start(struct session *s, const struct http_head *h)
 {
 	struct policy_request q = {0};
 	struct target_host host;
@@ -530,7 +534,7 @@ dispatch(struct session *s, const struct http_head *h)
 {
 	evtimer_del(s->idle);
 	if (h->method_len == 7 && memcmp(h->method, "CONNECT", 7) == 0)
-		tunnel_start(s, h);
+		connect_start(s, h);
 	else if (h->form == HTTP_FORM_ABSOLUTE)
 		forward_start(s, h);
 	else

@@ -88,6 +88,7 @@ struct session {
 	char why[256]; /* reason of a proxy-made reply */
 	size_t head_seen; /* head bytes already looked at */
 	struct forward *fwd; /* plain HTTP state (forward.c) */
+	struct tunnel *tun; /* spliced CONNECT tunnel (tunnel.c) */
 };
 
 /* Starts a session on accepted socket FD, connection number CONN. */
