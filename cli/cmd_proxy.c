@@ -6,6 +6,7 @@
  * finish for the grace period, then exit.
  */
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -69,7 +70,9 @@ proxy_usage(FILE *f)
 	    "      --dns SERVERS      DNS servers (c-ares list, e.g. "
 	    "127.0.0.1:5353);\n"
 	    "                         default: /etc/resolv.conf\n"
-	    "      --max-sessions N   concurrent connections (default 4096)\n"
+	    "      --max-sessions N   concurrent connections (default: what "
+	    "the\n"
+	    "                         descriptor limit allows, at most 65536)\n"
 	    "      --grace SECONDS    time sessions get to finish at SIGTERM "
 	    "(default 10)\n"
 	    "  -v, --verbose          one line per decision on stderr\n"
@@ -287,6 +290,30 @@ on_stop(evutil_socket_t sig, short what, void *arg)
 	proxy_shutdown(d->px, d->o.grace_ms, on_stopped, d);
 }
 
+/*
+ * Raises the descriptor limit to the hard one and sizes the default
+ * session limit by it: a spliced tunnel holds up to six descriptors (two
+ * sockets, two pipes), and a session refused at accept is better than a
+ * tunnel that fails on its first bytes for want of a pipe.
+ */
+static unsigned
+fd_budget_sessions(void)
+{
+	struct rlimit rl;
+	rlim_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 256;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	n = rl.rlim_cur == RLIM_INFINITY ? 65536 * 6 : rl.rlim_cur;
+	n = n > 64 + 6 * 16 ? (n - 64) / 6 : 16;
+	return n > 65536 ? 65536 : (unsigned)n;
+}
+
 static void
 make_run_id(char *out)
 {
@@ -328,7 +355,8 @@ daemon_open(struct daemon *d, struct policy **pp)
 	cf.audit = d->audit;
 	cf.dns = d->dns;
 	cf.run_id = d->run_id;
-	cf.max_sessions = d->o.max_sessions;
+	cf.max_sessions =
+	    d->o.max_sessions ? d->o.max_sessions : fd_budget_sessions();
 	if ((d->px = proxy_new(d->base, &cf)) == NULL)
 		fatalx("proxy: out of memory");
 	*pp = NULL;
