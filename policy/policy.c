@@ -951,6 +951,57 @@ check_placeholders(struct policy *p)
 	}
 }
 
+/*
+ * Addresses a wide block takes in by accident.  A rule naming addresses
+ * allows them even where names resolving to them would be refused, so
+ * "allow 0.0.0.0/0" opens loopback and the cloud metadata service.
+ */
+static const struct sensitive {
+	int family;
+	uint8_t addr[16];
+	unsigned plen; /* the block the address belongs to */
+	const char *what;
+} sensitive[] = {
+    {4, {127, 0, 0, 1}, 8, "loopback (127.0.0.0/8)"},
+    {4, {169, 254, 169, 254}, 32, "the cloud metadata address 169.254.169.254"},
+    {6, {[15] = 1}, 128, "loopback (::1)"},
+    {6, {0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54}, 128,
+        "the cloud metadata address fd00:ec2::254"},
+};
+
+static int
+block_holds(const struct rule_target *t, const struct sensitive *v)
+{
+	unsigned i;
+
+	if (t->kind != RT_CIDR || t->family != v->family || t->plen >= v->plen)
+		return 0;
+	for (i = 0; i < t->plen; i++)
+		if ((t->addr[i / 8] ^ v->addr[i / 8]) & (0x80 >> (i % 8)))
+			return 0;
+	return 1;
+}
+
+static void
+check_wide_blocks(struct policy *p, const struct policy_rule *r)
+{
+	const struct rule_target *t;
+	size_t i, k;
+
+	for (i = 0; i < r->ntargets; i++) {
+		t = &p->targets[r->first_target + i];
+		for (k = 0; k < sizeof(sensitive) / sizeof(sensitive[0]); k++)
+			if (block_holds(t, &sensitive[k])) {
+				policy_diag_add(p, 1, r->file, r->line, t->col,
+				    "this block takes in %s: a rule naming "
+				    "addresses allows them even when private; "
+				    "narrow it, or deny what it must not reach",
+				    sensitive[k].what);
+				break;
+			}
+	}
+}
+
 static void
 check_rule(struct policy *p, struct policy_rule *r)
 {
@@ -966,6 +1017,7 @@ check_rule(struct policy *p, struct policy_rule *r)
 		policy_diag_add(p, 1, r->file, r->line, r->upstream_ca_col,
 		    "upstream-ca has no effect: this rule does not intercept "
 		    "(add paths, methods, inject or placeholder)");
+	check_wide_blocks(p, r);
 	check_shadowed(p, r);
 }
 

@@ -1669,13 +1669,38 @@ test_target_v6_block(void **state)
 
 	clean(f,
 	    "allow [2001:db8::]/32 2001:db8::/32 [2001:db8::]/32:443 "
-	    "2001:db8:feed::/48 ::/0\n");
+	    "2001:db8:feed::/48\n");
 	assert_v6(target_of(f, 0, 0), "2001:db8::", 32);
 	assert_v6(target_of(f, 0, 1), "2001:db8::", 32);
 	assert_v6(target_of(f, 0, 2), "2001:db8::", 32);
 	assert_ports(target_of(f, 0, 2), p443, 1);
 	assert_v6(target_of(f, 0, 3), "2001:db8:feed::", 48);
-	assert_v6(target_of(f, 0, 4), "::", 0);
+	/* ::/0 loads, with the warning that it takes in ::1. */
+	assert_int_equal(load(f, "allow ::/0\n"), 0);
+	expect_counts(f, 0, 1);
+	expect_warning(f, 1, 7, "takes in loopback (::1)");
+	assert_v6(target_of(f, 0, 0), "::", 0);
+}
+
+/* A wide block names loopback or metadata by accident: warn, once each. */
+static void
+test_warn_wide_block(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(load(f,
+	                     "allow 0.0.0.0/0:80\n"
+	                     "allow 10.0.0.0/8 169.254.0.0/16\n"
+	                     "allow [fd00::]/8:443\n"),
+	    0);
+	expect_counts(f, 0, 3);
+	expect_warning(f, 1, 7, "takes in loopback (127.0.0.0/8)");
+	expect_warning(f, 2, 18, "metadata address 169.254.169.254");
+	expect_warning(f, 3, 7, "metadata address fd00:ec2::254");
+	/* Naming the block itself, or its address, is meant: no warning. */
+	clean(f,
+	    "allow 127.0.0.0/8 127.0.0.1 10.0.0.0/8 169.254.169.254 "
+	    "[::1]:443 2600::/12\n");
 }
 
 static void
@@ -1993,6 +2018,7 @@ main(void)
 	    T(test_target_any_port),
 	    T(test_target_v6_with_port),
 	    T(test_target_v6_block),
+	    T(test_warn_wide_block),
 	    T(test_target_v4_mapped_block),
 	    T(test_target_v4_mapped_address),
 	    T(test_target_host_normalised),
