@@ -201,6 +201,26 @@ listen_unix(const char *path)
 	return fd;
 }
 
+/*
+ * Parses ADDR:PORT (IPv6 in brackets).  Unlike a CONNECT target, port 0
+ * is allowed: the kernel picks one and the proxy prints it.
+ */
+static int
+parse_listen(const char *spec, struct target_host *h, uint16_t *port)
+{
+	size_t len = strlen(spec);
+
+	if (len > 2 && strcmp(spec + len - 2, ":0") == 0) {
+		*port = 0;
+		if (spec[0] != '[' && memchr(spec, ':', len - 2) != NULL)
+			return -1; /* "::1:0" is an address, not ::1 port 0 */
+		return target_host_parse(spec, len - 2, h);
+	}
+	return target_authority_parse(spec, len, h, port) != 0 || *port == 0
+	    ? -1
+	    : 0;
+}
+
 /* Binds HOST:PORT (literal address) and prints where it listens. */
 static int
 listen_tcp(const char *spec)
@@ -213,12 +233,7 @@ listen_tcp(const char *spec)
 	socklen_t len;
 	int fd = -1, one = 1;
 
-	/* Port 0 is allowed here: the kernel picks one and we print it. */
-	if (target_authority_parse(spec, strlen(spec), &h, &port) != 0 &&
-	    (strlen(spec) < 3 || strcmp(spec + strlen(spec) - 2, ":0") != 0 ||
-	        target_host_parse(spec, strlen(spec) - 2, &h) != 0))
-		goto bad;
-	if (h.kind == TARGET_NAME)
+	if (parse_listen(spec, &h, &port) != 0 || h.kind == TARGET_NAME)
 		goto bad;
 	if (h.kind == TARGET_V4) {
 		sin->sin_family = AF_INET;
