@@ -43,8 +43,11 @@ feed_ok(struct logview *lv, const char *line)
 static char *
 print(const struct logview *lv, const struct logview_opts *o)
 {
-	char *buf = NULL;
-	size_t len = 0;
+	/* Static: gcc -O2 takes a local's address in open_memstream for a
+	 * dangling pointer (-Wdangling-pointer), though the stream's buffer
+	 * is on the heap. */
+	static char *buf;
+	static size_t len;
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
