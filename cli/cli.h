@@ -14,6 +14,8 @@ int cmd_check(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_proxy(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 /* Prints one policy diagnostic to stderr as FILE:LINE:COL: message. */
 void cli_print_diag(void *arg, const struct policy_diag *);

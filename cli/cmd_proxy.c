@@ -5,8 +5,6 @@
  * and the old one stays); SIGTERM and SIGINT stop accepting, let sessions
  * finish for the grace period, then exit.
  */
-#include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -306,42 +304,6 @@ on_stop(evutil_socket_t sig, short what, void *arg)
 }
 
 /*
- * Raises the descriptor limit to the hard one and sizes the default
- * session limit by it: a spliced tunnel holds up to six descriptors (two
- * sockets, two pipes), and a session refused at accept is better than a
- * tunnel that fails on its first bytes for want of a pipe.
- */
-static unsigned
-fd_budget_sessions(void)
-{
-	struct rlimit rl;
-	rlim_t n;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return 256;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
-		(void)getrlimit(RLIMIT_NOFILE, &rl);
-	}
-	n = rl.rlim_cur == RLIM_INFINITY ? 65536 * 6 : rl.rlim_cur;
-	n = n > 64 + 6 * 16 ? (n - 64) / 6 : 16;
-	return n > 65536 ? 65536 : (unsigned)n;
-}
-
-static void
-make_run_id(char *out)
-{
-	unsigned char r[8];
-	size_t i;
-
-	if (getrandom(r, sizeof(r), 0) != sizeof(r))
-		fatal("getrandom");
-	for (i = 0; i < sizeof(r); i++)
-		sprintf(out + 2 * i, "%02x", r[i]);
-}
-
-/*
  * Opens the audit log, resolver and listener; returns 0 or -1.  The proxy
  * takes *PP over (and *PP becomes NULL) once it exists.
  */
@@ -354,7 +316,8 @@ daemon_open(struct daemon *d, struct policy **pp)
 	char err[256];
 	int fd;
 
-	make_run_id(d->run_id);
+	if (audit_make_run_id(d->run_id) != 0)
+		fatal("getrandom");
 	if ((d->audit = audit_open(
 	         log ? log : "stderr", d->run_id, err, sizeof(err))) == NULL) {
 		log_warnx("proxy: %s", err);
@@ -371,7 +334,7 @@ daemon_open(struct daemon *d, struct policy **pp)
 	cf.dns = d->dns;
 	cf.run_id = d->run_id;
 	cf.max_sessions =
-	    d->o.max_sessions ? d->o.max_sessions : fd_budget_sessions();
+	    d->o.max_sessions ? d->o.max_sessions : proxy_fd_budget();
 	if ((d->px = proxy_new(d->base, &cf)) == NULL)
 		fatalx("proxy: out of memory");
 	*pp = NULL;

@@ -18,10 +18,12 @@ struct cmd {
 };
 
 static const struct cmd cmds[] = {
+    {"run", cmd_run, "run a command in the sandbox"},
     {"check", cmd_check, "validate policy files"},
     {"explain", cmd_explain, "show how a policy decides a URL or HOST:PORT"},
     {"log", cmd_log, "review an audit log: per host, denied first"},
     {"proxy", cmd_proxy, "run the egress proxy (no sandbox)"},
+    {"doctor", cmd_doctor, "which kernel features work here, and what to do"},
 };
 
 static void

@@ -1082,6 +1082,22 @@ policy_load(const char *const *files, size_t nfiles, policy_diag_fn *diag,
 }
 
 int
+policy_load_extra(const char *const *files, size_t nfiles, const char *name,
+    const char *text, policy_diag_fn *diag, void *arg, struct policy **out)
+{
+	struct policy *p = policy_new();
+	struct parse_state *st = parse_state_new(p);
+	size_t i;
+
+	for (i = 0; i < nfiles; i++)
+		parse_file(st, files[i]);
+	if (text != NULL)
+		parse_buffer(st, name, text, strlen(text));
+	parse_state_free(st);
+	return load_finish(p, diag, arg, out);
+}
+
+int
 policy_load_string(const char *file, const char *text, size_t len,
     policy_diag_fn *diag, void *arg, struct policy **out)
 {
@@ -1091,6 +1107,18 @@ policy_load_string(const char *file, const char *text, size_t len,
 	parse_buffer(st, file, text, len);
 	parse_state_free(st);
 	return load_finish(p, diag, arg, out);
+}
+
+size_t
+policy_file_count(const struct policy *p)
+{
+	return p->nfiles;
+}
+
+const char *
+policy_file_at(const struct policy *p, size_t i)
+{
+	return i < p->nfiles ? p->files[i] : NULL;
 }
 
 struct secret_store *

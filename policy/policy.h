@@ -97,11 +97,26 @@ int policy_load(const char *const *files, size_t nfiles, policy_diag_fn *diag,
     void *arg, struct policy **out);
 
 /*
+ * policy_load, then TEXT (NULL: none) as if it were one more file named
+ * NAME: `pinhole run --allow` rules, named "--allow" in diagnostics and in
+ * the audit log's "rule".
+ */
+int policy_load_extra(const char *const *files, size_t nfiles, const char *name,
+    const char *text, policy_diag_fn *diag, void *arg, struct policy **out);
+
+/*
  * Same, from a string, FILE being the name used in diagnostics; includes
  * are resolved relative to the current directory.  For tests and fuzzing.
  */
 int policy_load_string(const char *file, const char *text, size_t len,
     policy_diag_fn *diag, void *arg, struct policy **out);
+
+/*
+ * The files the policy was read from, includes too, as named when read
+ * (and "--allow" for policy_load_extra's text).
+ */
+size_t policy_file_count(const struct policy *);
+const char *policy_file_at(const struct policy *, size_t i);
 
 /* Frees the policy and wipes its secrets.  NULL does nothing. */
 void policy_free(struct policy *);

@@ -15,6 +15,8 @@
  * The line buffer lives in struct audit, so one struct audit must not be
  * written from two threads at once.
  */
+#include <sys/random.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -426,4 +428,17 @@ audit_write(struct audit *a, const struct audit_rec *r)
 	ret = write_line(a->fd, a->buf, n + 1);
 out:
 	return ret;
+}
+
+int
+audit_make_run_id(char out[17])
+{
+	unsigned char r[8];
+	size_t i;
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		return -1;
+	for (i = 0; i < sizeof(r); i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	return 0;
 }

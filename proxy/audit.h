@@ -58,4 +58,10 @@ void audit_close(struct audit *);
  */
 int audit_write(struct audit *, const struct audit_rec *);
 
+/*
+ * Writes a fresh random run id (16 hex digits and a NUL) to OUT: the
+ * "sandbox" field of every record of one run.  Returns 0 or -1.
+ */
+int audit_make_run_id(char out[17]);
+
 #endif

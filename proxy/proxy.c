@@ -5,6 +5,8 @@
  * limit (resumed when a session ends), and when accept() fails for want of
  * descriptors or memory (resumed by a timer, as relayd does).
  */
+#include <sys/resource.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -155,6 +157,8 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	px->ctx.dns = cf->dns;
 	px->ctx.audit = cf->audit;
 	px->ctx.run_id = cf->run_id;
+	px->ctx.denied = cf->denied;
+	px->ctx.denied_arg = cf->denied_arg;
 	px->ctx.ended = session_ended;
 	px->ctx.ended_arg = px;
 	TAILQ_INIT(&px->ctx.sessions);
@@ -268,4 +272,27 @@ proxy_free(struct proxy *px)
 	if (px->grace != NULL)
 		event_free(px->grace);
 	free(px);
+}
+
+/*
+ * A spliced tunnel holds up to six descriptors (two sockets, two pipes),
+ * and a session refused at accept is better than a tunnel that fails on
+ * its first bytes for want of a pipe.
+ */
+unsigned
+proxy_fd_budget(void)
+{
+	struct rlimit rl;
+	rlim_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 256;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	n = rl.rlim_cur == RLIM_INFINITY ? 65536 * 6 : rl.rlim_cur;
+	n = n > 64 + 6 * 16 ? (n - 64) / 6 : 16;
+	return n > 65536 ? 65536 : (unsigned)n;
 }

@@ -25,6 +25,9 @@ struct proxy_config {
 	struct dns *dns; /* borrowed */
 	const char *run_id; /* "sandbox" of audit records */
 	unsigned max_sessions; /* 0: 4096 */
+	/* Called for each request refused with 403 (policy or address). */
+	void (*denied)(void *arg, const char *host, unsigned port);
+	void *denied_arg;
 };
 
 /* Returns a proxy on BASE, not yet listening, or NULL (ENOMEM). */
@@ -51,6 +54,12 @@ void proxy_shutdown(
 
 /* Number of open sessions. */
 size_t proxy_session_count(const struct proxy *);
+
+/*
+ * Raises the descriptor limit to the hard one and returns the number of
+ * sessions it allows (at most 65536): the default session limit.
+ */
+unsigned proxy_fd_budget(void);
 
 /* Closes everything and frees.  NULL does nothing. */
 void proxy_free(struct proxy *);

@@ -302,6 +302,8 @@ session_reply_close(struct session *s, int status, const char *reason)
 			line[i] = '?';
 	audit_refused(s, status, line);
 	s->status = status;
+	if (status == 403 && s->host[0] && s->ctx->denied != NULL)
+		s->ctx->denied(s->ctx->denied_arg, s->host, s->port);
 	if (s->up.bev != NULL) {
 		bufferevent_free(s->up.bev);
 		s->up.bev = NULL;

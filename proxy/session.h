@@ -45,6 +45,9 @@ struct session_ctx {
 	/* Called after a session is gone (the proxy may accept again). */
 	void (*ended)(void *arg);
 	void *ended_arg;
+	/* Called for each request refused with 403 (policy or address). */
+	void (*denied)(void *arg, const char *host, unsigned port);
+	void *denied_arg;
 };
 
 enum session_state {

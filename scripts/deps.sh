@@ -9,6 +9,7 @@ PACKAGES=(
 	libssl-dev				# TLS, per-run CA (OpenSSL 3)
 	libc-ares-dev				# asynchronous DNS in the proxy
 	libnl-3-dev libnl-route-3-dev		# netlink: lo up in the sandbox
+	libseccomp-dev				# seccomp filter of the sandbox
 	libjansson-dev				# JSON: audit log write and review
 	libcmocka-dev				# unit tests
 	clang libclang-rt-dev			# libFuzzer targets

@@ -528,3 +528,20 @@ audit_wellformed() {
 		printf '%s\n' "$badrec" | sed 's/^/  | /'
 	fi
 }
+
+# --- pinhole run --------------------------------------------------------------
+
+# prun ARGS...: `pinhole run --log $T/audit.jsonl ARGS...` started in $W
+# (default $T/work) with stdin from /dev/null; sets RC, OUT and ERR.
+prun() {
+	local w=${W:-$T/work}
+	mkdir -p "$w"
+	(cd "$w" && "$PINHOLE" run --log "${RUN_LOG:-$T/audit.jsonl}" "$@") \
+		>"$T/prun.out" 2>"$T/prun.err" </dev/null
+	RC=$?
+	OUT=$(cat "$T/prun.out")
+	ERR=$(cat "$T/prun.err")
+}
+
+# last_line TEXT: its last line.
+last_line() { printf '%s\n' "$1" | tail -1; }

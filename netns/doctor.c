@@ -1,0 +1,1307 @@
+/*
+ * doctor.c: the probes of pinhole doctor and their printers.
+ *
+ * Every kernel probe runs in a forked child: whatever namespace it enters,
+ * filter it installs or mount it makes dies with the child, and the
+ * doctor process itself stays as it was.  The child sends one struct
+ * doctor_result back over a pipe (less than PIPE_BUF, so one atomic
+ * write); the parent polls the pipe for a bounded time, kills a child
+ * that does not answer, and reaps it.
+ */
+#include <sys/types.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include <linux/landlock.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <seccomp.h>
+
+#include "netns/doctor.h"
+#include "netns/net.h"
+
+#define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* How long a kernel probe may take before its child is killed. */
+#define PROBE_TIMEOUT_MS 5000
+/* Where the mount probe puts its tmpfs, in its own mount namespace. */
+#define PROBE_DIR "/tmp"
+/* The errno of the seccomp trial filter: acct() never returns it. */
+#define PROBE_ERRNO EKEYREJECTED
+/* Widest the wrapped detail and advice columns get, together. */
+#define TEXT_WIDTH 70
+#define ADVICE_WIDTH 34
+
+#define ADVICE_SECCOMP_USERNS                                                  \
+	"an outer seccomp filter refuses it (Docker's default profile "        \
+	"does): run the container with --security-opt seccomp=unconfined "     \
+	"or a profile that allows unshare/clone with CLONE_NEWUSER"
+#define ADVICE_OUTER_EPERM                                                     \
+	"an outer seccomp filter or LSM refuses it; in a container, run it "   \
+	"with --security-opt seccomp=unconfined or a profile that allows it"
+#define ADVICE_PROC_MASKED                                                     \
+	"the /proc already mounted has paths covered (containers mask some); " \
+	"run the container with --security-opt systempaths=unconfined"
+#define ADVICE_OLD_KERNEL                                                      \
+	"use Linux 5.12 or later: the mount view needs open_tree (5.2) "       \
+	"and mount_setattr (5.12)"
+
+struct doctor_ctx {
+	const struct doctor_opts *o;
+	struct policy *policy; /* loaded by the policy probe */
+	unsigned errors, warnings; /* its diagnostics */
+	int userns_ok;
+};
+
+typedef void probe_fn(struct doctor_result *, struct doctor_ctx *);
+
+enum probe_when {
+	WHEN_ALWAYS,
+	WHEN_POLICY, /* -p given */
+	WHEN_LOG, /* -p or --log given */
+};
+
+enum probe_needs {
+	NEEDS_NOTHING,
+	NEEDS_USERNS, /* the user namespace probe said yes */
+	NEEDS_POLICY, /* the policy loaded */
+	NEEDS_LOG, /* --log given, or the policy loaded */
+};
+
+struct probe {
+	const char *name;
+	int required;
+	enum probe_when when;
+	enum probe_needs needs;
+	int timeout_ms; /* 0: runs in the caller, not in a child */
+	probe_fn *fn;
+};
+
+static void
+verdict(struct doctor_result *, enum doctor_status, const char *advice,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void advise(struct doctor_result *, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void cat(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static probe_fn probe_userns, probe_namespaces, probe_network, probe_mounts,
+    probe_landlock, probe_seccomp, probe_policy, probe_secrets, probe_log;
+
+/* In running order: the order a failure would show at start-up. */
+static const struct probe probes[] = {
+    {"userns", 1, WHEN_ALWAYS, NEEDS_NOTHING, PROBE_TIMEOUT_MS, probe_userns},
+    {"namespaces", 1, WHEN_ALWAYS, NEEDS_USERNS, PROBE_TIMEOUT_MS,
+        probe_namespaces},
+    {"network", 1, WHEN_ALWAYS, NEEDS_USERNS, PROBE_TIMEOUT_MS, probe_network},
+    {"mounts", 1, WHEN_ALWAYS, NEEDS_USERNS, PROBE_TIMEOUT_MS, probe_mounts},
+    {"landlock", 0, WHEN_ALWAYS, NEEDS_NOTHING, PROBE_TIMEOUT_MS,
+        probe_landlock},
+    {"seccomp", 0, WHEN_ALWAYS, NEEDS_NOTHING, PROBE_TIMEOUT_MS, probe_seccomp},
+    {"policy", 1, WHEN_POLICY, NEEDS_NOTHING, 0, probe_policy},
+    {"secrets", 1, WHEN_POLICY, NEEDS_POLICY, PROBE_TIMEOUT_MS, probe_secrets},
+    {"log", 1, WHEN_LOG, NEEDS_LOG, PROBE_TIMEOUT_MS, probe_log},
+};
+
+static void
+verdict(struct doctor_result *r, enum doctor_status st, const char *advice,
+    const char *fmt, ...)
+{
+	va_list ap;
+
+	r->status = st;
+	va_start(ap, fmt);
+	vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
+	va_end(ap);
+	advise(r, "%s", advice);
+}
+
+/* Sets R's advice; long paths in it are cut. */
+static void
+advise(struct doctor_result *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->advice, sizeof(r->advice), fmt, ap);
+	va_end(ap);
+}
+
+/* Appends to the string in BUF, cutting what does not fit. */
+static void
+cat(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t off = strlen(buf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (off + 1 < len)
+		vsnprintf(buf + off, len - off, fmt, ap);
+	va_end(ap);
+}
+
+/* Reads the integer in PATH (a sysctl); -1 when it is absent. */
+static int
+read_int(const char *path)
+{
+	char buf[32];
+	ssize_t n;
+	int fd, v = -1;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	if ((n = read(fd, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		v = (int)strtol(buf, NULL, 10);
+	}
+	close(fd);
+	return v;
+}
+
+/* Writes S to PATH.  Returns 0, or -1 with errno set. */
+static int
+write_file(const char *path, const char *s)
+{
+	size_t len = strlen(s);
+	int fd, saved, ret = -1;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	if (write(fd, s, len) == (ssize_t)len)
+		ret = 0;
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return ret;
+}
+
+/* A cheap guess at the container we run in, or NULL. */
+static const char *
+container_hint(void)
+{
+	static const struct {
+		const char *word, *says;
+	} hints[] = {
+	    {"docker", "docker (/proc/1/cgroup)"},
+	    {"kubepods", "kubernetes (/proc/1/cgroup)"},
+	    {"libpod", "podman (/proc/1/cgroup)"},
+	    {"containerd", "containerd (/proc/1/cgroup)"},
+	    {"lxc", "lxc (/proc/1/cgroup)"},
+	};
+	char buf[2048];
+	const char *says = NULL;
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	if (access("/.dockerenv", F_OK) == 0)
+		return "docker (/.dockerenv)";
+	if (access("/run/.containerenv", F_OK) == 0)
+		return "podman (/run/.containerenv)";
+	if ((fd = open("/proc/1/cgroup", O_RDONLY | O_CLOEXEC)) == -1)
+		return NULL;
+	if ((n = read(fd, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		for (i = 0; says == NULL && i < NITEMS(hints); i++)
+			if (strstr(buf, hints[i].word) != NULL)
+				says = hints[i].says;
+	}
+	close(fd);
+	return says;
+}
+
+/* Polls FD for input for up to MS.  Returns 1 when readable, else 0. */
+static int
+readable(int fd, int ms)
+{
+	struct pollfd pfd = {fd, POLLIN, 0};
+	int n;
+
+	/* No signal handler here: EINTR is rare, and a retry stays bounded. */
+	while ((n = poll(&pfd, 1, ms)) == -1 && errno == EINTR)
+		continue;
+	return n > 0;
+}
+
+/* Says why a child gave no answer: TIMEDOUT, or how it ended (STATUS). */
+static void
+no_answer(struct doctor_result *r, int timedout, int status, int ms)
+{
+	if (timedout)
+		verdict(r, DOCTOR_NO, "", "no answer within %d ms", ms);
+	else if (WIFSIGNALED(status))
+		verdict(r, DOCTOR_NO, "", "the probe died of signal %d (%s)",
+		    WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		verdict(r, DOCTOR_NO, "", "the probe exited with status %d",
+		    WEXITSTATUS(status));
+}
+
+/*
+ * Runs FN(R, C) in a child and copies the child's R back into R, waiting
+ * at most MS.  R keeps its feature and required fields.
+ */
+static void
+in_child(probe_fn *fn, struct doctor_ctx *c, struct doctor_result *r, int ms)
+{
+	struct doctor_result got;
+	ssize_t n = -1;
+	int p[2], status = 0, timedout = 0;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		verdict(r, DOCTOR_NO, "", "pipe: %s", strerror(errno));
+		return;
+	}
+	if ((pid = fork()) == -1) {
+		verdict(r, DOCTOR_NO, "", "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		fn(r, c);
+		n = write(p[1], r, sizeof(*r));
+		_exit(n == (ssize_t)sizeof(*r) ? 0 : 1);
+	}
+	close(p[1]);
+	p[1] = -1;
+	if (readable(p[0], ms))
+		n = read(p[0], &got, sizeof(got));
+	else if (kill(pid, SIGKILL) == 0)
+		timedout = 1;
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		continue;
+	if (n != (ssize_t)sizeof(got)) {
+		no_answer(r, timedout, status, ms);
+		goto out;
+	}
+	r->status = got.status <= DOCTOR_NO ? got.status : DOCTOR_NO;
+	memcpy(r->detail, got.detail, sizeof(r->detail) - 1);
+	memcpy(r->advice, got.advice, sizeof(r->advice) - 1);
+out:
+	close(p[0]);
+	if (p[1] != -1)
+		close(p[1]);
+}
+
+/* --- user namespace ------------------------------------------------------ */
+
+/*
+ * Enters a new user namespace in which the caller is uid and gid 0,
+ * mapped to its own.  Returns 0, or -1 with errno set and *STEP naming
+ * what failed.
+ */
+static int
+enter_userns(const char **step)
+{
+	char map[64];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int ret = -1;
+
+	*step = "unshare(CLONE_NEWUSER)";
+	if (unshare(CLONE_NEWUSER) == -1)
+		goto out;
+	/* Kernels before 3.19 have no setgroups file and need no "deny". */
+	*step = "writing /proc/self/setgroups";
+	if (write_file("/proc/self/setgroups", "deny") == -1 && errno != ENOENT)
+		goto out;
+	*step = "writing /proc/self/uid_map";
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+	if (write_file("/proc/self/uid_map", map) == -1)
+		goto out;
+	*step = "writing /proc/self/gid_map";
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+	if (write_file("/proc/self/gid_map", map) == -1)
+		goto out;
+	ret = 0;
+out:
+	return ret;
+}
+
+void
+doctor_userns_advice(const struct doctor_userns_facts *f, char *buf, size_t len)
+{
+	if (f->max_user_namespaces == 0)
+		snprintf(buf, len,
+		    "set user.max_user_namespaces > 0 "
+		    "(sysctl -w user.max_user_namespaces=10000)");
+	else if (f->err == ENOSPC)
+		snprintf(buf, len,
+		    "all %d user namespaces allowed are in use: raise "
+		    "user.max_user_namespaces",
+		    f->max_user_namespaces);
+	else if (!f->root && f->unprivileged_userns_clone == 0)
+		snprintf(buf, len,
+		    "sysctl kernel.unprivileged_userns_clone=1 (this kernel "
+		    "keeps user namespaces to root)");
+	else if (!f->root && f->apparmor_restrict == 1)
+		snprintf(buf, len,
+		    "AppArmor restricts unprivileged user namespaces: give "
+		    "pinhole a profile with the 'userns,' rule, or sysctl "
+		    "kernel.apparmor_restrict_unprivileged_userns=0");
+	else if (f->err == EPERM && (f->seccomp_mode == 2 || f->container))
+		snprintf(buf, len, "%s", ADVICE_SECCOMP_USERNS);
+	else if (f->err == EPERM)
+		snprintf(buf, len,
+		    "something above pinhole refuses it (a seccomp filter, an "
+		    "LSM, a chroot); in a container, %s",
+		    "run it with --security-opt seccomp=unconfined");
+	else if (f->err == EINVAL)
+		snprintf(buf, len,
+		    "use a kernel built with user namespaces (CONFIG_USER_NS)");
+	else if (f->err == EUSERS)
+		snprintf(buf, len,
+		    "user namespaces are nested 32 deep already: run pinhole "
+		    "from an outer one");
+	else
+		snprintf(buf, len, "unexpected error: %s", strerror(f->err));
+}
+
+static void
+userns_facts(struct doctor_userns_facts *f, int err)
+{
+	f->max_user_namespaces = read_int("/proc/sys/user/max_user_namespaces");
+	f->unprivileged_userns_clone =
+	    read_int("/proc/sys/kernel/unprivileged_userns_clone");
+	f->apparmor_restrict =
+	    read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+	f->seccomp_mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+	f->container = container_hint() != NULL;
+	f->root = geteuid() == 0;
+	f->err = err;
+}
+
+static void
+probe_userns(struct doctor_result *r, struct doctor_ctx *c)
+{
+	struct doctor_userns_facts f;
+	const char *step;
+
+	(void)c;
+	if (enter_userns(&step) == 0) {
+		verdict(r, DOCTOR_YES, "",
+		    "unshare(CLONE_NEWUSER) and uid/gid maps work");
+		return;
+	}
+	userns_facts(&f, errno);
+	verdict(r, DOCTOR_NO, "", "%s: %s", step, strerror(f.err));
+	doctor_userns_advice(&f, r->advice, sizeof(r->advice));
+}
+
+/* --- the other namespaces ------------------------------------------------ */
+
+static const struct ns_kind {
+	const char *name;
+	int flag;
+	const char *sysctl; /* user.max_<sysctl>_namespaces */
+	const char *config;
+} ns_kinds[] = {
+    {"mount", CLONE_NEWNS, "mnt", "CONFIG_NAMESPACES"},
+    {"pid", CLONE_NEWPID, "pid", "CONFIG_PID_NS"},
+    {"net", CLONE_NEWNET, "net", "CONFIG_NET_NS"},
+    {"ipc", CLONE_NEWIPC, "ipc", "CONFIG_IPC_NS"},
+    {"uts", CLONE_NEWUTS, "uts", "CONFIG_UTS_NS"},
+};
+
+static void
+ns_advice(const struct ns_kind *k, int err, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(
+	    path, sizeof(path), "/proc/sys/user/max_%s_namespaces", k->sysctl);
+	if (err == ENOSPC)
+		snprintf(buf, len, "raise user.max_%s_namespaces (now %d)",
+		    k->sysctl, read_int(path));
+	else if (err == EINVAL)
+		snprintf(buf, len, "use a kernel built with %s", k->config);
+	else if (err == EPERM)
+		snprintf(buf, len, "%s", ADVICE_OUTER_EPERM);
+	else
+		snprintf(buf, len, "unexpected error: %s", strerror(err));
+}
+
+static void
+probe_namespaces(struct doctor_result *r, struct doctor_ctx *c)
+{
+	char failed[sizeof(r->detail)] = "";
+	const struct ns_kind *first = NULL;
+	const char *step;
+	size_t i, nbad = 0;
+	int err = 0;
+
+	(void)c;
+	if (enter_userns(&step) == -1) {
+		verdict(r, DOCTOR_NO, "", "%s: %s", step, strerror(errno));
+		return;
+	}
+	for (i = 0; i < NITEMS(ns_kinds); i++) {
+		if (unshare(ns_kinds[i].flag) == 0)
+			continue;
+		if (nbad++ == 0) {
+			first = &ns_kinds[i];
+			err = errno;
+		}
+		cat(failed, sizeof(failed), "%s%s: %s", nbad > 1 ? "; " : "",
+		    ns_kinds[i].name, strerror(errno));
+	}
+	if (first == NULL) {
+		verdict(r, DOCTOR_YES, "", "mount, pid, net, ipc, uts");
+		return;
+	}
+	verdict(r, nbad < NITEMS(ns_kinds) ? DOCTOR_PARTIAL : DOCTOR_NO, "",
+	    "%s", failed);
+	ns_advice(first, err, r->advice, sizeof(r->advice));
+}
+
+/* --- network namespace --------------------------------------------------- */
+
+/* Listens on 127.0.0.1 and connects to it.  Returns 0, or -1 and WHY. */
+static int
+loopback_roundtrip(char *why, size_t len)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sin);
+	int l = -1, s = -1, ret = -1;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(l, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(l, 1) == -1 ||
+	    getsockname(l, (struct sockaddr *)&sin, &sl) == -1) {
+		snprintf(
+		    why, len, "listening on 127.0.0.1: %s", strerror(errno));
+		goto out;
+	}
+	/* The backlog completes the handshake: no accept() needed. */
+	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(s, (struct sockaddr *)&sin, sl) == -1) {
+		snprintf(why, len, "connecting to 127.0.0.1:%u: %s",
+		    ntohs(sin.sin_port), strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	if (l != -1)
+		close(l);
+	if (s != -1)
+		close(s);
+	return ret;
+}
+
+/*
+ * Checks that 192.0.2.1 (TEST-NET-1) is unreachable at once: the
+ * namespace has no route, so no packet leaves.  Returns 0, or -1 and WHY.
+ */
+static int
+outside_unreachable(char *why, size_t len)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	int s, ret = -1;
+
+	sin.sin_port = htons(9);
+	sin.sin_addr.s_addr = htonl(0xc0000201);
+	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	         0)) == -1) {
+		snprintf(why, len, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (connect(s, (struct sockaddr *)&sin, sizeof(sin)) == 0)
+		snprintf(why, len, "192.0.2.1:9 is reachable: a route leaves");
+	else if (errno != ENETUNREACH)
+		snprintf(why, len,
+		    "connecting to 192.0.2.1:9 gave %s, not ENETUNREACH",
+		    strerror(errno));
+	else
+		ret = 0;
+	close(s);
+	return ret;
+}
+
+static void
+probe_network(struct doctor_result *r, struct doctor_ctx *c)
+{
+	char why[200];
+	const char *step;
+
+	(void)c;
+	if (enter_userns(&step) == -1)
+		verdict(r, DOCTOR_NO, "", "%s: %s", step, strerror(errno));
+	else if (unshare(CLONE_NEWNET) == -1)
+		verdict(r, DOCTOR_NO, errno == EPERM ? ADVICE_OUTER_EPERM : "",
+		    "unshare(CLONE_NEWNET): %s", strerror(errno));
+	else if (net_lo_up(why, sizeof(why)) == -1)
+		verdict(r, DOCTOR_NO,
+		    "an outer seccomp filter or LSM may refuse netlink "
+		    "sockets: allow socket(AF_NETLINK)",
+		    "bringing lo up: %s", why);
+	else if (loopback_roundtrip(why, sizeof(why)) == -1 ||
+	    outside_unreachable(why, sizeof(why)) == -1)
+		verdict(r, DOCTOR_NO, "", "%s", why);
+	else
+		verdict(r, DOCTOR_YES, "",
+		    "lo up; 127.0.0.1 listener accepts; 192.0.2.1 unreachable "
+		    "(ENETUNREACH)");
+}
+
+/* --- mounts -------------------------------------------------------------- */
+
+/*
+ * Mounts a fresh proc on a fresh tmpfs, as PID 1 of a new pid namespace,
+ * and checks that its /proc/self is 1.  Returns 0, or -1 with R filled.
+ */
+static int
+fresh_proc(struct doctor_result *r)
+{
+	char self[16] = "";
+	const char *what;
+	int err;
+
+	what = "making / private";
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		goto fail;
+	what = "mounting a tmpfs on " PROBE_DIR;
+	if (mount("tmpfs", PROBE_DIR, "tmpfs", MS_NOSUID | MS_NODEV,
+	        "mode=0755") == -1)
+		goto fail;
+	what = "mkdir " PROBE_DIR "/proc";
+	if (mkdir(PROBE_DIR "/proc", 0555) == -1)
+		goto fail;
+	what = "mounting proc";
+	if (mount("proc", PROBE_DIR "/proc", "proc",
+	        MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == -1)
+		goto fail;
+	what = "reading /proc/self";
+	if (readlink(PROBE_DIR "/proc/self", self, sizeof(self) - 1) == -1)
+		goto fail;
+	if (strcmp(self, "1") != 0) {
+		verdict(r, DOCTOR_NO, "",
+		    "the fresh /proc/self is %s, not 1: the pid namespace "
+		    "is not its own",
+		    self);
+		return -1;
+	}
+	return 0;
+fail:
+	err = errno;
+	verdict(r, DOCTOR_NO, "", "%s: %s", what, strerror(err));
+	if (err == EPERM) /* proc is refused where /proc is masked */
+		advise(r, "%s",
+		    strcmp(what, "mounting proc") == 0 ? ADVICE_PROC_MASKED
+		                                       : ADVICE_OUTER_EPERM);
+	return -1;
+}
+
+/* Clones / as the mount view does and makes the clone read-only. */
+static void
+readonly_view(struct doctor_result *r)
+{
+	struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+	int fd;
+
+	fd = open_tree(
+	    AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (fd == -1)
+		verdict(r, DOCTOR_PARTIAL,
+		    errno == ENOSYS ? ADVICE_OLD_KERNEL : "",
+		    "fresh /proc works; "
+		    "open_tree(OPEN_TREE_CLONE|AT_RECURSIVE) "
+		    "of /: %s",
+		    strerror(errno));
+	else if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+	             sizeof(attr)) == -1)
+		verdict(r, DOCTOR_PARTIAL,
+		    errno == ENOSYS ? ADVICE_OLD_KERNEL : "",
+		    "fresh /proc works; mount_setattr(MOUNT_ATTR_RDONLY): %s",
+		    strerror(errno));
+	else
+		verdict(r, DOCTOR_YES, "",
+		    "fresh /proc as PID 1; / cloned read-only (open_tree, "
+		    "mount_setattr)");
+	if (fd != -1)
+		close(fd);
+}
+
+static void
+pid1_mounts(struct doctor_result *r, struct doctor_ctx *c)
+{
+	(void)c;
+	if (fresh_proc(r) == 0)
+		readonly_view(r);
+}
+
+static void
+probe_mounts(struct doctor_result *r, struct doctor_ctx *c)
+{
+	const char *step;
+
+	if (enter_userns(&step) == -1)
+		verdict(r, DOCTOR_NO, "", "%s: %s", step, strerror(errno));
+	else if (unshare(CLONE_NEWNS | CLONE_NEWPID) == -1)
+		verdict(r, DOCTOR_NO, errno == EPERM ? ADVICE_OUTER_EPERM : "",
+		    "unshare(CLONE_NEWNS|CLONE_NEWPID): %s", strerror(errno));
+	else /* the next child is PID 1 of the new pid namespace */
+		in_child(pid1_mounts, c, r, PROBE_TIMEOUT_MS);
+}
+
+/* --- Landlock ------------------------------------------------------------ */
+
+/* What each ABI version brought beyond filesystem rules (1-3). */
+static const char *const landlock_adds[] = {
+    NULL, NULL, NULL, NULL, "net", "ioctl", "scopes", "logging"};
+
+/* The active LSMs as the lsm= boot parameter lists them, or "...". */
+static void
+lsm_list(char *buf, size_t len)
+{
+	ssize_t n = -1;
+	int fd;
+
+	if ((fd = open("/sys/kernel/security/lsm", O_RDONLY | O_CLOEXEC)) !=
+	    -1) {
+		n = read(fd, buf, len - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (buf[0] == '\0')
+		snprintf(buf, len, "...");
+}
+
+static void
+landlock_missing(struct doctor_result *r, int err)
+{
+	char lsm[128];
+
+	if (err == EOPNOTSUPP) {
+		lsm_list(lsm, sizeof(lsm));
+		verdict(r, DOCTOR_NO, "",
+		    "Landlock is built in but not enabled at boot");
+		advise(r, "boot with lsm=%s,landlock (pinhole runs without it)",
+		    lsm);
+	} else if (err == ENOSYS)
+		verdict(r, DOCTOR_NO,
+		    "use Linux 5.13+ built with CONFIG_SECURITY_LANDLOCK=y "
+		    "(pinhole runs without it)",
+		    "this kernel has no Landlock (ENOSYS)");
+	else
+		verdict(r, DOCTOR_NO, err == EPERM ? ADVICE_OUTER_EPERM : "",
+		    "landlock_create_ruleset: %s", strerror(err));
+}
+
+/*
+ * Restricts the caller with a ruleset that handles directory reads and
+ * allows none, then checks that "/" cannot be listed.  Returns 0, or -1
+ * with R filled.
+ */
+static int
+landlock_enforces(struct doctor_result *r)
+{
+	struct landlock_ruleset_attr attr = {
+	    .handled_access_fs = LANDLOCK_ACCESS_FS_READ_DIR};
+	const char *what;
+	int fd = -1, dfd = -1, ret = -1;
+
+	what = "landlock_create_ruleset";
+	if ((fd = (int)syscall(
+	         SYS_landlock_create_ruleset, &attr, sizeof(attr), 0)) == -1)
+		goto fail;
+	what = "prctl(PR_SET_NO_NEW_PRIVS)";
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		goto fail;
+	what = "landlock_restrict_self";
+	if (syscall(SYS_landlock_restrict_self, fd, 0) == -1)
+		goto fail;
+	if ((dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1 ||
+	    errno != EACCES) {
+		verdict(r, DOCTOR_PARTIAL, "",
+		    "a ruleset loads but does not apply: / can still be read");
+		goto out;
+	}
+	ret = 0;
+	goto out;
+fail:
+	verdict(r, DOCTOR_PARTIAL, errno == EPERM ? ADVICE_OUTER_EPERM : "",
+	    "%s: %s", what, strerror(errno));
+out:
+	if (fd != -1)
+		close(fd);
+	if (dfd != -1)
+		close(dfd);
+	return ret;
+}
+
+static void
+probe_landlock(struct doctor_result *r, struct doctor_ctx *c)
+{
+	long abi;
+	size_t i;
+	int newer = 0;
+
+	(void)c;
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
+	    LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 1) {
+		landlock_missing(r, abi == 0 ? EOPNOTSUPP : errno);
+		return;
+	}
+	if (landlock_enforces(r) == -1)
+		return;
+	verdict(r, DOCTOR_YES, "", "ABI %ld: filesystem", abi);
+	for (i = 1; i < NITEMS(landlock_adds); i++) {
+		if (landlock_adds[i] == NULL)
+			continue;
+		if ((long)i <= abi)
+			cat(r->detail, sizeof(r->detail), ", %s (%zu)",
+			    landlock_adds[i], i);
+		else if (!newer++)
+			cat(r->detail, sizeof(r->detail),
+			    "; newer kernels add %s (%zu)", landlock_adds[i],
+			    i);
+	}
+}
+
+/* --- seccomp ------------------------------------------------------------- */
+
+/*
+ * Installs a filter that allows everything but acct(), and checks that
+ * acct() then fails with the filter's errno.  Returns 0, or -1 with R
+ * filled.
+ */
+static int
+seccomp_trial(struct doctor_result *r)
+{
+	scmp_filter_ctx sc;
+	int rc, ret = -1;
+
+	if ((sc = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
+		verdict(r, DOCTOR_NO, "", "seccomp_init failed");
+		return -1;
+	}
+	/* Raw errors from the kernel, not libseccomp's -ECANCELED. */
+	(void)seccomp_attr_set(sc, SCMP_FLTATR_API_SYSRAWRC, 1);
+	if ((rc = seccomp_rule_add(
+	         sc, SCMP_ACT_ERRNO(PROBE_ERRNO), SCMP_SYS(acct), 0)) < 0 ||
+	    (rc = seccomp_load(sc)) < 0) {
+		verdict(r, DOCTOR_NO,
+		    rc == -EINVAL ? "use a kernel built with "
+		                    "CONFIG_SECCOMP_FILTER"
+		                  : ADVICE_OUTER_EPERM,
+		    "loading a filter: %s", strerror(-rc));
+		goto out;
+	}
+	/* "/" is a directory: acct() can only fail, filtered or not. */
+	if (syscall(SYS_acct, "/") != -1 || errno != PROBE_ERRNO) {
+		verdict(r, DOCTOR_NO, "",
+		    "a filter loads but does not apply: acct() gave %s",
+		    strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	seccomp_release(sc);
+	return ret;
+}
+
+static void
+probe_seccomp(struct doctor_result *r, struct doctor_ctx *c)
+{
+	const struct scmp_version *v = seccomp_version();
+	int mode;
+
+	(void)c;
+	if ((mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0)) == -1) {
+		verdict(r, DOCTOR_NO,
+		    "use a kernel built with CONFIG_SECCOMP_FILTER",
+		    "prctl(PR_GET_SECCOMP): %s", strerror(errno));
+		return;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
+		verdict(r, DOCTOR_NO, "", "prctl(PR_SET_NO_NEW_PRIVS): %s",
+		    strerror(errno));
+		return;
+	}
+	if (seccomp_trial(r) == -1)
+		return;
+	verdict(r, DOCTOR_YES, "",
+	    "a filter loads and applies (libseccomp %u.%u.%u)%s", v->major,
+	    v->minor, v->micro,
+	    mode == 2 ? "; an outer filter is in place too" : "");
+}
+
+/* --- policy, secrets, log ------------------------------------------------ */
+
+/* Counts the policy's diagnostics on their way to the caller's DIAG. */
+static void
+count_diag(void *arg, const struct policy_diag *d)
+{
+	struct doctor_ctx *c = arg;
+
+	if (d->warning)
+		c->warnings++;
+	else
+		c->errors++;
+	if (c->o->diag != NULL)
+		c->o->diag(c->o->diag_arg, d);
+}
+
+static void
+probe_policy(struct doctor_result *r, struct doctor_ctx *c)
+{
+	size_t nr, ns;
+
+	if (policy_load(
+	        c->o->policy, c->o->npolicy, count_diag, c, &c->policy) != 0) {
+		verdict(r, DOCTOR_NO,
+		    "fix the errors printed on stderr as FILE:LINE:COL",
+		    "%u error%s, %u warning%s", c->errors,
+		    c->errors == 1 ? "" : "s", c->warnings,
+		    c->warnings == 1 ? "" : "s");
+		return;
+	}
+	nr = policy_rule_count(c->policy);
+	ns = secret_store_count(policy_secrets(c->policy));
+	verdict(r, DOCTOR_YES, "", "%zu rule%s, %zu secret%s, %u warning%s", nr,
+	    nr == 1 ? "" : "s", ns, ns == 1 ? "" : "s", c->warnings,
+	    c->warnings == 1 ? "" : "s");
+}
+
+struct secret_failures {
+	unsigned n;
+	char first[256];
+};
+
+static void
+secret_failed(void *arg, const char *msg)
+{
+	struct secret_failures *f = arg;
+
+	if (f->n++ == 0)
+		snprintf(f->first, sizeof(f->first), "%s", msg);
+}
+
+/* Runs in a child: the values never reach the doctor process. */
+static void
+probe_secrets(struct doctor_result *r, struct doctor_ctx *c)
+{
+	struct secret_store *st = policy_secrets(c->policy);
+	struct secret_failures f = {0, ""};
+	size_t i, n = secret_store_count(st);
+
+	if (n == 0) {
+		verdict(r, DOCTOR_YES, "", "the policy defines no secret");
+		return;
+	}
+	secret_store_load(st, secret_failed, &f);
+	if (f.n == 0) {
+		verdict(r, DOCTOR_YES, "", "%zu loaded:", n);
+		for (i = 0; i < n; i++)
+			cat(r->detail, sizeof(r->detail), " %s",
+			    secret_name(secret_store_get(st, i)));
+	} else {
+		verdict(r, DOCTOR_NO, "", "%s", f.first);
+		if (f.n == 1)
+			advise(r,
+			    "fix what it names; 'pinhole check "
+			    "--secrets' checks again");
+		else
+			advise(r,
+			    "fix it and %u more; 'pinhole check "
+			    "--secrets' lists them all",
+			    f.n - 1);
+	}
+	/* This child's copy: wipe the values before it answers. */
+	policy_free(c->policy);
+	c->policy = NULL;
+}
+
+/* PATH does not exist: can it be created?  Fills R. */
+static void
+log_creatable(struct doctor_result *r, const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int err;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if ((slash = strrchr(dir, '/')) == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir) /* "/name": the root directory */
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	/* access(): nothing is created, so nothing is left behind. */
+	if (access(dir, W_OK | X_OK) == 0) {
+		verdict(
+		    r, DOCTOR_YES, "", "%s will be created in %s", path, dir);
+		return;
+	}
+	err = errno;
+	verdict(r, DOCTOR_NO, "", "cannot create %s: %s: %s", path, dir,
+	    strerror(err));
+	if (err == ENOENT)
+		advise(r, "mkdir -p %s, or name another file with --log", dir);
+	else
+		advise(r,
+		    "let uid %u write to %s, or name another file with --log",
+		    (unsigned)getuid(), dir);
+}
+
+static void
+probe_log(struct doctor_result *r, struct doctor_ctx *c)
+{
+	const char *path = c->o->log;
+	int fd;
+
+	if (path == NULL)
+		path = policy_log_path(c->policy);
+	if (path == NULL || strcmp(path, "stderr") == 0) {
+		verdict(r, DOCTOR_YES, "", "the audit log goes to stderr");
+		return;
+	}
+	/* No O_CREAT; O_NONBLOCK: a FIFO without a reader cannot hang us. */
+	fd =
+	    open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd != -1) {
+		verdict(
+		    r, DOCTOR_YES, "", "%s is writable (appended to)", path);
+		close(fd);
+	} else if (errno == ENOENT) {
+		log_creatable(r, path);
+	} else {
+		verdict(r, DOCTOR_NO, "", "cannot append to %s: %s", path,
+		    strerror(errno));
+		advise(r,
+		    "let uid %u write to it, or name another file with --log",
+		    (unsigned)getuid());
+	}
+}
+
+/* --- running ------------------------------------------------------------- */
+
+static int
+wanted(const struct probe *p, const struct doctor_opts *o)
+{
+	switch (p->when) {
+	case WHEN_POLICY:
+		return o->npolicy > 0;
+	case WHEN_LOG:
+		return o->npolicy > 0 || o->log != NULL;
+	default:
+		return 1;
+	}
+}
+
+/* Why P cannot be tried yet, or NULL when it can. */
+static const char *
+not_tried(const struct probe *p, const struct doctor_ctx *c)
+{
+	switch (p->needs) {
+	case NEEDS_USERNS:
+		return c->userns_ok ? NULL : "user namespaces do not work";
+	case NEEDS_POLICY:
+		return c->policy != NULL ? NULL : "the policy has errors";
+	case NEEDS_LOG:
+		return c->policy != NULL || c->o->log != NULL
+		    ? NULL
+		    : "the policy has errors";
+	default:
+		return NULL;
+	}
+}
+
+/* Replaces control bytes: details quote paths, and go to terminals. */
+static void
+printable(char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
+static void
+run_one(const struct probe *p, struct doctor_ctx *c, struct doctor_result *r)
+{
+	const char *why;
+	int ms = p->timeout_ms;
+
+	memset(r, 0, sizeof(*r));
+	r->feature = p->name;
+	r->required = p->required;
+	/* Each exec helper may take its whole timeout. */
+	if (p->needs == NEEDS_POLICY && c->policy != NULL)
+		ms += SECRET_EXEC_TIMEOUT_MS *
+		    (int)secret_store_count(policy_secrets(c->policy));
+	if ((why = not_tried(p, c)) != NULL)
+		verdict(r, DOCTOR_NO,
+		    p->needs == NEEDS_USERNS ? "make user namespaces work first"
+		                             : "fix the policy first",
+		    "not tried: %s", why);
+	else if (ms == 0)
+		p->fn(r, c);
+	else
+		in_child(p->fn, c, r, ms);
+	printable(r->detail);
+	printable(r->advice);
+}
+
+size_t
+doctor_run(const struct doctor_opts *o, struct doctor_result *res, size_t max)
+{
+	struct doctor_ctx c = {o, NULL, 0, 0, 1};
+	size_t i, n = 0;
+
+	for (i = 0; i < NITEMS(probes) && n < max; i++) {
+		if (!wanted(&probes[i], o))
+			continue;
+		run_one(&probes[i], &c, &res[n]);
+		if (probes[i].fn == probe_userns)
+			c.userns_ok = res[n].status == DOCTOR_YES;
+		n++;
+	}
+	policy_free(c.policy);
+	return n;
+}
+
+int
+doctor_probe(const char *name, struct doctor_result *res)
+{
+	static const struct doctor_opts none = {NULL, 0, NULL, NULL, NULL};
+	struct doctor_ctx c = {&none, NULL, 0, 0, 1};
+	size_t i;
+
+	for (i = 0; i < NITEMS(probes); i++)
+		if (probes[i].when == WHEN_ALWAYS &&
+		    strcmp(probes[i].name, name) == 0) {
+			run_one(&probes[i], &c, res);
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+doctor_feature(size_t i)
+{
+	return i < NITEMS(probes) ? probes[i].name : NULL;
+}
+
+const char *
+doctor_status_name(enum doctor_status st)
+{
+	switch (st) {
+	case DOCTOR_YES:
+		return "yes";
+	case DOCTOR_PARTIAL:
+		return "partial";
+	default:
+		return "no";
+	}
+}
+
+int
+doctor_exit_status(const struct doctor_result *res, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (res[i].required && res[i].status != DOCTOR_YES)
+			return 1;
+	return 0;
+}
+
+/* --- printing ------------------------------------------------------------ */
+
+void
+doctor_print_context(FILE *f)
+{
+	struct utsname u;
+	const char *box = container_hint();
+	uid_t uid = getuid();
+
+	if (uname(&u) == 0)
+		fprintf(f, "kernel: %s %s\n", u.sysname, u.release);
+	fprintf(f, "user: uid %u%s\n", (unsigned)uid,
+	    uid == 0 ? " (root)" : " (not root: unprivileged user namespaces)");
+	fprintf(f, "container: %s\n", box != NULL ? box : "none detected");
+}
+
+/*
+ * Cuts the next line of at most W columns from *S, at a space when there
+ * is one; sets *SEG to its start, advances *S past it and returns its
+ * length.
+ */
+static int
+next_line(const char **s, int w, const char **seg)
+{
+	const char *p = *s;
+	int len = (int)strlen(p), cut = w;
+
+	*seg = p;
+	if (len <= w)
+		cut = len;
+	else {
+		while (cut > 0 && p[cut] != ' ')
+			cut--;
+		if (cut == 0) /* one long word: break it */
+			cut = w;
+	}
+	for (*s = p + cut; **s == ' '; (*s)++)
+		continue;
+	return cut;
+}
+
+/* Prints one row, each cell wrapped to its width in W. */
+static void
+print_row(FILE *f, const char *const cells[4], const int w[4])
+{
+	const char *left[4], *seg;
+	char line[512];
+	size_t end;
+	int i, len, more = 1;
+
+	memcpy(left, cells, sizeof(left));
+	while (more) {
+		line[0] = '\0';
+		for (i = 0; i < 4; i++) {
+			len = next_line(&left[i], w[i], &seg);
+			cat(line, sizeof(line), "%-*.*s%s", w[i], len, seg,
+			    i < 3 ? "  " : "");
+		}
+		end = strlen(line); /* no trailing spaces */
+		while (end > 0 && line[end - 1] == ' ')
+			end--;
+		fprintf(f, "%.*s\n", (int)end, line);
+		more = *left[0] || *left[1] || *left[2] || *left[3];
+	}
+}
+
+static int
+widest(
+    const struct doctor_result *res, size_t n, size_t field, int min, int max)
+{
+	const char *s;
+	size_t i;
+	int w = min;
+
+	for (i = 0; i < n; i++) {
+		s = field == 0   ? res[i].feature
+		    : field == 1 ? doctor_status_name(res[i].status)
+		    : field == 2 ? res[i].detail
+		                 : res[i].advice;
+		if ((int)strlen(s) > w)
+			w = (int)strlen(s);
+	}
+	return w < max ? w : max;
+}
+
+/* One line: can pinhole run here, and without what. */
+static void
+print_verdict(FILE *f, const struct doctor_result *res, size_t n)
+{
+	char bad[128] = "", missing[128] = "";
+	char *to;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (res[i].status == DOCTOR_YES)
+			continue;
+		to = res[i].required ? bad : missing;
+		cat(to, sizeof(bad), "%s%s", to[0] != '\0' ? ", " : "",
+		    res[i].feature);
+	}
+	if (bad[0] != '\0')
+		fprintf(f, "pinhole cannot run here; failing: %s\n", bad);
+	else if (missing[0] != '\0')
+		fprintf(f, "pinhole can run here, partially; missing: %s\n",
+		    missing);
+	else
+		fprintf(f, "pinhole can run here; every layer works\n");
+}
+
+int
+doctor_print_table(FILE *f, const struct doctor_result *res, size_t n)
+{
+	static const char *const head[4] = {
+	    "FEATURE", "WORKS", "DETAIL", "WHAT TO DO"};
+	const char *cells[4];
+	int w[4];
+	size_t i;
+
+	w[0] = widest(res, n, 0, (int)strlen(head[0]), 32);
+	w[1] = widest(res, n, 1, (int)strlen(head[1]), 16);
+	w[3] = widest(res, n, 3, (int)strlen(head[3]), ADVICE_WIDTH);
+	/* Detail gets what advice leaves: all of it when all works. */
+	w[2] = widest(res, n, 2, (int)strlen(head[2]), TEXT_WIDTH - w[3]);
+	print_row(f, head, w);
+	for (i = 0; i < n; i++) {
+		cells[0] = res[i].feature;
+		cells[1] = doctor_status_name(res[i].status);
+		cells[2] = res[i].detail;
+		cells[3] = res[i].advice;
+		print_row(f, cells, w);
+	}
+	fputc('\n', f);
+	print_verdict(f, res, n);
+	return ferror(f) ? -1 : 0;
+}
+
+/* S as a JSON string; bytes that are not UTF-8 would make it NULL. */
+static json_t *
+jstr(const char *s)
+{
+	char buf[256];
+	size_t i;
+	json_t *j;
+
+	if ((j = json_string(s)) != NULL)
+		return j;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (i = 0; buf[i] != '\0'; i++)
+		if ((unsigned char)buf[i] > 0x7e)
+			buf[i] = '?';
+	return json_string(buf);
+}
+
+int
+doctor_print_json(FILE *f, const struct doctor_result *res, size_t n)
+{
+	json_t *arr, *o;
+	size_t i;
+	int ret = -1;
+
+	if ((arr = json_array()) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		o = json_pack("{s:s, s:s, s:o, s:o}", "feature", res[i].feature,
+		    "status", doctor_status_name(res[i].status), "detail",
+		    jstr(res[i].detail), "advice", jstr(res[i].advice));
+		if (o == NULL || json_array_append_new(arr, o) != 0)
+			goto out;
+	}
+	if (json_dumpf(arr, f, JSON_INDENT(2)) != 0)
+		goto out;
+	fputc('\n', f);
+	ret = ferror(f) ? -1 : 0;
+out:
+	json_decref(arr);
+	return ret;
+}

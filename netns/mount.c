@@ -1,0 +1,681 @@
+/*
+ * mount.c: the sandbox's mount view, with the new mount API.
+ *
+ * Every source is captured first as a detached copy (open_tree with
+ * OPEN_TREE_CLONE) while the host's paths still resolve, then the
+ * read-only copy of "/" becomes the root (pivot_root), and the copies are
+ * attached to paths that now resolve inside the new root, so a symbolic
+ * link in a destination cannot point out of it.  Read-only is one
+ * mount_setattr(MOUNT_ATTR_RDONLY, AT_RECURSIVE) over a whole tree: it
+ * adds the flag and leaves the others (nosuid, nodev, noexec, atime),
+ * which the kernel locks in a user namespace anyway.
+ */
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/xmalloc.h"
+#include "netns/mount.h"
+
+#define DEV_NODES_MAX 8
+
+struct mnt_op {
+	enum mnt_kind kind;
+	char *src, *dst;
+	int tree; /* detached copy of SRC, in mnt_apply */
+};
+
+struct mnt_plan {
+	char *cwd;
+	struct mnt_op *ops;
+	size_t nops;
+	int allow_git_config;
+};
+
+/* Devices of the minimal /dev, bound from the host's. */
+static const char *const dev_nodes[] = {
+    "null",
+    "zero",
+    "full",
+    "random",
+    "urandom",
+    "tty",
+};
+
+/* Credential and key files of the invoking user (DESIGN.md). */
+static const char *const home_secrets[] = {
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".docker/config.json",
+    ".npmrc",
+    ".pypirc",
+    ".kube",
+};
+
+static void
+seterr(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+/* --- the plan (outside) --------------------------------------------------- */
+
+struct mnt_plan *
+mnt_plan_new(const char *cwd, char *err, size_t errlen)
+{
+	struct mnt_plan *p;
+	char *real;
+
+	if ((real = realpath(cwd, NULL)) == NULL) {
+		seterr(err, errlen, "start directory %s: %s", cwd,
+		    strerror(errno));
+		return NULL;
+	}
+	if (strcmp(real, "/") == 0) {
+		seterr(err, errlen,
+		    "the start directory is /, which would make "
+		    "the whole tree writable; cd to a project "
+		    "directory first");
+		free(real);
+		return NULL;
+	}
+	p = xcalloc(1, sizeof(*p));
+	p->cwd = real;
+	return p;
+}
+
+void
+mnt_plan_free(struct mnt_plan *p)
+{
+	size_t i;
+
+	if (p == NULL)
+		return;
+	for (i = 0; i < p->nops; i++) {
+		free(p->ops[i].src);
+		free(p->ops[i].dst);
+	}
+	free(p->ops);
+	free(p->cwd);
+	free(p);
+}
+
+int
+mnt_plan_add(struct mnt_plan *p, enum mnt_kind kind, const char *src,
+    const char *dst, char *err, size_t errlen)
+{
+	struct mnt_op op = {kind, NULL, NULL, -1};
+
+	if (kind == MNT_BIND || kind == MNT_RO_BIND) {
+		if ((op.src = realpath(src, NULL)) == NULL) {
+			seterr(err, errlen, "%s: %s", src, strerror(errno));
+			return -1;
+		}
+		if (dst == NULL)
+			dst = op.src;
+	} else if (dst == NULL)
+		dst = src;
+	if (dst == NULL || dst[0] != '/') {
+		seterr(err, errlen,
+		    "%s: the destination must be an absolute "
+		    "path",
+		    dst ? dst : "(none)");
+		free(op.src);
+		return -1;
+	}
+	op.dst = xstrdup(dst);
+	p->ops = xreallocarray(p->ops, p->nops + 1, sizeof(*p->ops));
+	p->ops[p->nops++] = op;
+	return 0;
+}
+
+void
+mnt_plan_allow_git_config(struct mnt_plan *p)
+{
+	p->allow_git_config = 1;
+}
+
+void
+mnt_plan_hide_home(struct mnt_plan *p, const char *home)
+{
+	char path[PATH_MAX];
+	size_t i;
+
+	if (home == NULL || home[0] != '/')
+		return;
+	for (i = 0; i < sizeof(home_secrets) / sizeof(home_secrets[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s",
+		    strcmp(home, "/") == 0 ? "" : home, home_secrets[i]);
+		(void)mnt_plan_add(p, MNT_HIDE, NULL, path, NULL, 0);
+	}
+}
+
+/* PATH is DIR or lies beneath it (both absolute and resolved). */
+static int
+beneath(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return 1;
+	return strncmp(path, dir, n) == 0 &&
+	    (path[n] == '\0' || path[n] == '/');
+}
+
+int
+mnt_plan_is_writable(const struct mnt_plan *p, const char *path)
+{
+	size_t i;
+
+	if (beneath(path, p->cwd))
+		return 1;
+	for (i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == MNT_BIND && beneath(path, p->ops[i].src))
+			return 1;
+	return 0;
+}
+
+static int
+prepare_git(const char *src, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/.git", src);
+	if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return 0; /* no repository, or a worktree's .git file */
+	snprintf(path, sizeof(path), "%s/.git/hooks", src);
+	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+		seterr(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+mnt_plan_prepare_git(const struct mnt_plan *p, char *err, size_t errlen)
+{
+	size_t i;
+
+	if (p->allow_git_config)
+		return 0;
+	if (prepare_git(p->cwd, err, errlen) != 0)
+		return -1;
+	for (i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == MNT_BIND &&
+		    prepare_git(p->ops[i].src, err, errlen) != 0)
+			return -1;
+	return 0;
+}
+
+void
+mnt_plan_writable_dirs(
+    const struct mnt_plan *p, void (*fn)(void *, const char *), void *arg)
+{
+	size_t i;
+
+	fn(arg, p->cwd);
+	fn(arg, "/tmp");
+	fn(arg, "/dev/shm");
+	for (i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == MNT_BIND || p->ops[i].kind == MNT_TMPFS)
+			fn(arg, p->ops[i].dst);
+}
+
+const char *
+mnt_plan_cwd(const struct mnt_plan *p)
+{
+	return p->cwd;
+}
+
+/* --- detached trees (inside) ---------------------------------------------- */
+
+/* A detached copy of PATH and what is mounted beneath it. */
+static int
+tree_clone(const char *path, int ro, int recursive)
+{
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY};
+	int fd, saved;
+
+	fd = open_tree(AT_FDCWD, path,
+	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+	        (recursive ? AT_RECURSIVE : 0));
+	if (fd < 0 || !ro)
+		return fd;
+	if (mount_setattr(
+	        fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) != 0) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+/* A new, detached tmpfs with MODE at its root. */
+static int
+tmpfs_new(const char *mode, unsigned attrs)
+{
+	int fs, mnt = -1;
+
+	if ((fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) < 0)
+		return -1;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "mode", mode, 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "size", "50%", 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		mnt = fsmount(fs, FSMOUNT_CLOEXEC, attrs);
+	close(fs);
+	return mnt;
+}
+
+/* Attaches detached TREE at DST (resolved in the current root). */
+static int
+attach(int tree, const char *dst)
+{
+	int r = move_mount(tree, "", AT_FDCWD, dst,
+	    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_SYMLINKS);
+	int saved = errno;
+
+	close(tree);
+	errno = saved;
+	return r;
+}
+
+/* --- building the view (inside) ------------------------------------------- */
+
+struct view {
+	const struct mnt_plan *p;
+	int root, cwd, empty; /* detached trees; EMPTY: a read-only tmpfs */
+	int dev[DEV_NODES_MAX];
+	int *git; /* per writable bind: hooks, config (or -1) */
+	size_t ngit;
+	char *err;
+	size_t errlen;
+};
+
+static int
+failed(struct view *v, const char *what, const char *path)
+{
+	seterr(v->err, v->errlen, "mount view: %s %s: %s", what, path,
+	    strerror(errno));
+	return -1;
+}
+
+/* Captures .git/hooks and .git/config of writable bind SRC, read-only. */
+static void
+capture_git(struct view *v, const char *src)
+{
+	char path[PATH_MAX];
+	int *g;
+
+	v->git = xreallocarray(v->git, v->ngit + 2, sizeof(*v->git));
+	g = &v->git[v->ngit];
+	v->ngit += 2;
+	g[0] = g[1] = -1;
+	if (v->p->allow_git_config)
+		return;
+	snprintf(path, sizeof(path), "%s/.git/hooks", src);
+	g[0] = tree_clone(path, 1, 1);
+	snprintf(path, sizeof(path), "%s/.git/config", src);
+	g[1] = tree_clone(path, 1, 0);
+}
+
+/* A read-only tmpfs holding an empty directory and an empty file. */
+static int
+make_empty(struct view *v)
+{
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY};
+	int fd;
+
+	if ((v->empty = tmpfs_new("0755",
+	         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0)
+		return failed(v, "create", "an empty tmpfs");
+	if (mkdirat(v->empty, "dir", 0755) != 0)
+		return failed(v, "create", "an empty directory");
+	if ((fd = openat(
+	         v->empty, "file", O_CREAT | O_WRONLY | O_CLOEXEC, 0444)) < 0)
+		return failed(v, "create", "an empty file");
+	close(fd);
+	if (mount_setattr(v->empty, "", AT_EMPTY_PATH, &a, sizeof(a)) != 0)
+		return failed(v, "make read-only", "the empty tmpfs");
+	return 0;
+}
+
+/* Everything the view needs from the host, before the root changes. */
+static int
+capture(struct view *v)
+{
+	struct mnt_op *op;
+	char path[64];
+	size_t i;
+
+	if ((v->root = tree_clone("/", 1, 1)) < 0)
+		return failed(v, "copy", "/");
+	if ((v->cwd = tree_clone(v->p->cwd, 0, 1)) < 0)
+		return failed(v, "copy", v->p->cwd);
+	capture_git(v, v->p->cwd);
+	for (i = 0; i < sizeof(dev_nodes) / sizeof(dev_nodes[0]); i++) {
+		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+		v->dev[i] = tree_clone(path, 0, 0); /* -1: not on this host */
+	}
+	for (i = 0; i < v->p->nops; i++) {
+		op = &v->p->ops[i];
+		if (op->kind != MNT_BIND && op->kind != MNT_RO_BIND)
+			continue;
+		if ((op->tree = tree_clone(
+		         op->src, op->kind == MNT_RO_BIND, 1)) < 0)
+			return failed(v, "copy", op->src);
+		if (op->kind == MNT_BIND)
+			capture_git(v, op->src);
+	}
+	return make_empty(v);
+}
+
+/* The read-only copy of "/" becomes the root; the old one goes. */
+static int
+enter_root(struct view *v)
+{
+	/* Any directory will do as a stand: it is detached right after. */
+	if (attach(v->root, "/tmp") != 0) {
+		v->root = -1;
+		return failed(v, "attach the root copy at", "/tmp");
+	}
+	v->root = -1;
+	if (chdir("/tmp") != 0 || syscall(SYS_pivot_root, ".", ".") != 0 ||
+	    umount2(".", MNT_DETACH) != 0 || chdir("/") != 0)
+		return failed(v, "pivot_root to", "the root copy");
+	return 0;
+}
+
+/* mkdir -p of PATH's parent, where the view is writable (a tmpfs). */
+static int
+make_parents(const char *path)
+{
+	char buf[PATH_MAX], *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (p = buf + 1; (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return 0;
+}
+
+/*
+ * A mount point at PATH inside the view, for a file or a directory; it
+ * can be made only where the view is writable already (a tmpfs, a bind).
+ */
+static int
+mountpoint(const char *path, int dir)
+{
+	struct stat sb;
+	int fd;
+
+	if (stat(path, &sb) == 0)
+		return 0;
+	if (make_parents(path) != 0)
+		return -1;
+	if (dir)
+		return mkdir(path, 0755);
+	if ((fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)) < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int
+populate_dev(struct view *v, int dev)
+{
+	static const char *const links[][2] = {
+	    {"ptmx", "pts/ptmx"},
+	    {"fd", "/proc/self/fd"},
+	    {"stdin", "/proc/self/fd/0"},
+	    {"stdout", "/proc/self/fd/1"},
+	    {"stderr", "/proc/self/fd/2"},
+	};
+	size_t i;
+	int fd;
+
+	if (mkdirat(dev, "pts", 0755) != 0 || mkdirat(dev, "shm", 01777) != 0)
+		return failed(v, "populate", "/dev");
+	for (i = 0; i < sizeof(dev_nodes) / sizeof(dev_nodes[0]); i++) {
+		if (v->dev[i] < 0)
+			continue;
+		if ((fd = openat(dev, dev_nodes[i],
+		         O_CREAT | O_WRONLY | O_CLOEXEC, 0666)) < 0)
+			return failed(v, "populate", "/dev");
+		close(fd);
+	}
+	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if (symlinkat(links[i][1], dev, links[i][0]) != 0)
+			return failed(v, "populate", "/dev");
+	return 0;
+}
+
+static int
+mount_dev(struct view *v)
+{
+	char path[64];
+	size_t i;
+	int dev, shm;
+
+	if ((dev = tmpfs_new("0755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC)) <
+	    0)
+		return failed(v, "create", "/dev");
+	if (populate_dev(v, dev) != 0 || attach(dev, "/dev") != 0)
+		return failed(v, "mount", "/dev");
+	for (i = 0; i < sizeof(dev_nodes) / sizeof(dev_nodes[0]); i++) {
+		if (v->dev[i] < 0)
+			continue;
+		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+		if (attach(v->dev[i], path) != 0) {
+			v->dev[i] = -1;
+			return failed(v, "bind", path);
+		}
+		v->dev[i] = -1;
+	}
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	        "newinstance,ptmxmode=0666,mode=620") != 0)
+		return failed(v, "mount", "/dev/pts");
+	if ((shm = tmpfs_new("1777", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) <
+	        0 ||
+	    attach(shm, "/dev/shm") != 0)
+		return failed(v, "mount", "/dev/shm");
+	return 0;
+}
+
+static int
+mount_base(struct view *v)
+{
+	int tmp;
+
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	        NULL) != 0)
+		return failed(v, "mount", "/proc");
+	if (mount_dev(v) != 0)
+		return -1;
+	if ((tmp = tmpfs_new("1777", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) <
+	        0 ||
+	    attach(tmp, "/tmp") != 0)
+		return failed(v, "mount", "/tmp");
+	/* Under /tmp, the start directory needs a mount point again. */
+	if (mountpoint(v->p->cwd, 1) != 0)
+		return failed(v, "make a mount point at", v->p->cwd);
+	if (attach(v->cwd, v->p->cwd) != 0) {
+		v->cwd = -1;
+		return failed(v, "bind", v->p->cwd);
+	}
+	v->cwd = -1;
+	return 0;
+}
+
+/* DST appears empty: a read-only empty directory or file over it. */
+static int
+hide(struct view *v, const char *dst)
+{
+	struct stat sb;
+	int t;
+
+	/* What pinhole cannot reach, the sandbox cannot either. */
+	if (stat(dst, &sb) != 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == EACCES
+		    ? 0
+		    : failed(v, "hide", dst);
+	t = open_tree(v->empty, S_ISDIR(sb.st_mode) ? "dir" : "file",
+	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (t < 0 || attach(t, dst) != 0)
+		return failed(v, "hide", dst);
+	return 0;
+}
+
+static int
+user_step(struct view *v, struct mnt_op *op)
+{
+	int t;
+
+	switch (op->kind) {
+	case MNT_BIND:
+	case MNT_RO_BIND: {
+		struct stat sb;
+
+		if (fstat(op->tree, &sb) != 0 ||
+		    mountpoint(op->dst, S_ISDIR(sb.st_mode)) != 0)
+			return failed(v, "make a mount point at", op->dst);
+		if (attach(op->tree, op->dst) != 0) {
+			op->tree = -1;
+			return failed(v, "bind", op->dst);
+		}
+		op->tree = -1;
+		return 0;
+	}
+	case MNT_TMPFS:
+		if (mountpoint(op->dst, 1) != 0)
+			return failed(v, "make a mount point at", op->dst);
+		if ((t = tmpfs_new(
+		         "0755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0 ||
+		    attach(t, op->dst) != 0)
+			return failed(v, "mount a tmpfs at", op->dst);
+		return 0;
+	case MNT_HIDE:
+		return 0; /* after every bind: see mnt_apply */
+	}
+	return 0;
+}
+
+/* .git/hooks and .git/config of writable bind DST, read-only again. */
+static int
+protect_git(struct view *v, const char *dst, int *g)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/.git/hooks", dst);
+	if (g[0] >= 0 && attach(g[0], path) != 0)
+		return failed(v, "protect", path);
+	g[0] = -1;
+	snprintf(path, sizeof(path), "%s/.git/config", dst);
+	if (g[1] >= 0 && attach(g[1], path) != 0)
+		return failed(v, "protect", path);
+	g[1] = -1;
+	return 0;
+}
+
+static int
+finish(struct view *v)
+{
+	const struct mnt_plan *p = v->p;
+	size_t i, g = 0;
+
+	for (i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == MNT_HIDE && hide(v, p->ops[i].dst) != 0)
+			return -1;
+	if (protect_git(v, p->cwd, &v->git[g]) != 0)
+		return -1;
+	for (i = 0, g = 2; i < p->nops; i++)
+		if (p->ops[i].kind == MNT_BIND) {
+			if (protect_git(v, p->ops[i].dst, &v->git[g]) != 0)
+				return -1;
+			g += 2;
+		}
+	return 0;
+}
+
+static void
+view_close(struct view *v)
+{
+	size_t i;
+
+	if (v->root >= 0)
+		close(v->root);
+	if (v->cwd >= 0)
+		close(v->cwd);
+	if (v->empty >= 0)
+		close(v->empty);
+	for (i = 0; i < DEV_NODES_MAX; i++)
+		if (v->dev[i] >= 0)
+			close(v->dev[i]);
+	for (i = 0; i < v->ngit; i++)
+		if (v->git[i] >= 0)
+			close(v->git[i]);
+	free(v->git);
+	for (i = 0; i < v->p->nops; i++)
+		if (v->p->ops[i].tree >= 0) {
+			close(v->p->ops[i].tree);
+			v->p->ops[i].tree = -1;
+		}
+}
+
+int
+mnt_apply(const struct mnt_plan *p, char *err, size_t errlen)
+{
+	struct view v;
+	size_t i;
+	int r = -1;
+
+	memset(&v, 0, sizeof(v));
+	v.p = p;
+	v.root = v.cwd = v.empty = -1;
+	for (i = 0; i < DEV_NODES_MAX; i++)
+		v.dev[i] = -1;
+	v.err = err;
+	v.errlen = errlen;
+	/* Nothing done here may reach the host's mount namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0) {
+		failed(&v, "make private", "/");
+		goto out;
+	}
+	if (capture(&v) != 0 || enter_root(&v) != 0 || mount_base(&v) != 0)
+		goto out;
+	for (i = 0; i < p->nops; i++)
+		if (user_step(&v, &p->ops[i]) != 0)
+			goto out;
+	if (finish(&v) != 0)
+		goto out;
+	r = 0;
+out:
+	view_close(&v);
+	return r;
+}

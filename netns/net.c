@@ -1,0 +1,197 @@
+/*
+ * net.c: the sandbox's side of the path out.  The namespace starts with a
+ * lo that is down; pinhole brings it up over rtnetlink (libnl-3 route),
+ * listens on loopback, and passes the listening sockets to the proxy in
+ * the host namespace.  A socket keeps the namespace it was made in, so
+ * the proxy accepts the sandbox's connections directly (DESIGN.md, "The
+ * path out").
+ */
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <netlink/netlink.h>
+#include <netlink/route/link.h>
+
+#include "netns/net.h"
+
+static void
+seterr(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+int
+net_lo_up(char *err, size_t errlen)
+{
+	struct nl_sock *sk;
+	struct rtnl_link *lo = NULL, *change = NULL;
+	int r = -1, e;
+
+	if ((sk = nl_socket_alloc()) == NULL ||
+	    (change = rtnl_link_alloc()) == NULL) {
+		seterr(err, errlen, "netlink: out of memory");
+		goto out;
+	}
+	if ((e = nl_connect(sk, NETLINK_ROUTE)) < 0 ||
+	    (e = rtnl_link_get_kernel(sk, 0, "lo", &lo)) < 0) {
+		seterr(err, errlen, "netlink: lo: %s", nl_geterror(e));
+		goto out;
+	}
+	rtnl_link_set_flags(change, IFF_UP);
+	if ((e = rtnl_link_change(sk, lo, change, 0)) < 0) {
+		seterr(err, errlen, "netlink: bring lo up: %s", nl_geterror(e));
+		goto out;
+	}
+	r = 0;
+out:
+	rtnl_link_put(change);
+	rtnl_link_put(lo);
+	nl_socket_free(sk);
+	return r;
+}
+
+static int
+listen_on(int family, uint16_t port)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len;
+	int fd, one = 1, saved;
+
+	memset(&ss, 0, sizeof(ss));
+	if (family == AF_INET) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(*sin);
+	} else {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		sin6->sin6_addr = in6addr_loopback;
+		len = sizeof(*sin6);
+	}
+	if ((fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	if ((family == AF_INET6 &&
+	        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) !=
+	            0) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(fd, (struct sockaddr *)&ss, len) != 0 ||
+	    listen(fd, 4096) != 0) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+int
+net_listen_loopback(
+    uint16_t port, int fds[NET_FDS_MAX], char *err, size_t errlen)
+{
+	int n = 0;
+
+	if ((fds[n] = listen_on(AF_INET, port)) < 0) {
+		seterr(err, errlen, "listen on 127.0.0.1:%u: %s", port,
+		    strerror(errno));
+		return -1;
+	}
+	n++;
+	/* A kernel without IPv6 (ipv6.disable=1) has no ::1: IPv4 is enough. */
+	if ((fds[n] = listen_on(AF_INET6, port)) >= 0)
+		n++;
+	else if (errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL) {
+		seterr(err, errlen, "listen on [::1]:%u: %s", port,
+		    strerror(errno));
+		close(fds[0]);
+		return -1;
+	}
+	return n;
+}
+
+int
+net_send_fds(int sock, const int *fds, int n)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * NET_FDS_MAX)];
+	char byte = 'F';
+	struct iovec iov = {&byte, 1};
+	struct msghdr msg;
+	struct cmsghdr *c;
+
+	if (n < 1 || n > NET_FDS_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(cbuf, 0, sizeof(cbuf));
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf;
+	msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+int
+net_recv_fds(int sock, int *fds, int max)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * NET_FDS_MAX)];
+	char byte;
+	struct iovec iov = {&byte, 1};
+	struct msghdr msg;
+	struct cmsghdr *c;
+	ssize_t r;
+	int n = 0, i;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof(cbuf);
+	do
+		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0)
+		return (int)r;
+	for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (i = 0;
+		     i < (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		     i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd); /* more than asked for: not ours */
+		}
+	}
+	if ((msg.msg_flags & MSG_CTRUNC) || n == 0) {
+		while (n > 0)
+			close(fds[--n]);
+		errno = EPROTO;
+		return -1;
+	}
+	return n;
+}

@@ -1,0 +1,447 @@
+/*
+ * sandbox.c: the launcher.  One SOCK_SEQPACKET pair joins pinhole run and
+ * the sandbox; its messages, in order:
+ *
+ *   init -> run      'R'              ready for its uid/gid maps
+ *   run -> init      'G'              the uid/gid maps are written
+ *   init -> run      'F' + SCM_RIGHTS the loopback listeners
+ *   init or command  'E' + text       setting up failed (exit 125)
+ *
+ * then end of file, once the command has been executed (its end of the
+ * pair is close-on-exec) or has failed.  Nothing here knows HTTP.
+ *
+ * uid and gid map the caller to itself.  As root, too, the command runs in
+ * the user namespace with every capability dropped, securebits locked and
+ * no_new_privs, so nothing inside can undo the mount view.
+ */
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/xmalloc.h"
+#include "netns/caps.h"
+#include "netns/init.h"
+#include "netns/landlock.h"
+#include "netns/mount.h"
+#include "netns/net.h"
+#include "netns/sandbox.h"
+#include "netns/seccomp.h"
+
+#define NS_FLAGS                                                               \
+	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |           \
+	    CLONE_NEWIPC | CLONE_NEWUTS)
+#define MSG_MAX 512
+
+struct sbx {
+	pid_t pid;
+	int sock;
+	int fds[NET_FDS_MAX];
+	int nfds;
+	int reaped;
+};
+
+extern char **environ;
+
+static void
+seterr(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+/* --- inside --------------------------------------------------------------- */
+
+/* Tells pinhole run why setting up failed, and gives up (status 125). */
+static void __attribute__((noreturn)) child_fail(int sock, const char *fmt, ...)
+{
+	char msg[MSG_MAX];
+	va_list ap;
+	int n;
+
+	msg[0] = 'E';
+	va_start(ap, fmt);
+	n = vsnprintf(msg + 1, sizeof(msg) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(msg) - 1)
+		n = sizeof(msg) - 2;
+	(void)send(sock, msg, (size_t)n + 1, MSG_NOSIGNAL);
+	_exit(125);
+}
+
+static void
+allow_write(void *arg, const char *path)
+{
+	(void)ll_allow(arg, path, LL_WRITE);
+}
+
+/* Landlock: writes only where the mount view is writable. */
+static void
+apply_landlock(const struct sbx_config *c, int sock)
+{
+	static const char *const devs[] = {
+	    "/dev/null",
+	    "/dev/zero",
+	    "/dev/full",
+	    "/dev/random",
+	    "/dev/urandom",
+	    "/dev/tty",
+	    "/dev/ptmx",
+	    "/dev/pts",
+	};
+	struct ll_rules *r;
+	char report[256];
+	size_t i;
+
+	if ((r = ll_new(LL_SANDBOX)) == NULL)
+		child_fail(sock, "landlock: out of memory");
+	mnt_plan_writable_dirs(c->plan, allow_write, r);
+	for (i = 0; i < sizeof(devs) / sizeof(devs[0]); i++)
+		(void)ll_allow(r, devs[i], LL_DEV);
+	if (ll_apply(r, report, sizeof(report)) != 0)
+		child_fail(sock, "%s", report);
+	if (c->verbose)
+		fprintf(stderr, "pinhole: %s\n", report);
+	ll_free(r);
+}
+
+/* The command: no privilege, its own signals, then exec. */
+static void __attribute__((noreturn))
+command_main(const struct sbx_config *c, int sock)
+{
+	const char *dir = c->chdir ? c->chdir : mnt_plan_cwd(c->plan);
+	char err[256];
+	int e;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+		child_fail(sock, "prctl: %s", strerror(errno));
+	init_reset_signals(&c->mask);
+	if (chdir(dir) != 0)
+		child_fail(
+		    sock, "cannot change to %s: %s", dir, strerror(errno));
+	if (caps_drop_all(err, sizeof(err)) != 0)
+		child_fail(sock, "dropping capabilities: %s", err);
+	if (sc_apply(err, sizeof(err)) != 0)
+		child_fail(sock, "%s", err);
+	if (c->verbose)
+		fprintf(stderr, "pinhole: seccomp: filter on\n");
+	apply_landlock(c, sock);
+	/* execvp searches the PATH of the environment it runs with. */
+	environ = c->envp;
+	execvp(c->argv[0], c->argv);
+	e = errno;
+	fprintf(stderr, "pinhole: %s: %s\n", c->argv[0], strerror(e));
+	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+}
+
+/* Loopback up, listeners out. */
+static void
+child_network(int sock)
+{
+	int fds[NET_FDS_MAX], n, i;
+	char err[256];
+
+	if (net_lo_up(err, sizeof(err)) != 0)
+		child_fail(sock, "%s", err);
+	if ((n = net_listen_loopback(NET_PROXY_PORT, fds, err, sizeof(err))) <
+	    0)
+		child_fail(sock, "%s", err);
+	if (net_send_fds(sock, fds, n) != 0)
+		child_fail(
+		    sock, "passing the listeners out: %s", strerror(errno));
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+static void __attribute__((noreturn))
+child_main(const struct sbx_config *c, int sock)
+{
+	char go, err[512];
+	sigset_t old;
+	pid_t cmd;
+	int sfd;
+
+	/* When pinhole run dies, so does the whole namespace. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+		_exit(125);
+	/* This copy of pinhole run's memory needs none of its secrets. */
+	if (c->scrub != NULL)
+		c->scrub(c->scrub_arg);
+	/*
+	 * Loading secrets made pinhole run undumpable, and us with it: then
+	 * /proc/PID/uid_map is root's, which an unprivileged pinhole run
+	 * cannot write.  Nothing secret is left here (scrubbed), and PID 1
+	 * turns it off again before the command exists.
+	 */
+	(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	if (send(sock, "R", 1, MSG_NOSIGNAL) != 1)
+		_exit(125);
+	if (recv(sock, &go, 1, 0) != 1 || go != 'G')
+		_exit(125); /* pinhole run is gone, or gave up */
+	child_network(sock);
+	if (mnt_apply(c->plan, err, sizeof(err)) != 0)
+		child_fail(sock, "%s", err);
+	if ((sfd = init_signals(&old)) < 0)
+		child_fail(sock, "signalfd: %s", strerror(errno));
+	if ((cmd = fork()) < 0)
+		child_fail(sock, "fork: %s", strerror(errno));
+	if (cmd == 0) {
+		close(sfd);
+		command_main(c, sock);
+	}
+	close(sock);
+	(void)prctl(PR_SET_NAME, "pinhole-init", 0, 0, 0);
+	/* PID 1 needs nothing either; not dumpable: the command can't trace it. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	(void)caps_drop_all(err, sizeof(err));
+	_exit(init_loop(sfd, cmd));
+}
+
+/* --- outside -------------------------------------------------------------- */
+
+static int
+write_file(pid_t pid, const char *name, const char *text)
+{
+	char path[64];
+	int fd, r = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if (write(fd, text, strlen(text)) == (ssize_t)strlen(text))
+		r = 0;
+	close(fd);
+	return r;
+}
+
+/* Does the caller's user namespace deny setgroups already? */
+static int
+setgroups_denied(void)
+{
+	char buf[16] = "";
+	FILE *f = fopen("/proc/self/setgroups", "re");
+
+	if (f != NULL) {
+		if (fgets(buf, sizeof(buf), f) == NULL)
+			buf[0] = '\0';
+		fclose(f);
+	}
+	errno = EPERM;
+	return strncmp(buf, "deny", 4) == 0;
+}
+
+/* The caller's uid and gid, each mapped to itself. */
+static int
+write_maps(pid_t pid, char *err, size_t errlen)
+{
+	char map[64];
+
+	/*
+	 * Unprivileged, setgroups must go before gid_map; root loses it too.
+	 * Nested in a user namespace that denies it already, the file cannot
+	 * be written, and need not be.
+	 */
+	if (write_file(pid, "setgroups", "deny") != 0 &&
+	    !(errno == EPERM && setgroups_denied())) {
+		seterr(err, errlen, "setgroups: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(map, sizeof(map), "%u %u 1\n", getuid(), getuid());
+	if (write_file(pid, "uid_map", map) != 0) {
+		seterr(err, errlen, "uid_map: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(map, sizeof(map), "%u %u 1\n", getgid(), getgid());
+	if (write_file(pid, "gid_map", map) != 0) {
+		seterr(err, errlen, "gid_map: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Reads one message: *TYPE its first byte ('F', 'E'), its text in BUF,
+ * its descriptors in S.  Returns 1, 0 at end of file, -1 on error.
+ */
+static int
+recv_msg(struct sbx *s, char *type, char *buf, size_t len)
+{
+	char data[MSG_MAX + 1];
+	char cbuf[CMSG_SPACE(sizeof(int) * NET_FDS_MAX)];
+	struct iovec iov = {data, MSG_MAX};
+	struct msghdr msg;
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof(cbuf);
+	do
+		n = recvmsg(s->sock, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return (int)n;
+	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm))
+		if (cm->cmsg_level == SOL_SOCKET &&
+		    cm->cmsg_type == SCM_RIGHTS && s->nfds == 0) {
+			s->nfds =
+			    (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			memcpy(s->fds, CMSG_DATA(cm), sizeof(int) * s->nfds);
+		}
+	data[n] = '\0';
+	*type = data[0];
+	snprintf(buf, len, "%s", data + 1);
+	return 1;
+}
+
+struct sbx *
+sbx_start(const struct sbx_config *c, char *err, size_t errlen)
+{
+	struct sbx *s = xcalloc(1, sizeof(*s));
+	char type = 0, msg[MSG_MAX];
+	int sp[2] = {-1, -1}, r;
+
+	s->pid = -1;
+	s->sock = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
+		seterr(err, errlen, "socketpair: %s", strerror(errno));
+		goto fail;
+	}
+	s->sock = sp[0];
+	fflush(NULL); /* nothing buffered is written twice */
+	s->pid = (pid_t)syscall(
+	    SYS_clone, NS_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (s->pid < 0) {
+		seterr(err, errlen, "cannot create the namespaces: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	if (s->pid == 0) {
+		close(sp[0]);
+		child_main(c, sp[1]);
+	}
+	close(sp[1]);
+	sp[1] = -1;
+	if (recv(s->sock, &type, 1, 0) != 1 || type != 'R') {
+		seterr(err, errlen, "the sandbox ended at start");
+		goto fail;
+	}
+	if (write_maps(s->pid, err, errlen) != 0)
+		goto fail;
+	if (send(s->sock, "G", 1, MSG_NOSIGNAL) != 1) {
+		seterr(err, errlen, "the sandbox ended at start");
+		goto fail;
+	}
+	if ((r = recv_msg(s, &type, msg, sizeof(msg))) <= 0 || type != 'F' ||
+	    s->nfds == 0) {
+		seterr(err, errlen, "%s",
+		    r > 0 && type == 'E' ? msg : "the sandbox ended at start");
+		goto fail;
+	}
+	return s;
+fail:
+	if (sp[1] >= 0)
+		close(sp[1]);
+	sbx_free(s);
+	return NULL;
+}
+
+int
+sbx_listener(const struct sbx *s, int i)
+{
+	return i < s->nfds ? s->fds[i] : -1;
+}
+
+int
+sbx_nlisteners(const struct sbx *s)
+{
+	return s->nfds;
+}
+
+void
+sbx_release_listeners(struct sbx *s)
+{
+	s->nfds = 0;
+}
+
+int
+sbx_wait_exec(struct sbx *s, char *err, size_t errlen)
+{
+	char type = 0, msg[MSG_MAX];
+	int r;
+
+	r = recv_msg(s, &type, msg, sizeof(msg));
+	close(s->sock);
+	s->sock = -1;
+	if (r == 0)
+		return 0;
+	seterr(err, errlen, "%s",
+	    r > 0 && type == 'E' ? msg : "lost touch with the sandbox");
+	return -1;
+}
+
+pid_t
+sbx_pid(const struct sbx *s)
+{
+	return s->pid;
+}
+
+int
+sbx_reap(struct sbx *s, int *status)
+{
+	int w;
+	pid_t r;
+
+	if (s->reaped)
+		return 1;
+	do
+		r = waitpid(s->pid, &w, WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return 0;
+	if (r < 0)
+		return -1;
+	s->reaped = 1;
+	*status = init_status(w);
+	return 1;
+}
+
+void
+sbx_free(struct sbx *s)
+{
+	int i, w;
+
+	if (s == NULL)
+		return;
+	if (s->pid > 0 && !s->reaped) {
+		kill(s->pid, SIGKILL);
+		while (waitpid(s->pid, &w, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (s->sock >= 0)
+		close(s->sock);
+	for (i = 0; i < s->nfds; i++)
+		close(s->fds[i]);
+	free(s);
+}

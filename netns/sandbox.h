@@ -1,0 +1,66 @@
+/*
+ * sandbox.h: starting a command in the sandbox and watching it, from
+ * outside.  The sandbox is a child in new user, mount, PID, network, IPC
+ * and UTS namespaces: its PID 1 (init.c) brings lo up, listens on
+ * 127.0.0.1:3128 and [::1]:3128 and sends the listeners out (net.c),
+ * builds the mount view (mount.c), and starts the command with no
+ * capabilities, no_new_privs, seccomp (seccomp.c) and Landlock
+ * (landlock.c).
+ */
+#ifndef PH_SANDBOX_H
+#define PH_SANDBOX_H
+
+#include <sys/types.h>
+
+#include <signal.h>
+#include <stddef.h>
+
+struct mnt_plan;
+struct sbx;
+
+struct sbx_config {
+	const struct mnt_plan *plan;
+	char *const *argv; /* the command */
+	char **envp; /* its whole environment */
+	const char *chdir; /* start directory inside; NULL: the plan's */
+	sigset_t mask; /* the command's signal mask */
+	int verbose; /* say what Landlock and seccomp applied */
+	/* Called first thing in the sandbox: wipe what it must not hold. */
+	void (*scrub)(void *arg);
+	void *scrub_arg;
+};
+
+/*
+ * Starts the sandbox and waits until it listens.  Returns the sandbox, or
+ * NULL with a one-line reason in ERR (nothing left running).
+ */
+struct sbx *sbx_start(const struct sbx_config *, char *err, size_t errlen);
+
+/* The listening sockets made inside (owned by the sandbox handle). */
+int sbx_listener(const struct sbx *, int i);
+int sbx_nlisteners(const struct sbx *);
+
+/* Takes the listeners over: the handle no longer closes them. */
+void sbx_release_listeners(struct sbx *);
+
+/*
+ * Waits until the command has been executed.  Returns 0, or -1 with the
+ * reason in ERR when setting it up failed (pinhole's failure: 125).  A
+ * command that cannot be found or executed is not a failure here: its
+ * status (127, 126) comes from sbx_reap.
+ */
+int sbx_wait_exec(struct sbx *, char *err, size_t errlen);
+
+/* PID 1 of the sandbox, as the caller's namespace sees it. */
+pid_t sbx_pid(const struct sbx *);
+
+/*
+ * Reaps PID 1 if it ended: returns 1 and sets *STATUS (exit code, or
+ * 128+N after signal N), 0 while it runs, -1 on error.
+ */
+int sbx_reap(struct sbx *, int *status);
+
+/* Kills what is left (SIGKILL ends the namespace), reaps, frees. */
+void sbx_free(struct sbx *);
+
+#endif /* PH_SANDBOX_H */

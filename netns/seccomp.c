@@ -1,0 +1,239 @@
+/*
+ * seccomp.c: the sandboxed command's system call filter, built with
+ * libseccomp: default allow, and a table of calls that fail instead.
+ *
+ * Other system call ABIs.  A 64-bit x86 process can still make i386
+ * calls (int $0x80) and x32 calls (numbers with bit 30 set); each has its
+ * own numbers, so a filter written for x86_64 alone does not see them as
+ * the calls it names.  libseccomp sends such calls to the bad-arch
+ * action, which kills, and that would also kill every 32-bit program run
+ * in the sandbox.  So the build architecture's compatible ABIs are added
+ * to the filter with the same rules (libseccomp maps each name to each
+ * ABI's number, and leaves out calls an ABI does not have), and anything
+ * else still meets the bad-arch action, set here to kill the process.
+ */
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <seccomp.h>
+
+#include "seccomp.h"
+
+/* The argument that holds clone's flags: s390 swaps the first two. */
+#if defined(__s390__) || defined(__s390x__)
+#define CLONE_FLAGS_ARG 1
+#else
+#define CLONE_FLAGS_ARG 0
+#endif
+
+enum kind {
+	ALWAYS, /* whatever the arguments */
+	IOCTL, /* ioctl with request ARG */
+	NEWUSER, /* with CLONE_NEWUSER among the flags */
+	PERSONALITY, /* other than 0, PER_LINUX32 and the query */
+};
+
+struct deny {
+	const char *name;
+	enum kind kind;
+	int err;
+	unsigned long arg;
+	const char *desc; /* for sc_denied(); NULL: NAME */
+};
+
+/*
+ * ioctl requests are compared on 32 bits: the kernel reads them as an
+ * unsigned int, so bits above that must not let one through.  TIOCSTI and
+ * TIOCLINUX have the same numbers on the compatible ABIs added below.
+ */
+static const struct deny denies[] = {
+    {"ioctl", IOCTL, EPERM, TIOCSTI, "ioctl TIOCSTI"},
+    {"ioctl", IOCTL, EPERM, TIOCLINUX, "ioctl TIOCLINUX"},
+    {"clone", NEWUSER, EPERM, 0, "clone CLONE_NEWUSER"},
+    {"unshare", NEWUSER, EPERM, 0, "unshare CLONE_NEWUSER"},
+    /* Its flags are behind a pointer, out of a filter's sight. */
+    {"clone3", ALWAYS, ENOSYS, 0, "clone3 (ENOSYS)"},
+    {"personality", PERSONALITY, EPERM, 0,
+        "personality other than 0, 8, 0xffffffff"},
+    {"keyctl", ALWAYS, EPERM, 0, NULL},
+    {"add_key", ALWAYS, EPERM, 0, NULL},
+    {"request_key", ALWAYS, EPERM, 0, NULL},
+    {"bpf", ALWAYS, EPERM, 0, NULL},
+    {"perf_event_open", ALWAYS, EPERM, 0, NULL},
+    {"userfaultfd", ALWAYS, EPERM, 0, NULL},
+    /* io_uring does its work out of seccomp's sight. */
+    {"io_uring_setup", ALWAYS, EPERM, 0, NULL},
+    {"io_uring_enter", ALWAYS, EPERM, 0, NULL},
+    {"io_uring_register", ALWAYS, EPERM, 0, NULL},
+    {"kexec_load", ALWAYS, EPERM, 0, NULL},
+    {"kexec_file_load", ALWAYS, EPERM, 0, NULL},
+    {"init_module", ALWAYS, EPERM, 0, NULL},
+    {"finit_module", ALWAYS, EPERM, 0, NULL},
+    {"delete_module", ALWAYS, EPERM, 0, NULL},
+    {"acct", ALWAYS, EPERM, 0, NULL},
+    {"swapon", ALWAYS, EPERM, 0, NULL},
+    {"swapoff", ALWAYS, EPERM, 0, NULL},
+    {"reboot", ALWAYS, EPERM, 0, NULL},
+    {"open_by_handle_at", ALWAYS, EPERM, 0, NULL},
+    {"name_to_handle_at", ALWAYS, EPERM, 0, NULL},
+    {"lookup_dcookie", ALWAYS, EPERM, 0, NULL},
+};
+
+#define NDENIES (sizeof(denies) / sizeof(denies[0]))
+
+/* The ABIs a process of the build architecture can also call through. */
+static const uint32_t compat_arches[] = {
+#if defined(__x86_64__) && defined(__LP64__)
+    SCMP_ARCH_X86, SCMP_ARCH_X32,
+#elif defined(__aarch64__)
+    SCMP_ARCH_ARM,
+#endif
+    SCMP_ARCH_NATIVE, /* the end */
+};
+
+const char *
+sc_denied(size_t i)
+{
+	if (i >= NDENIES)
+		return NULL;
+	return denies[i].desc != NULL ? denies[i].desc : denies[i].name;
+}
+
+/*
+ * personality(2) is allowed for 0 (PER_LINUX), 8 (PER_LINUX32) and the
+ * query 0xffffffff, and refused for the rest, which turn off address
+ * randomisation (ADDR_NO_RANDOMIZE) or make data executable
+ * (READ_IMPLIES_EXEC) for the next program.  The kernel reads 32 bits.
+ *
+ * A libseccomp rule compares an argument once, so "none of three values"
+ * is a union of rules "bit S set and bit C clear".  A 32-bit value other
+ * than 0 and 0xffffffff has a set bit I whose next bit I+1 (cyclically)
+ * is clear, and one rule per I catches it; but not for I = 3, since 8 is
+ * bit 3 alone.  Values caught by no other rule then have their set bits
+ * in one cyclic run ending at bit 3: 8, or a longer run, which has bit 2
+ * set and bit 4 clear, the rule that stands in for I = 3.
+ */
+static int
+add_personality(scmp_filter_ctx ctx, uint32_t act, int nr)
+{
+	uint32_t set, clear;
+	unsigned i;
+	int r = 0;
+
+	for (i = 0; i < 32 && r == 0; i++) {
+		set = 1U << (i == 3 ? 2 : i);
+		clear = 1U << ((i + 1) % 32);
+		r = seccomp_rule_add(ctx, act, nr, 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, set | clear, set));
+	}
+	return r;
+}
+
+/* Adds the rules for D, call number NR.  Returns 0 or -errno. */
+static int
+add_rules(scmp_filter_ctx ctx, const struct deny *d, int nr)
+{
+	uint32_t act = SCMP_ACT_ERRNO((uint32_t)d->err);
+	unsigned flags_arg =
+	    strcmp(d->name, "clone") == 0 ? CLONE_FLAGS_ARG : 0;
+	int r = -EINVAL;
+
+	switch (d->kind) {
+	case ALWAYS:
+		r = seccomp_rule_add(ctx, act, nr, 0);
+		break;
+	case IOCTL:
+		r = seccomp_rule_add(ctx, act, nr, 1,
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, d->arg));
+		break;
+	case NEWUSER:
+		r = seccomp_rule_add(ctx, act, nr, 1,
+		    SCMP_CMP(flags_arg, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER,
+		        CLONE_NEWUSER));
+		break;
+	case PERSONALITY:
+		r = add_personality(ctx, act, nr);
+		break;
+	}
+	return r;
+}
+
+/* Adds the rules for D.  Returns 0, or -1 with the reason in ERR. */
+static int
+add_deny(scmp_filter_ctx ctx, const struct deny *d, char *err, size_t len)
+{
+	int nr, r;
+
+	if ((nr = seccomp_syscall_resolve_name(d->name)) == __NR_SCMP_ERROR) {
+		snprintf(err, len, "seccomp: %s: unknown to this libseccomp",
+		    d->name);
+		return -1;
+	}
+	if ((r = add_rules(ctx, d, nr)) != 0) {
+		snprintf(err, len, "seccomp: rule for %s: %s",
+		    sc_denied((size_t)(d - denies)), strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Adds the compatible ABIs and makes any other kill the process.  Before
+ * Linux 4.14 there is no killing a process, and libseccomp refuses the
+ * action: then the default, killing the thread, stays.  Returns 0 or -1.
+ */
+static int
+add_arches(scmp_filter_ctx ctx, char *err, size_t len)
+{
+	size_t i;
+	int r = 0;
+
+	for (i = 0; compat_arches[i] != SCMP_ARCH_NATIVE && r == 0; i++)
+		if ((r = seccomp_arch_add(ctx, compat_arches[i])) == -EEXIST)
+			r = 0;
+	if (r != 0) {
+		snprintf(err, len, "seccomp: adding an ABI: %s", strerror(-r));
+		return -1;
+	}
+	(void)seccomp_attr_set(
+	    ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	return 0;
+}
+
+int
+sc_apply(char *err, size_t errlen)
+{
+	scmp_filter_ctx ctx;
+	size_t i;
+	int r, ret = -1;
+
+	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
+		snprintf(err, errlen, "seccomp: cannot make a filter");
+		return -1;
+	}
+	if (add_arches(ctx, err, errlen) == -1)
+		goto out;
+	for (i = 0; i < NDENIES; i++)
+		if (add_deny(ctx, &denies[i], err, errlen) == -1)
+			goto out;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
+		snprintf(err, errlen, "seccomp: prctl(PR_SET_NO_NEW_PRIVS): %s",
+		    strerror(errno));
+		goto out;
+	}
+	if ((r = seccomp_load(ctx)) != 0) {
+		snprintf(err, errlen, "seccomp: loading the filter: %s",
+		    strerror(-r));
+		goto out;
+	}
+	ret = 0;
+out:
+	seccomp_release(ctx);
+	return ret;
+}

@@ -1,0 +1,33 @@
+/*
+ * seccomp.h: the sandboxed command's system call filter (libseccomp).
+ *
+ * A deny list on top of the namespaces and Landlock, not an allow list:
+ * every call is allowed except the few that reach kernel attack surface
+ * no build or agent needs (keyrings, BPF, perf, userfaultfd, modules,
+ * kexec, io_uring, new user namespaces), or that escape the sandbox
+ * through the terminal (TIOCSTI, TIOCLINUX).  Denied calls fail with
+ * EPERM, except clone3, which fails with ENOSYS so that glibc falls back
+ * to clone, whose flags the filter can see.  ptrace stays allowed, for
+ * debuggers inside the sandbox.
+ */
+#ifndef PH_SECCOMP_H
+#define PH_SECCOMP_H
+
+#include <stddef.h>
+
+/*
+ * Installs the filter in the calling thread, for it and the processes it
+ * starts; other threads are not filtered, so call it before making any.
+ * Sets PR_SET_NO_NEW_PRIVS.  Returns 0, or -1 with a one-line reason in
+ * ERR; no filter is installed then.
+ */
+int sc_apply(char *err, size_t errlen);
+
+/*
+ * Returns the I-th of the denied calls as one short line, such as
+ * "keyctl" or "ioctl TIOCSTI", for `pinhole doctor` and the manual; NULL
+ * when I is past the end.
+ */
+const char *sc_denied(size_t i);
+
+#endif /* PH_SECCOMP_H */
