@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The README's first command: install dependencies, build, and run the
-# built-in demo (policy check and the decisions the proxy would make).
+# built-in demo: policy check and decisions, then a sandboxed run whose
+# only way out is the proxy (an allowed fetch, denials, a direct
+# connection that fails, the log review).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 scripts/build.sh build --log-level=WARNING
-pinhole=./build/pinhole
+pinhole=$PWD/build/pinhole
 
 show() {
 	echo
@@ -32,14 +34,17 @@ printf 'alow pypi.org\nallow example.com:99999\nallow 10.0.0.1/8\n' \
 show check build/demo-bad.conf
 
 echo
-echo "== pinhole proxy in front of a local HTTPS server (nginx on 127.0.0.1,"
-echo "   with a test CA made just now; nothing leaves this machine)"
-demo_proxy() {
+echo "== pinhole run: a command in the sandbox; its only way out is the proxy"
+echo "   (a local HTTPS server on 127.0.0.1 with a test CA made just now;"
+echo "   nothing leaves this machine)"
+demo_run() {
 	set +e	# refusals are the point here; lib.sh reports what fails
 	set -- "$pinhole"
 	. tests/integration/lib.sh
 	ph_begin demo nginx openssl curl
 	gen_certs && start_nginx || exit 1
+	mkdir -p "$T/work"
+	cp "$T/ca.pem" "$T/work/ca.pem"
 	cat >"$T/demo.conf" <<-EOF
 		resolve web.test 127.0.0.1
 		resolve intranet.test 127.0.0.1
@@ -50,31 +55,31 @@ demo_proxy() {
 		deny evil.test
 	EOF
 	sed 's/^/    /' "$T/demo.conf"
-	start_proxy proxy "$T/demo.conf" || exit 1
-	echo "  proxy listening on 127.0.0.1:$PX_PORT, audit log $PX_LOG"
-	say() {
-		echo
-		echo "\$ curl -x http://127.0.0.1:$PX_PORT $*"
-	}
-	reason() {
-		curl -q -s -v --max-time 10 -x "http://127.0.0.1:$PX_PORT" \
-			--cacert "$T/ca.pem" -o /dev/null "$@" 2>&1 |
-			sed -n 's/^< X-Pinhole-Reason: /  refused: /p' | tr -d '\r'
-	}
-	say "https://web.test:$S_PORT/"
-	curl -q -sS --max-time 10 -x "http://127.0.0.1:$PX_PORT" \
-		--cacert "$T/ca.pem" "https://web.test:$S_PORT/" | sed 's/^/  /'
-	say "https://evil.test/"
-	reason https://evil.test/
-	say "https://intranet.test:$S_PORT/"
-	reason "https://intranet.test:$S_PORT/"
-	say "http://elsewhere.test/"
-	reason http://elsewhere.test/
+	cat >"$T/work/job.sh" <<-EOF
+		echo "inside: uid \$(id -u), proxy \$https_proxy"
+		echo "1. allowed:  curl https://web.test:$S_PORT/"
+		curl -sS --cacert ca.pem https://web.test:$S_PORT/ | sed 's/^/   /'
+		echo "2. denied:   curl https://evil.test/"
+		curl -sS -o /dev/null -w '   %{http_connect} ' https://evil.test/ 2>/dev/null
+		curl -s -p -I https://evil.test/ 2>/dev/null | sed -n 's/^X-Pinhole-Reason: //p'
+		echo "3. private:  curl https://intranet.test:$S_PORT/"
+		curl -s -p -I https://intranet.test:$S_PORT/ 2>/dev/null | sed -n 's/^X-Pinhole-Reason: /   /p'
+		echo "4. direct:   a connection that bypasses the proxy"
+		bash -c 'exec 3<>/dev/tcp/192.0.2.1/443' 2>&1 | sed 's/^/   /'
+		echo "5. files:    / is read-only, the work directory writable"
+		touch /usr/pinhole-demo 2>&1 | sed 's/^/   /'
+		touch made-inside && echo "   wrote made-inside"
+	EOF
 	echo
-	echo "\$ pinhole log $PX_LOG"
-	"$pinhole" log "$PX_LOG" | sed 's/^/  /'
-	kill -TERM "$PX_PID"
+	echo "\$ cd $T/work"
+	echo "\$ pinhole run -p demo.conf --log audit.jsonl -- sh job.sh"
+	(cd "$T/work" && "$pinhole" run -p "$T/demo.conf" \
+		--log "$T/audit.jsonl" -- sh job.sh </dev/null 2>&1) | sed 's/^/  /'
+	echo "  (exit status ${PIPESTATUS[0]})"
+	echo
+	echo "\$ pinhole log audit.jsonl"
+	"$pinhole" log "$T/audit.jsonl" | sed 's/^/  /'
 }
-(demo_proxy)
+(demo_run)
 echo
-echo "== demo done: the sandboxed run (pinhole run) comes in the next version"
+echo "== demo done"
