@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <libgen.h>
 #include <getopt.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -23,7 +24,10 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "common/xmalloc.h"
+#include "netns/sandbox.h"
 #include "policy/policy.h"
+#include "policy/secret.h"
 #include "proxy/audit.h"
 #include "proxy/dns.h"
 #include "proxy/proxy.h"
@@ -346,6 +350,66 @@ daemon_open(struct daemon *d, struct policy **pp)
 	return 0;
 }
 
+#define SHED_PATHS_MAX 64
+
+/*
+ * Once listening, the daemon sheds privilege (sbx_shed).  A reload must
+ * still read the policy files (their directories: includes) and the
+ * secret files, so Landlock lets it; an exec secret's helper may need to
+ * read anything, so with one the daemon goes without Landlock.
+ */
+struct shed {
+	char *paths[SHED_PATHS_MAX];
+	size_t n;
+	int landlock;
+};
+
+static void
+shed_plan(const struct policy *p, struct shed *sh)
+{
+	struct secret_store *ss = policy_secrets(p);
+	const struct secret *sec;
+	const char *f;
+	char *real;
+	size_t i;
+
+	sh->n = 0;
+	sh->landlock = 1;
+	for (i = 0; (f = policy_file_at(p, i)) != NULL; i++)
+		if (sh->n < SHED_PATHS_MAX &&
+		    (real = realpath(f, NULL)) != NULL) {
+			sh->paths[sh->n++] = xstrdup(dirname(real));
+			free(real);
+		}
+	for (i = 0; i < secret_store_count(ss); i++) {
+		sec = secret_store_get(ss, i);
+		if (secret_source(sec) == SECRET_EXEC)
+			sh->landlock = 0;
+		else if (secret_source(sec) == SECRET_FILE &&
+		    sh->n < SHED_PATHS_MAX)
+			sh->paths[sh->n++] = xstrdup(secret_origin(sec));
+	}
+}
+
+static void
+shed_apply(struct shed *sh)
+{
+	char report[256];
+
+	if (sbx_shed((const char *const *)sh->paths, sh->n, sh->landlock,
+	        report, sizeof(report)) != 0)
+		log_warnx("proxy: %s", report);
+	else
+		log_info("proxy: %s", report);
+}
+
+static void
+shed_free(struct shed *sh)
+{
+	while (sh->n > 0)
+		free(sh->paths[--sh->n]);
+}
+
 static int
 daemon_run(struct daemon *d)
 {
@@ -370,6 +434,7 @@ cmd_proxy(int argc, char **argv)
 {
 	struct daemon d;
 	struct policy *p;
+	struct shed sh;
 	int r;
 
 	memset(&d, 0, sizeof(d));
@@ -380,7 +445,13 @@ cmd_proxy(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if ((d.base = event_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");
-	r = daemon_open(&d, &p) == 0 ? daemon_run(&d) : 1;
+	shed_plan(p, &sh);
+	if (daemon_open(&d, &p) == 0) {
+		shed_apply(&sh);
+		r = daemon_run(&d);
+	} else
+		r = 1;
+	shed_free(&sh);
 	proxy_free(d.px);
 	policy_free(p);
 	dns_free(d.dns);

@@ -27,9 +27,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
-#include "netns/caps.h"
 #include "netns/env.h"
-#include "netns/landlock.h"
 #include "netns/mount.h"
 #include "netns/net.h"
 #include "netns/sandbox.h"
@@ -541,38 +539,19 @@ start_proxy(struct run *r)
 
 /*
  * What parses the sandbox's bytes keeps only what proxying needs: no
- * capability, and (Landlock) reads of /etc (resolv.conf, hosts), the
- * trust store, and the libraries a library may still load (OpenSSL
- * providers, gconv).  Everything else it needs is open already.  The
+ * capability, no_new_privs, and (Landlock) reads of /etc, the trust store
+ * and the libraries.  Everything else it needs is open already.  The
  * process has one thread, so the ruleset covers all of it.
  */
 static void
 shed(const struct run *r)
 {
-	static const char *const readable[] = {
-	    "/etc",
-	    "/usr/share/ca-certificates",
-	    "/usr/lib/ssl",
-	    "/usr/local/share/ca-certificates",
-	    "/usr/lib",
-	    "/lib",
-	};
-	struct ll_rules *ll;
-	char err[256];
-	size_t i;
+	char report[256];
 
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (caps_drop_all(err, sizeof(err)) != 0)
-		log_warnx("run: %s", err);
-	if ((ll = ll_new(LL_PROXY)) == NULL)
-		return;
-	for (i = 0; i < sizeof(readable) / sizeof(readable[0]); i++)
-		(void)ll_allow(ll, readable[i], LL_READ);
-	if (ll_apply(ll, err, sizeof(err)) != 0)
-		log_warnx("run: proxy %s", err);
+	if (sbx_shed(NULL, 0, 1, report, sizeof(report)) != 0)
+		log_warnx("run: proxy: %s", report);
 	else if (r->verbose)
-		log_warnx("proxy %s", err);
-	ll_free(ll);
+		log_warnx("proxy: %s", report);
 }
 
 /* In the sandbox's first process: its copy of the secrets goes. */

@@ -218,6 +218,46 @@ child_main(const struct sbx_config *c, int sock)
 
 /* --- outside -------------------------------------------------------------- */
 
+int
+sbx_shed(const char *const *extra, size_t nextra, int landlock, char *report,
+    size_t reportlen)
+{
+	static const char *const readable[] = {
+	    "/etc",
+	    "/usr/share/ca-certificates",
+	    "/usr/local/share/ca-certificates",
+	    "/usr/lib",
+	    "/lib",
+	};
+	struct ll_rules *ll = NULL;
+	char err[256];
+	size_t i;
+	int r = -1;
+
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (caps_drop_all(err, sizeof(err)) != 0) {
+		seterr(report, reportlen, "%s", err);
+		goto out;
+	}
+	if (!landlock) {
+		seterr(report, reportlen, "capabilities dropped; no Landlock");
+		r = 0;
+		goto out;
+	}
+	if ((ll = ll_new(LL_PROXY)) == NULL) {
+		seterr(report, reportlen, "landlock: out of memory");
+		goto out;
+	}
+	for (i = 0; i < sizeof(readable) / sizeof(readable[0]); i++)
+		(void)ll_allow(ll, readable[i], LL_READ);
+	for (i = 0; i < nextra; i++)
+		(void)ll_allow(ll, extra[i], LL_READ);
+	r = ll_apply(ll, report, reportlen);
+out:
+	ll_free(ll);
+	return r;
+}
+
 static int
 write_file(pid_t pid, const char *name, const char *text)
 {

@@ -60,6 +60,17 @@ pid_t sbx_pid(const struct sbx *);
  */
 int sbx_reap(struct sbx *, int *status);
 
+/*
+ * The proxy's side sheds what it does not need once it has opened what it
+ * needs (policy, secrets, log, listeners): it becomes undumpable, drops
+ * every capability, sets no_new_privs, and with LANDLOCK its file access
+ * is limited to reading /etc (resolv.conf, hosts), the trust store, the
+ * libraries, and the NEXTRA paths of EXTRA.  Returns 0 with what was done
+ * in REPORT, or -1 with the reason (what succeeded before stays).
+ */
+int sbx_shed(const char *const *extra, size_t nextra, int landlock,
+    char *report, size_t reportlen);
+
 /* Kills what is left (SIGKILL ends the namespace), reaps, frees. */
 void sbx_free(struct sbx *);
 

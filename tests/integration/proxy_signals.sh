@@ -32,6 +32,12 @@ reloads() { test "$(count_in "$PX_ERR" "$2")" -ge "$1"; }
 
 write_policy web.test
 start_proxy hup "$pol" || exit 1
+# Once listening, the daemon holds no capability (as root too), cannot
+# gain any, and cannot be dumped; the reloads below still read the policy.
+st=$(cat "/proc/$PX_PID/status")
+expect "shed: no effective capability" "$st" '^CapEff:[[:space:]]+0000000000000000$'
+expect "shed: empty bounding set" "$st" '^CapBnd:[[:space:]]+0000000000000000$|^CapPrm:[[:space:]]+0000000000000000$'
+expect "shed: no_new_privs" "$st" '^NoNewPrivs:[[:space:]]+1$'
 equal "before reload: web.test" "$(code_for web.test)" 200
 equal "before reload: other.test" "$(code_for other.test)" 403
 # A keep-alive connection from before the reload keeps its policy
