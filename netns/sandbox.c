@@ -14,6 +14,7 @@
  * the user namespace with every capability dropped, securebits locked and
  * no_new_privs, so nothing inside can undo the mount view.
  */
+#include <linux/close_range.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -145,6 +146,13 @@ command_main(const struct sbx_config *c, int sock)
 	if (c->verbose)
 		fprintf(stderr, "pinhole: seccomp: filter on\n");
 	apply_landlock(c, sock);
+	/*
+	 * Only stdin, stdout and stderr go in: a descriptor inherited from
+	 * whoever started pinhole (a directory, a socket) would be a way
+	 * around the mount view and the network namespace.
+	 */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+		child_fail(sock, "close_range: %s", strerror(errno));
 	/* execvp searches the PATH of the environment it runs with. */
 	environ = c->envp;
 	execvp(c->argv[0], c->argv);

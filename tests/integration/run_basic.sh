@@ -47,6 +47,13 @@ done
 expect "no_new_privs" "$OUT" '^NoNewPrivs:[[:space:]]+1$'
 expect "seccomp filter on" "$OUT" '^Seccomp:[[:space:]]+2$'
 
+# A descriptor pinhole inherits (here a directory outside the view) does
+# not reach the command: only 0, 1 and 2 (and ls's own) are open inside.
+exec 7<"$T"
+prun -- sh -c 'ls /proc/$$/fd | tr "\n" " "'
+exec 7<&-
+equal "inherited descriptors closed" "$OUT" "0 1 2 "
+
 # --- PID namespace ------------------------------------------------------------
 prun -- sh -c 'echo $$; cat /proc/1/comm; ls /proc | grep -c "^[0-9][0-9]*$"'
 equal "command is PID 2" "$(sed -n 1p <<<"$OUT")" 2
@@ -89,7 +96,7 @@ running() { pgrep -f "^sleep $marker\$" >/dev/null; }
 wait_for 10 running
 check "sandboxed sleep started" running
 kill -KILL "$pid"
-wait "$pid" 2>/dev/null
+{ wait "$pid"; } 2>/dev/null
 gone() { ! running; }
 wait_for 10 gone
 check "sandbox ended with pinhole run" gone
