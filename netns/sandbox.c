@@ -242,7 +242,7 @@ sbx_shed(const char *const *extra, size_t nextra, int landlock, char *report,
 	size_t i;
 	int r = -1;
 
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* Undumpable already if it holds secrets (secret_store_load). */
 	if (caps_drop_all(err, sizeof(err)) != 0) {
 		seterr(report, reportlen, "%s", err);
 		goto out;

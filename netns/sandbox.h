@@ -62,8 +62,8 @@ int sbx_reap(struct sbx *, int *status);
 
 /*
  * The proxy's side sheds what it does not need once it has opened what it
- * needs (policy, secrets, log, listeners): it becomes undumpable, drops
- * every capability, sets no_new_privs, and with LANDLOCK its file access
+ * needs (policy, secrets, log, listeners): it drops every capability,
+ * sets no_new_privs, and with LANDLOCK its file access
  * is limited to reading /etc (resolv.conf, hosts), the trust store, the
  * libraries, and the NEXTRA paths of EXTRA.  Returns 0 with what was done
  * in REPORT, or -1 with the reason (what succeeded before stays).

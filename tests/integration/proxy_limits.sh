@@ -15,7 +15,14 @@ resolve web.test 127.0.0.1
 allow web.test:$H_PORT,$S_PORT { private }
 EOF
 
-fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+# An unreadable /proc/PID/fd (an undumpable proxy) fails the test: a count
+# of 0 would pass the leak check without checking anything.
+fd_count() {
+	local n
+	n=$(ls "/proc/$1/fd" 2>/dev/null | wc -l)
+	[ "$n" -gt 0 ] || bad "cannot count the descriptors of process $1"
+	echo "$n"
+}
 # cpu_ticks PID: user + system time so far, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
