@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <arpa/inet.h>
+
 #define POLICY_INTERNAL
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
@@ -441,6 +443,17 @@ static int
 rule_intercepts(const struct policy_rule *r)
 {
 	return rule_constrained(r) || r->ninject > 0 || r->nplaceholder > 0;
+}
+
+static int
+has_placeholder(const struct policy_rule *r, const char *env)
+{
+	size_t i;
+
+	for (i = 0; i < r->nplaceholder; i++)
+		if (strcmp(r->placeholder[i].env, env) == 0)
+			return 1;
+	return 0;
 }
 
 static int
@@ -1107,6 +1120,73 @@ policy_load_string(const char *file, const char *text, size_t len,
 	parse_buffer(st, file, text, len);
 	parse_state_free(st);
 	return load_finish(p, diag, arg, out);
+}
+
+static void
+target_text(const struct rule_target *t, char *buf, size_t len)
+{
+	char addr[INET6_ADDRSTRLEN];
+
+	switch (t->kind) {
+	case RT_ANY:
+		snprintf(buf, len, "*");
+		break;
+	case RT_EXACT:
+		snprintf(buf, len, "%s", t->host);
+		break;
+	case RT_WILD:
+		snprintf(buf, len, "*.%s", t->host);
+		break;
+	case RT_CIDR:
+		inet_ntop(t->family == 4 ? AF_INET : AF_INET6, t->addr, addr,
+		    sizeof(addr));
+		snprintf(buf, len, "%s/%u", addr, t->plen);
+		break;
+	}
+}
+
+void
+policy_intercept_targets(
+    const struct policy *p, void (*fn)(void *, const char *), void *arg)
+{
+	const struct policy_rule *r;
+	char text[TARGET_HOST_MAX + 8];
+	size_t i, k;
+
+	for (i = 0; i < p->nrules; i++) {
+		r = &p->rules[i];
+		if (r->deny ? !rule_constrained(r) : !rule_intercepts(r))
+			continue;
+		for (k = 0; k < r->ntargets; k++) {
+			target_text(&p->targets[r->first_target + k], text,
+			    sizeof(text));
+			fn(arg, text);
+		}
+	}
+}
+
+void
+policy_placeholders(const struct policy *p,
+    void (*fn)(void *, const struct policy_placeholder *), void *arg)
+{
+	const struct policy_rule *r;
+	size_t i, k, j, seen;
+
+	/* One ENV stands for one secret: report each ENV once. */
+	for (i = 0; i < p->nrules; i++) {
+		r = &p->rules[i];
+		for (k = 0; k < r->nplaceholder; k++) {
+			seen = 0;
+			for (j = 0; j < i && !seen; j++)
+				seen = has_placeholder(
+				    &p->rules[j], r->placeholder[k].env);
+			for (j = 0; j < k && !seen; j++)
+				seen = strcmp(r->placeholder[j].env,
+				           r->placeholder[k].env) == 0;
+			if (!seen)
+				fn(arg, &r->placeholder[k]);
+		}
+	}
 }
 
 size_t

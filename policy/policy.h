@@ -141,6 +141,20 @@ unsigned policy_timeout(const struct policy *, enum policy_timeout);
 size_t policy_resolve(const struct policy *, const char *host,
     struct target_host *out, size_t max);
 
+/*
+ * Calls FN with each target whose tunnels the proxy may intercept, as
+ * text: "name", "*.suffix", "address/prefix" or "*".  These are the
+ * targets of allow rules that need the request (paths, methods, inject,
+ * placeholder) and of deny rules with paths or methods: the names the
+ * per-run CA may sign for.
+ */
+void policy_intercept_targets(const struct policy *,
+    void (*fn)(void *arg, const char *target), void *arg);
+
+/* Calls FN once for each placeholder variable (ENV and its secret). */
+void policy_placeholders(const struct policy *,
+    void (*fn)(void *arg, const struct policy_placeholder *), void *arg);
+
 /* Number of rules (allow and deny). */
 size_t policy_rule_count(const struct policy *);
 

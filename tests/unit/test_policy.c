@@ -750,6 +750,56 @@ test_placeholder_fields(void **state)
 }
 
 static void
+collect(void *arg, const char *text)
+{
+	char *buf = arg;
+
+	strcat(buf, text);
+	strcat(buf, " ");
+}
+
+static void
+collect_env(void *arg, const struct policy_placeholder *ph)
+{
+	char *buf = arg;
+
+	strcat(buf, ph->env);
+	strcat(buf, "=");
+	strcat(buf, ph->secret_name);
+	strcat(buf, " ");
+}
+
+/* The names the run CA may sign for, and each placeholder variable once. */
+static void
+test_intercept_targets(void **state)
+{
+	static const char pol[] =
+	    "secret a env A\n"
+	    "secret b env B\n"
+	    "allow plain.test\n"
+	    "allow git.test:443 *.pkg.test { paths /x/* }\n"
+	    "allow 10.1.0.0/16 { methods GET }\n"
+	    "allow 127.0.0.1 ::1 { inject bearer a }\n"
+	    "deny evil.test { paths /bad/* }\n"
+	    "deny worse.test\n"
+	    "allow reg.test { placeholder A_TOKEN a }\n"
+	    "allow reg2.test { placeholder A_TOKEN a  placeholder B_TOKEN b "
+	    "}\n";
+	struct fixture *f = *state;
+	char buf[512] = "";
+
+	use_policy(f, pol);
+	policy_intercept_targets(f->p, collect, buf);
+	assert_string_equal(buf,
+	    "git.test *.pkg.test 10.1.0.0/16 "
+	    "127.0.0.1/32 ::1/128 evil.test reg.test "
+	    "reg2.test ");
+	buf[0] = '\0';
+	policy_placeholders(f->p, collect_env, buf);
+	assert_string_equal(buf, "A_TOKEN=a B_TOKEN=b ");
+}
+
+static void
 test_rule_file_as_given(void **state)
 {
 	static const char pol[] = "\nallow a.test\ndeny b.test\n";
@@ -912,6 +962,7 @@ main(void)
 	    T(test_upstream_ca),
 	    T(test_inject_fields),
 	    T(test_placeholder_fields),
+	    T(test_intercept_targets),
 	    T(test_rule_file_as_given),
 	    T(test_decision_reset),
 	    T(test_reason_long_host),
