@@ -25,6 +25,9 @@
 	    SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
 
 static void
+seterr(char *, size_t, const char *, ...) __attribute__((format(printf, 3, 4)));
+
+static void
 seterr(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;

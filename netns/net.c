@@ -24,6 +24,9 @@
 #include "netns/net.h"
 
 static void
+seterr(char *, size_t, const char *, ...) __attribute__((format(printf, 3, 4)));
+
+static void
 seterr(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;

@@ -57,6 +57,9 @@ struct sbx {
 extern char **environ;
 
 static void
+seterr(char *, size_t, const char *, ...) __attribute__((format(printf, 3, 4)));
+
+static void
 seterr(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
@@ -71,7 +74,11 @@ seterr(char *err, size_t len, const char *fmt, ...)
 /* --- inside --------------------------------------------------------------- */
 
 /* Tells pinhole run why setting up failed, and gives up (status 125). */
-static void __attribute__((noreturn)) child_fail(int sock, const char *fmt, ...)
+static void child_fail(int, const char *, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+
+static void
+child_fail(int sock, const char *fmt, ...)
 {
 	char msg[MSG_MAX];
 	va_list ap;
