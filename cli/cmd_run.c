@@ -184,7 +184,11 @@ mount_or_env_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 	    strcmp(o, "--keep-env") == 0) {
 		if ((*bad = need(argc, argv, *i, 1)) == 0) {
 			++*i;
-			if (o[2] == 'u')
+			if (!env_name_ok(argv[*i])) {
+				log_warnx(
+				    "run: %s: bad name '%s'", o, argv[*i]);
+				*bad = -1;
+			} else if (o[2] == 'u')
 				env_unset(r->env, argv[*i]);
 			else if (r->nkeep == KEEP_MAX)
 				*bad = -1;

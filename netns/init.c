@@ -93,6 +93,16 @@ init_loop(int sfd, pid_t cmd)
 }
 
 void
+init_kill_all(void)
+{
+	int w;
+
+	(void)kill(-1, SIGKILL);
+	while (waitpid(-1, &w, 0) > 0 || errno == EINTR)
+		;
+}
+
+void
 init_reset_signals(const sigset_t *old)
 {
 	struct sigaction sa;

@@ -28,6 +28,13 @@ int init_loop(int sfd, pid_t cmd);
 /* The status of a waitpid() result, as init_loop returns it. */
 int init_status(int wstatus);
 
+/*
+ * Kills every other process of the PID namespace (the caller is its PID
+ * 1) and reaps them all, so that nothing inside outlives the check that
+ * follows.
+ */
+void init_kill_all(void);
+
 /* Resets every signal to its default disposition, and the mask to OLD. */
 void init_reset_signals(const sigset_t *old);
 

@@ -39,7 +39,29 @@ struct mnt_plan {
 	struct mnt_op *ops;
 	size_t nops;
 	int allow_git_config;
+	unsigned *git_before; /* per writable root: guards present at start */
 };
+
+/*
+ * What keeps a repository in a writable bind from planting code that the
+ * user's next git command would run outside the sandbox: .git itself is
+ * pinned (a mount point cannot be renamed or replaced), and what names
+ * hooks or other git directories is read-only.  The first entry must
+ * stay first: the others are attached inside it.
+ */
+static const struct {
+	const char *name;
+	int ro;
+} git_guards[] = {
+    {".git", 0},
+    {".git/hooks", 1},
+    {".git/config", 1},
+    {".git/commondir", 1},
+    {".git/config.worktree", 1},
+};
+#define GIT_GUARDS (sizeof(git_guards) / sizeof(git_guards[0]))
+/* Files the sandbox could create to redirect git; checked after a run. */
+#define GIT_LATE_MASK ((1u << 3) | (1u << 4))
 
 /* Devices of the minimal /dev, bound from the host's. */
 static const char *const dev_nodes[] = {
@@ -119,6 +141,7 @@ mnt_plan_free(struct mnt_plan *p)
 	}
 	free(p->ops);
 	free(p->cwd);
+	free(p->git_before);
 	free(p);
 }
 
@@ -197,37 +220,122 @@ mnt_plan_is_writable(const struct mnt_plan *p, const char *path)
 	return 0;
 }
 
+/* Which guards of SRC exist now, as a bit mask. */
+static unsigned
+git_present(const char *src)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	unsigned mask = 0;
+	size_t i;
+
+	for (i = 0; i < GIT_GUARDS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", src, git_guards[i].name);
+		if (lstat(path, &sb) == 0)
+			mask |= 1u << i;
+	}
+	return mask;
+}
+
 static int
-prepare_git(const char *src, char *err, size_t errlen)
+prepare_git(const char *src, unsigned *before, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	struct stat sb;
 
 	snprintf(path, sizeof(path), "%s/.git", src);
-	if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-		return 0; /* no repository, or a worktree's .git file */
-	snprintf(path, sizeof(path), "%s/.git/hooks", src);
-	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-		seterr(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		snprintf(path, sizeof(path), "%s/.git/hooks", src);
+		if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+			seterr(err, errlen, "%s: %s", path, strerror(errno));
+			return -1;
+		}
 	}
+	*before = git_present(src);
 	return 0;
 }
 
-int
-mnt_plan_prepare_git(const struct mnt_plan *p, char *err, size_t errlen)
+/*
+ * Calls FN(ARG, PATH, I) for each writable root I (the cwd is 0), PATH
+ * as the host sees it, or with INSIDE as the sandbox does.
+ */
+static void
+each_writable(const struct mnt_plan *p, int inside,
+    void (*fn)(const struct mnt_plan *, const char *, size_t, void *),
+    void *arg)
 {
-	size_t i;
+	size_t i, n = 1;
+
+	fn(p, p->cwd, 0, arg);
+	for (i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == MNT_BIND)
+			fn(p, inside ? p->ops[i].dst : p->ops[i].src, n++, arg);
+}
+
+struct git_walk {
+	char *err;
+	size_t errlen;
+	int failed;
+	void (*warn)(void *, const char *);
+	void *warn_arg;
+};
+
+static void
+prepare_one(const struct mnt_plan *p, const char *src, size_t i, void *arg)
+{
+	struct git_walk *w = arg;
+
+	if (!w->failed &&
+	    prepare_git(src, &p->git_before[i], w->err, w->errlen) != 0)
+		w->failed = 1;
+}
+
+int
+mnt_plan_prepare_git(struct mnt_plan *p, char *err, size_t errlen)
+{
+	struct git_walk w = {err, errlen, 0, NULL, NULL};
 
 	if (p->allow_git_config)
 		return 0;
-	if (prepare_git(p->cwd, err, errlen) != 0)
-		return -1;
-	for (i = 0; i < p->nops; i++)
-		if (p->ops[i].kind == MNT_BIND &&
-		    prepare_git(p->ops[i].src, err, errlen) != 0)
-			return -1;
-	return 0;
+	free(p->git_before);
+	p->git_before = xcalloc(p->nops + 1, sizeof(*p->git_before));
+	each_writable(p, 0, prepare_one, &w);
+	return w.failed ? -1 : 0;
+}
+
+/* A guard file that appeared during the run is moved aside. */
+static void
+recheck_one(const struct mnt_plan *p, const char *src, size_t i, void *arg)
+{
+	struct git_walk *w = arg;
+	unsigned now = git_present(src), late;
+	char path[PATH_MAX], aside[PATH_MAX + 32], msg[2 * PATH_MAX + 96];
+	size_t k;
+
+	late = now & ~p->git_before[i] & GIT_LATE_MASK;
+	for (k = 0; k < GIT_GUARDS; k++) {
+		if (!(late & (1u << k)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", src, git_guards[k].name);
+		snprintf(aside, sizeof(aside), "%s.pinhole-quarantine", path);
+		snprintf(msg, sizeof(msg), "%s appeared during the run%s %s",
+		    path,
+		    rename(path, aside) == 0 ? "; moved to"
+		                             : ", and could not be moved to",
+		    aside);
+		w->warn(w->warn_arg, msg);
+	}
+}
+
+void
+mnt_plan_recheck_git(
+    const struct mnt_plan *p, void (*warn)(void *, const char *), void *arg)
+{
+	struct git_walk w = {NULL, 0, 0, warn, arg};
+
+	if (p->allow_git_config || p->git_before == NULL)
+		return;
+	each_writable(p, 1, recheck_one, &w);
 }
 
 void
@@ -328,18 +436,26 @@ static void
 capture_git(struct view *v, const char *src)
 {
 	char path[PATH_MAX];
-	int *g;
+	struct stat sb;
+	size_t i;
+	int *g, file;
 
-	v->git = xreallocarray(v->git, v->ngit + 2, sizeof(*v->git));
+	v->git = xreallocarray(v->git, v->ngit + GIT_GUARDS, sizeof(*v->git));
 	g = &v->git[v->ngit];
-	v->ngit += 2;
-	g[0] = g[1] = -1;
-	if (v->p->allow_git_config)
+	v->ngit += GIT_GUARDS;
+	for (i = 0; i < GIT_GUARDS; i++)
+		g[i] = -1;
+	snprintf(path, sizeof(path), "%s/.git", src);
+	if (v->p->allow_git_config || lstat(path, &sb) != 0)
 		return;
-	snprintf(path, sizeof(path), "%s/.git/hooks", src);
-	g[0] = tree_clone(path, 1, 1);
-	snprintf(path, sizeof(path), "%s/.git/config", src);
-	g[1] = tree_clone(path, 1, 0);
+	/* A worktree's .git is a file naming its git dir: read-only. */
+	file = !S_ISDIR(sb.st_mode);
+	for (i = 0; i < GIT_GUARDS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", src, git_guards[i].name);
+		g[i] = tree_clone(path, git_guards[i].ro || file, 1);
+		if (file)
+			break;
+	}
 }
 
 /* A read-only tmpfs holding an empty directory and an empty file. */
@@ -594,15 +710,18 @@ static int
 protect_git(struct view *v, const char *dst, int *g)
 {
 	char path[PATH_MAX];
+	size_t i;
 
-	snprintf(path, sizeof(path), "%s/.git/hooks", dst);
-	if (g[0] >= 0 && attach(g[0], path) != 0)
-		return failed(v, "protect", path);
-	g[0] = -1;
-	snprintf(path, sizeof(path), "%s/.git/config", dst);
-	if (g[1] >= 0 && attach(g[1], path) != 0)
-		return failed(v, "protect", path);
-	g[1] = -1;
+	for (i = 0; i < GIT_GUARDS; i++) {
+		if (g[i] < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dst, git_guards[i].name);
+		if (attach(g[i], path) != 0) {
+			g[i] = -1;
+			return failed(v, "protect", path);
+		}
+		g[i] = -1;
+	}
 	return 0;
 }
 
@@ -617,11 +736,11 @@ finish(struct view *v)
 			return -1;
 	if (protect_git(v, p->cwd, &v->git[g]) != 0)
 		return -1;
-	for (i = 0, g = 2; i < p->nops; i++)
+	for (i = 0, g = GIT_GUARDS; i < p->nops; i++)
 		if (p->ops[i].kind == MNT_BIND) {
 			if (protect_git(v, p->ops[i].dst, &v->git[g]) != 0)
 				return -1;
-			g += 2;
+			g += GIT_GUARDS;
 		}
 	return 0;
 }

@@ -59,10 +59,22 @@ int mnt_plan_is_writable(const struct mnt_plan *, const char *path);
 
 /*
  * Makes sure each writable bind that holds a Git repository has a
- * .git/hooks directory to cover (creating it, as git init would).
- * Outside, before the sandbox starts.  Returns 0 or -1 with ERR.
+ * .git/hooks directory to cover (creating it, as git init would), and
+ * notes which of .git/commondir and .git/config.worktree exist.  Outside,
+ * before the sandbox starts.  Returns 0 or -1 with ERR.
  */
-int mnt_plan_prepare_git(const struct mnt_plan *, char *err, size_t errlen);
+int mnt_plan_prepare_git(struct mnt_plan *, char *err, size_t errlen);
+
+/*
+ * After the run, in the sandbox's PID 1 once nothing else runs there (the
+ * proxy side may no longer write): a .git/commondir or
+ * .git/config.worktree that appeared meanwhile (it would point git at
+ * hooks and config the sandbox wrote) is renamed to
+ * NAME.pinhole-quarantine, and WARN says so.  Paths as the sandbox sees
+ * them.
+ */
+void mnt_plan_recheck_git(const struct mnt_plan *,
+    void (*warn)(void *arg, const char *msg), void *arg);
 
 /*
  * The directories the sandbox may write to, as it sees them: the start

@@ -187,13 +187,20 @@ child_network(int sock)
 		close(fds[i]);
 }
 
+static void
+git_warning(void *arg, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "pinhole: warning: %s\n", msg);
+}
+
 static void __attribute__((noreturn))
 child_main(const struct sbx_config *c, int sock)
 {
 	char go, err[512];
 	sigset_t old;
 	pid_t cmd;
-	int sfd;
+	int sfd, status;
 
 	/* When pinhole run dies, so does the whole namespace. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
@@ -228,7 +235,11 @@ child_main(const struct sbx_config *c, int sock)
 	/* PID 1 needs nothing either; not dumpable: the command can't trace it. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	(void)caps_drop_all(err, sizeof(err));
-	_exit(init_loop(sfd, cmd));
+	status = init_loop(sfd, cmd);
+	/* Nothing left running may plant a file after the check. */
+	init_kill_all();
+	mnt_plan_recheck_git(c->plan, git_warning, NULL);
+	_exit(status);
 }
 
 /* --- outside -------------------------------------------------------------- */
@@ -427,7 +438,7 @@ fail:
 int
 sbx_listener(const struct sbx *s, int i)
 {
-	return i < s->nfds ? s->fds[i] : -1;
+	return i >= 0 && i < s->nfds ? s->fds[i] : -1;
 }
 
 int

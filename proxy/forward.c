@@ -8,8 +8,14 @@
  * chunked, checked as the bytes pass), never buffered whole.  When both
  * messages are complete and both ends allow it, the client connection
  * reads its next request and the upstream connection waits for reuse.
- * Credentials are never injected here: policy_decide() denies a plain-HTTP
- * request whose rule would need one.
+ * Credentials are never injected in plain HTTP: policy_decide() denies a
+ * plain-HTTP request whose rule would need one.
+ *
+ * The same loop serves the requests inside an intercepted tunnel
+ * (intercept.c): origin-form requests whose Host must be the CONNECT
+ * target, decided as HTTPS, with the rule's credentials injected and its
+ * placeholder stand-ins swapped for the real values, and sent over the
+ * proxy's own TLS connection to the real server.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +29,8 @@
 #include "common/ph_err.h"
 #include "policy/policy.h"
 #include "proxy/http.h"
+#include "proxy/inject.h"
+#include "proxy/intercept.h"
 #include "proxy/session.h"
 #include "proxy/upstream.h"
 
@@ -46,6 +54,7 @@ struct forward {
 	char up_host[TARGET_HOST_MAX]; /* what s->up.bev is connected to */
 	uint16_t up_port;
 	int up_private; /* ...under a decision with private */
+	const char *up_ca; /* ...and, intercepted, this upstream-ca */
 	char up_addr[64];
 	struct evbuffer *head; /* the rewritten request head */
 	char method[33];
@@ -124,24 +133,68 @@ add_path(struct evbuffer *out, const char *path)
 }
 
 static void
-add_host(struct evbuffer *out, const struct target_host *h, uint16_t port)
+add_host(
+    struct evbuffer *out, const struct target_host *h, uint16_t port, int tls)
 {
 	evbuffer_add_printf(
 	    out, h->kind == TARGET_V6 ? "Host: [%s]" : "Host: %s", h->name);
-	if (port != 80)
+	if (port != (tls ? 443 : 80))
 		evbuffer_add_printf(out, ":%u", port);
 	evbuffer_add(out, "\r\n", 2);
 }
 
 /*
- * The request as it goes upstream: origin-form with the normalised path
- * (what the policy checked is what the server gets) and the query as sent.
+ * The request target (normalised path, query as sent), with the
+ * stand-ins the rule binds swapped for their values.
  */
 static int
-build_head(struct forward *fw, const struct http_head *h,
-    const struct target_host *host, uint16_t port, const char *path)
+add_target(struct session *s, struct evbuffer *out, const struct http_head *h,
+    const char *path)
 {
 	const char *q = memchr(h->target, '?', h->target_len);
+	struct evbuffer *t = evbuffer_new();
+	unsigned char *flat;
+	int r = -1;
+
+	if (t == NULL)
+		return -1;
+	add_path(t, path);
+	if (q != NULL)
+		evbuffer_add(t, q, h->target + h->target_len - q);
+	if ((flat = evbuffer_pullup(t, -1)) != NULL)
+		r = inject_add_swapped(out, (const char *)flat,
+		    evbuffer_get_length(t), s->ctx->standins, &s->dec,
+		    &s->secret);
+	evbuffer_free(t);
+	return r;
+}
+
+/* A field for upstream: dropped, replaced by an injection, or swapped. */
+static int
+add_field(struct session *s, struct evbuffer *out, const struct http_field *f,
+    const struct http_head *h)
+{
+	if ((f->name_len == 4 && strncasecmp(f->name, "host", 4) == 0) ||
+	    hop_field(f, h) || inject_replaces(&s->dec, f->name, f->name_len))
+		return 0;
+	evbuffer_add_printf(out, "%.*s: ", (int)f->name_len, f->name);
+	if (inject_add_swapped(out, f->value, f->value_len, s->ctx->standins,
+	        &s->dec, &s->secret) != 0)
+		return -1;
+	evbuffer_add(out, "\r\n", 2);
+	return 0;
+}
+
+/*
+ * The request as it goes upstream: origin-form with the normalised path
+ * (what the policy checked is what the server gets) and the query as sent;
+ * inside an intercepted tunnel, with the rule's credentials.
+ */
+static int
+build_head(
+    struct session *s, const struct http_head *h, const struct target_url *u)
+{
+	struct forward *fw = s->fwd;
 	size_t i;
 
 	if (fw->head == NULL && (fw->head = evbuffer_new()) == NULL)
@@ -149,21 +202,17 @@ build_head(struct forward *fw, const struct http_head *h,
 	evbuffer_drain(fw->head, evbuffer_get_length(fw->head));
 	evbuffer_add(fw->head, h->method, h->method_len);
 	evbuffer_add(fw->head, " ", 1);
-	add_path(fw->head, path);
-	if (q != NULL)
-		evbuffer_add(fw->head, q, h->target + h->target_len - q);
+	if (add_target(s, fw->head, h, s->path) != 0)
+		return -1;
 	evbuffer_add_printf(fw->head, " HTTP/1.1\r\n");
-	add_host(fw->head, host, port);
-	for (i = 0; i < h->nfields; i++) {
-		const struct http_field *f = &h->fields[i];
-
-		if ((f->name_len == 4 &&
-		        strncasecmp(f->name, "host", 4) == 0) ||
-		    hop_field(f, h))
-			continue;
-		evbuffer_add_printf(fw->head, "%.*s: %.*s\r\n",
-		    (int)f->name_len, f->name, (int)f->value_len, f->value);
-	}
+	add_host(fw->head, &u->host, u->port, u->tls);
+	for (i = 0; i < h->nfields; i++)
+		if (add_field(s, fw->head, &h->fields[i], h) != 0)
+			return -1;
+	if (inject_add_fields(fw->head, &s->dec) != 0)
+		return -1;
+	if (s->dec.ninject > 0)
+		s->secret = s->dec.inject[0].secret_name;
 	if (h->upgrade)
 		evbuffer_add_printf(fw->head, "Connection: upgrade\r\n");
 	evbuffer_add(fw->head, "\r\n", 2);
@@ -515,6 +564,17 @@ send_request(struct session *s)
 	pump_request(s);
 }
 
+/* The proxy's TLS to the real server is up (or failed: 502, why). */
+static void
+tls_connected(struct session *s, struct bufferevent *bev, const char *error)
+{
+	if (bev == NULL) {
+		session_reply_close(s, 502, error);
+		return;
+	}
+	send_request(s);
+}
+
 static void
 connected(void *arg, struct bufferevent *bev, int status, const char *reason,
     const char *addr)
@@ -526,32 +586,94 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 		session_reply_close(s, status, reason);
 		return;
 	}
-	s->up.bev = bev;
 	snprintf(s->addr, sizeof(s->addr), "%s", addr);
 	memcpy(s->fwd->up_addr, s->addr, sizeof(s->addr));
 	memcpy(s->fwd->up_host, s->host, sizeof(s->host));
 	s->fwd->up_port = s->port;
 	s->fwd->up_private = s->dec.allow_private;
+	s->fwd->up_ca = s->dec.upstream_ca;
+	if (s->icpt != NULL) {
+		intercept_upstream(s, bev, s->dec.upstream_ca, tls_connected);
+		return;
+	}
+	s->up.bev = bev;
 	send_request(s);
+}
+
+/*
+ * A stand-in in a request its rule does not bind (another target, plain
+ * HTTP, a denied request) is a leak attempt: denied, and said so.
+ */
+static void
+check_leak(struct session *s, const struct http_head *h)
+{
+	long i = inject_leak(s->ctx->standins, h,
+	    s->dec.verdict == POLICY_ALLOW ? &s->dec : NULL, s->icpt != NULL);
+
+	if (i < 0)
+		return;
+	s->dec.verdict = POLICY_DENY;
+	snprintf(s->dec.reason, sizeof(s->dec.reason),
+	    "leak attempt: the stand-in for %.48s sent to %.120s:%u, "
+	    "which its rule does not cover",
+	    inject_standin_env(s->ctx->standins, (size_t)i), s->host, s->port);
 }
 
 /* Decides the request; returns 0 when it may go on. */
 static int
-decide(struct session *s, const struct target_url *u)
+decide(struct session *s, const struct http_head *h, const struct target_url *u)
 {
 	struct policy_request q = {0};
 
 	q.host = &u->host;
 	q.port = u->port;
-	q.tls = 0;
+	q.tls = u->tls;
 	q.method = s->fwd->method;
 	q.path = s->path;
 	policy_decide(s->policy->p, &q, &s->dec);
+	check_leak(s, h);
 	session_audit_request(s);
 	if (s->dec.verdict == POLICY_ALLOW)
 		return 0;
 	session_reply_close(s, 403, s->dec.reason);
 	return -1;
+}
+
+/*
+ * Inside an intercepted tunnel: the target is the CONNECT target, the
+ * path the request's, and Host must name the same host (and port, when
+ * it gives one): a request for another host is domain fronting.
+ */
+static int
+inner_target(struct session *s, const struct http_head *h, struct target_url *u)
+{
+	const struct http_field *f = http_field_find(h, "host");
+	struct target_host hh;
+	uint16_t hport = 0;
+	int r;
+
+	u->tls = 1;
+	u->host = s->icpt->host;
+	u->port = s->icpt->port;
+	if ((s->path = malloc(h->target_len + 2)) == NULL) {
+		session_close(s, "out of memory");
+		return -1;
+	}
+	if ((r = target_path_normalise(
+	         h->target, h->target_len, s->path, h->target_len + 2)) != 0) {
+		session_reply_close(s, 400, target_strerror(r));
+		return -1;
+	}
+	if (f != NULL &&
+	    (target_authority_parse(f->value, f->value_len, &hh, &hport) != 0 ||
+	        strcmp(hh.name, u->host.name) != 0 ||
+	        (hport != 0 && hport != u->port))) {
+		session_reply_close(s, 421,
+		    "the Host field names another host than the CONNECT "
+		    "target");
+		return -1;
+	}
+	return 0;
 }
 
 /* Parses the absolute URL into U and s->path; replies on error. */
@@ -584,15 +706,16 @@ forward_start(struct session *s, const struct http_head *h)
 		return;
 	}
 	fw = s->fwd;
-	session_note_target(s, h->method, h->method_len, NULL, 0);
+	session_note_target(s, h->method, h->method_len,
+	    s->icpt ? &s->icpt->host : NULL, s->icpt ? s->icpt->port : 0);
 	snprintf(fw->method, sizeof(fw->method), "%s", s->method);
-	if (parse_target(s, h, &u) != 0)
+	if (s->icpt ? inner_target(s, h, &u) : parse_target(s, h, &u))
 		return;
 	session_note_target(s, h->method, h->method_len, &u.host, u.port);
-	if (decide(s, &u) != 0)
+	if (decide(s, h, &u) != 0)
 		return;
-	if (build_head(fw, h, &u.host, u.port, s->path) != 0) {
-		session_close(s, "out of memory");
+	if (build_head(s, h, &u) != 0) {
+		session_close(s, "out of memory, or a secret without a value");
 		return;
 	}
 	body_init(&fw->req, h);
@@ -607,7 +730,8 @@ forward_start(struct session *s, const struct http_head *h)
 	 */
 	if (s->up.bev != NULL && fw->up_port == u.port &&
 	    strcmp(fw->up_host, u.host.name) == 0 &&
-	    fw->up_private == s->dec.allow_private) {
+	    fw->up_private == s->dec.allow_private &&
+	    fw->up_ca == s->dec.upstream_ca) {
 		memcpy(s->addr, fw->up_addr, sizeof(s->addr));
 		send_request(s);
 		return;

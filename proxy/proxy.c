@@ -159,6 +159,8 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	px->ctx.run_id = cf->run_id;
 	px->ctx.denied = cf->denied;
 	px->ctx.denied_arg = cf->denied_arg;
+	px->ctx.tls = cf->tls;
+	px->ctx.standins = cf->standins;
 	px->ctx.ended = session_ended;
 	px->ctx.ended_arg = px;
 	TAILQ_INIT(&px->ctx.sessions);

@@ -18,6 +18,8 @@ struct policy;
 struct audit;
 struct dns;
 struct proxy;
+struct tls;
+struct inject_standins;
 
 struct proxy_config {
 	struct policy *policy; /* taken over: freed by the proxy */
@@ -28,6 +30,8 @@ struct proxy_config {
 	/* Called for each request refused with 403 (policy or address). */
 	void (*denied)(void *arg, const char *host, unsigned port);
 	void *denied_arg;
+	struct tls *tls; /* borrowed; NULL: interception is refused (501) */
+	const struct inject_standins *standins; /* borrowed; placeholders */
 };
 
 /* Returns a proxy on BASE, not yet listening, or NULL (ENOMEM). */

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "proxy/audit.h"
+#include "proxy/intercept.h"
 #include "proxy/session.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
@@ -75,6 +76,7 @@ fill_rec(const struct session *s, struct audit_rec *r, const char *event)
 	r->host = s->host[0] ? s->host : NULL;
 	r->port = s->port ? s->port : -1;
 	r->path = s->path;
+	r->secret = s->secret;
 	if (s->dec.rule_file != NULL) {
 		r->rule_file = s->dec.rule_file;
 		r->rule_line = s->dec.rule_line;
@@ -205,6 +207,7 @@ session_close(struct session *s, const char *error)
 	session_audit_end(s, error);
 	upstream_cancel(s->connecting);
 	forward_free(s);
+	intercept_free(s);
 	tunnel_free(s->tun);
 	if (s->client.bev != NULL)
 		bufferevent_free(s->client.bev);
@@ -345,6 +348,22 @@ idle_timeout(evutil_socket_t fd, short what, void *arg)
 		    "within the idle timeout");
 	else
 		session_close(s, "idle timeout");
+}
+
+static void
+handshake_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	session_close(arg, "no TLS handshake in time");
+}
+
+void
+session_start_handshake_timer(struct session *s)
+{
+	evtimer_del(s->idle);
+	event_assign(s->idle, s->ctx->base, -1, 0, handshake_timeout, s);
+	arm_timer(s, policy_timeout(s->policy->p, POLICY_TIMEOUT_HEAD));
 }
 
 void
@@ -512,14 +531,18 @@ connect_start(struct session *s, const struct http_head *h)
 		session_reply_close(s, 403, s->dec.reason);
 		return;
 	}
-	if (s->dec.intercept) {
+	if (s->dec.intercept && s->ctx->tls == NULL) {
 		session_reply_close(s, 501,
-		    "this rule needs TLS interception "
-		    "(paths, methods, inject or placeholder), which this "
-		    "version of pinhole does not do yet");
+		    "this rule needs TLS interception (paths, methods, "
+		    "inject or placeholder), which only pinhole run does: "
+		    "its sandbox trusts the run's CA");
 		return;
 	}
 	evbuffer_drain(bufferevent_get_input(s->client.bev), h->head_len);
+	if (s->dec.intercept) {
+		intercept_start(s, &host, port);
+		return;
+	}
 	bufferevent_disable(s->client.bev, EV_READ);
 	evtimer_del(s->idle);
 	s->state = SESSION_CONNECTING;
@@ -535,7 +558,14 @@ static void
 dispatch(struct session *s, const struct http_head *h)
 {
 	evtimer_del(s->idle);
-	if (h->method_len == 7 && memcmp(h->method, "CONNECT", 7) == 0)
+	if (s->icpt != NULL) {
+		if (h->form == HTTP_FORM_ORIGIN)
+			forward_start(s, h);
+		else
+			session_reply_close(s, 400,
+			    "inside a tunnel, send origin-form requests "
+			    "(GET /path)");
+	} else if (h->method_len == 7 && memcmp(h->method, "CONNECT", 7) == 0)
 		connect_start(s, h);
 	else if (h->form == HTTP_FORM_ABSOLUTE)
 		forward_start(s, h);
@@ -641,6 +671,7 @@ head_wait(struct session *s)
 	s->path = NULL;
 	s->addr[0] = '\0';
 	s->why[0] = '\0';
+	s->secret = NULL;
 	s->status = 0;
 	s->client.bytes = s->up.bytes = 0;
 	memset(&s->dec, 0, sizeof(s->dec));

@@ -23,6 +23,8 @@ struct evbuffer;
 struct event;
 struct event_base;
 struct upstream;
+struct tls;
+struct inject_standins;
 
 /* A policy shared by the sessions that started under it. */
 struct proxy_policy {
@@ -48,6 +50,8 @@ struct session_ctx {
 	/* Called for each request refused with 403 (policy or address). */
 	void (*denied)(void *arg, const char *host, unsigned port);
 	void *denied_arg;
+	struct tls *tls; /* NULL: no interception */
+	const struct inject_standins *standins; /* placeholder stand-ins */
 };
 
 enum session_state {
@@ -91,6 +95,8 @@ struct session {
 	char why[256]; /* reason of a proxy-made reply */
 	size_t head_seen; /* head bytes already looked at */
 	struct forward *fwd; /* plain HTTP state (forward.c) */
+	struct intercept *icpt; /* inside an intercepted tunnel (intercept.c) */
+	const char *secret; /* name of a secret this request carries */
 	struct tunnel *tun; /* spliced CONNECT tunnel (tunnel.c) */
 };
 
@@ -139,6 +145,9 @@ void session_tunnel_begin(struct session *s);
 
 /* Arms the idle timer (policy "timeout idle"). */
 void session_start_idle(struct session *s);
+
+/* A TLS handshake with the client gets the head timeout; then closes. */
+void session_start_handshake_timer(struct session *s);
 
 /*
  * Waits for the next request head on the client connection, and parses

@@ -17,6 +17,7 @@ PACKAGES=(
 	groff-base man-db			# man page rendering check
 	curl git				# clients for integration tests
 	nginx dnsmasq socat jq openssl		# servers and tools the tests start
+	fcgiwrap				# git-http-backend behind nginx
 )
 
 missing=()

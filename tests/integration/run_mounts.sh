@@ -115,6 +115,17 @@ expect ".git/hooks read-only" "$OUT" '^hooks-ro$'
 expect ".git/config read-only" "$OUT" '^config-ro$'
 expect "the rest of .git writable" "$OUT" '^git-dir-rw$'
 check "no hook planted" test ! -e "$W/.git/hooks/pre-commit"
+# .git itself cannot be swapped for a repository the sandbox made...
+prun -- sh -c 'mv .git .git-moved 2>/dev/null || echo pinned'
+expect ".git cannot be renamed" "$OUT" '^pinned$'
+check ".git still in place" test -d "$W/.git/hooks"
+# ...and a commondir made inside (it would lead git to hooks the sandbox
+# wrote) is moved aside once the command ends.
+prun -- sh -c 'mkdir -p evil/hooks && echo "$PWD/evil" >.git/commondir'
+check "planted commondir moved aside" test ! -e "$W/.git/commondir"
+check "planted commondir kept for review" test -e "$W/.git/commondir.pinhole-quarantine"
+expect "planted commondir: warned" "$ERR" 'warning: .*\.git/commondir appeared during the run'
+rm -rf "$W/evil" "$W/.git/commondir.pinhole-quarantine"
 prun --allow-git-config -- sh -c 'echo "#!/bin/sh" >.git/hooks/pre-commit && echo hooks-rw'
 expect "--allow-git-config" "$OUT" '^hooks-rw$'
 

@@ -1,0 +1,137 @@
+/*
+ * intercept.c: CONNECT tunnels whose requests the policy must see.
+ *
+ * The proxy answers the CONNECT, then terminates TLS itself (tls.c checks
+ * the SNI and presents a leaf of the run CA); from then on the session
+ * reads origin-form requests from inside the tunnel, and forward.c
+ * decides and relays each one, to the real server over a TLS connection
+ * of the proxy's own that verifies the certificate and the name.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/ssl.h>
+
+#include "proxy/intercept.h"
+#include "proxy/session.h"
+#include "proxy/tls.h"
+
+static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+/* The TLS handshake with the sandbox's client is over, one way or the other. */
+static void
+handshake_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct session *s = arg;
+	char why[256];
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+	if (what & BEV_EVENT_CONNECTED) {
+		session_audit_end(
+		    s, NULL); /* the CONNECT: 200, handshake done */
+		s->icpt->ready = 1;
+		session_next_request(s);
+		return;
+	}
+	tls_server_error(ssl, why, sizeof(why));
+	s->status = 0;
+	session_close(s, why);
+}
+
+void
+intercept_start(
+    struct session *s, const struct target_host *host, uint16_t port)
+{
+	struct bufferevent *tls_bev;
+	char err[256];
+	SSL *ssl;
+
+	if ((s->icpt = calloc(1, sizeof(*s->icpt))) == NULL) {
+		session_close(s, "out of memory");
+		return;
+	}
+	s->icpt->host = *host;
+	s->icpt->port = port;
+	if ((ssl = tls_server_ssl(s->ctx->tls, host->name, err, sizeof(err))) ==
+	    NULL) {
+		session_reply_close(s, 502, err);
+		return;
+	}
+	s->status = 200;
+	/* The 200 goes out in the clear, ahead of the TLS records. */
+	bufferevent_write(s->client.bev, established, sizeof(established) - 1);
+	tls_bev = bufferevent_openssl_filter_new(s->ctx->base, s->client.bev,
+	    ssl, BUFFEREVENT_SSL_ACCEPTING,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (tls_bev == NULL) {
+		SSL_free(ssl);
+		session_close(s, "out of memory");
+		return;
+	}
+	s->client.bev = tls_bev; /* it owns the socket's bufferevent now */
+	bufferevent_openssl_set_allow_dirty_shutdown(tls_bev, 1);
+	bufferevent_setcb(tls_bev, NULL, NULL, handshake_event, s);
+	bufferevent_enable(tls_bev, EV_READ | EV_WRITE);
+	session_start_handshake_timer(s);
+}
+
+/* --- upstream ------------------------------------------------------------- */
+
+static void
+up_handshake(struct bufferevent *bev, short what, void *arg)
+{
+	struct session *s = arg;
+	char why[256];
+
+	if (what & BEV_EVENT_CONNECTED) {
+		s->icpt->up_cb(s, bev, NULL);
+		return;
+	}
+	tls_client_error(bufferevent_openssl_get_ssl(bev), why, sizeof(why));
+	s->up.bev = NULL;
+	bufferevent_free(bev);
+	s->icpt->up_cb(s, NULL, why);
+}
+
+void
+intercept_upstream(struct session *s, struct bufferevent *plain,
+    const char *cafile, intercept_up_cb *cb)
+{
+	struct bufferevent *tls_bev;
+	char err[256];
+	SSL *ssl;
+
+	ssl = tls_client_ssl(s->ctx->tls, s->icpt->host.name, s->icpt->port,
+	    s->icpt->host.kind != TARGET_NAME, cafile, err, sizeof(err));
+	if (ssl == NULL) {
+		bufferevent_free(plain);
+		cb(s, NULL, err);
+		return;
+	}
+	tls_bev = bufferevent_openssl_filter_new(s->ctx->base, plain, ssl,
+	    BUFFEREVENT_SSL_CONNECTING,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (tls_bev == NULL) {
+		SSL_free(ssl);
+		bufferevent_free(plain);
+		cb(s, NULL, "out of memory");
+		return;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(tls_bev, 1);
+	s->icpt->up_cb = cb;
+	s->up.bev = tls_bev;
+	bufferevent_setcb(tls_bev, NULL, NULL, up_handshake, s);
+	bufferevent_enable(tls_bev, EV_READ | EV_WRITE);
+}
+
+void
+intercept_free(struct session *s)
+{
+	free(s->icpt);
+	s->icpt = NULL;
+}

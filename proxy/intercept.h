@@ -1,0 +1,45 @@
+/*
+ * intercept.h: CONNECT tunnels whose requests the policy must see (paths,
+ * methods, inject, placeholder): TLS toward the client with a leaf of the
+ * run CA, TLS of the proxy's own toward the real server.
+ */
+#ifndef PH_INTERCEPT_H
+#define PH_INTERCEPT_H
+
+#include <stdint.h>
+
+#include "policy/target.h"
+
+struct bufferevent;
+struct session;
+
+/* Called when the upstream TLS handshake is over: BEV, or NULL and why. */
+typedef void
+intercept_up_cb(struct session *, struct bufferevent *bev, const char *error);
+
+struct intercept {
+	struct target_host host; /* as CONNECT named it */
+	uint16_t port;
+	int ready; /* the client's handshake is done */
+	intercept_up_cb *up_cb;
+};
+
+/*
+ * Answers S's CONNECT to HOST:PORT with 200 and starts the TLS handshake
+ * with the client; once it is done, S reads requests from inside the
+ * tunnel (session_next_request).  A failed handshake closes S, logged
+ * with the reason (an SNI that is missing or names another host).
+ */
+void intercept_start(
+    struct session *s, const struct target_host *host, uint16_t port);
+
+/*
+ * Puts TLS over PLAIN, a connection to S's target (taken over), verifying
+ * against CAFILE (NULL: the system store); calls CB when done.
+ */
+void intercept_upstream(struct session *s, struct bufferevent *plain,
+    const char *cafile, intercept_up_cb *cb);
+
+void intercept_free(struct session *s);
+
+#endif /* PH_INTERCEPT_H */

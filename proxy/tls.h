@@ -1,0 +1,54 @@
+/*
+ * tls.h: the proxy's TLS contexts for interception.
+ *
+ * Toward the sandbox, the proxy is the server: it checks that the
+ * ClientHello names the CONNECT target (SNI), then presents a leaf for it
+ * from the run CA (ca.h), and speaks only HTTP/1.1 (ALPN).  Toward the
+ * real server, it is a client that verifies the certificate and the name
+ * against the system trust store or the rule's upstream-ca, with TLS 1.2
+ * at least, and resumes sessions per host and port.
+ */
+#ifndef PH_TLS_H
+#define PH_TLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+struct ca;
+struct tls;
+
+/*
+ * Contexts that sign leaves with CA (borrowed).  Loads the system trust
+ * store now (call before shedding file access).  Returns NULL with the
+ * reason in ERR.
+ */
+struct tls *tls_new(struct ca *ca, char *err, size_t errlen);
+void tls_free(struct tls *);
+
+/*
+ * A server-side SSL for a tunnel to HOST (canonical, as CONNECT named
+ * it): the handshake fails with an alert when the SNI is absent (for a
+ * name) or differs.  Returns NULL with the reason in ERR.
+ */
+SSL *tls_server_ssl(struct tls *, const char *host, char *err, size_t errlen);
+
+/*
+ * Why the server-side handshake of SSL failed, one line, for the log:
+ * the SNI check's reason, else OpenSSL's.
+ */
+void tls_server_error(SSL *, char *buf, size_t len);
+
+/*
+ * A client-side SSL to HOST:PORT (IS_IP: HOST is an address literal) that
+ * verifies against CAFILE (NULL: the system store).  Returns NULL with the
+ * reason in ERR (e.g. an unreadable CAFILE).
+ */
+SSL *tls_client_ssl(struct tls *, const char *host, uint16_t port, int is_ip,
+    const char *cafile, char *err, size_t errlen);
+
+/* Why the client-side handshake of SSL failed, one line. */
+void tls_client_error(SSL *, char *buf, size_t len);
+
+#endif /* PH_TLS_H */

@@ -1,0 +1,581 @@
+/*
+ * test_net.c: unit tests of netns/net.c.
+ *
+ * Loopback and listeners are tried in a forked child in new user and
+ * network namespaces, whose lo starts down and whose port 3128 is free
+ * whatever the host runs; no uid map is needed, since the child holds
+ * CAP_NET_ADMIN over its own network namespace all the same.  The first
+ * failed check ends the child with status 1 and one line on stderr; the
+ * parent asserts status 0.  Passing descriptors needs no namespace: it
+ * runs in the test process over socketpairs.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cmocka.h>
+
+#include "netns/net.h"
+
+/* In a child: ends it with status 1 when C is false, saying which. */
+#define CHECK(c)                                                               \
+	do {                                                                   \
+		if (!(c)) {                                                    \
+			fprintf(stderr, "%s:%d: %s (errno: %s)\n", __FILE__,   \
+			    __LINE__, #c, strerror(errno));                    \
+			_exit(1);                                              \
+		}                                                              \
+	} while (0)
+
+#define PORT NET_PROXY_PORT
+
+/* Runs FN in a child; asserts it ended with status 0. */
+static void
+assert_child_ok(void (*fn)(void))
+{
+	pid_t pid;
+	int w;
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	while (waitpid(pid, &w, 0) < 0)
+		assert_int_equal(errno, EINTR);
+	assert_true(WIFEXITED(w));
+	assert_int_equal(WEXITSTATUS(w), 0);
+}
+
+/* A blocking connect to ADDR (text) port PORT; returns the fd or -1. */
+static int
+connect_to(const char *addr, uint16_t port)
+{
+	struct sockaddr_in sin;
+	struct sockaddr_in6 sin6;
+	struct sockaddr *sa;
+	socklen_t len;
+	int fd, family, saved;
+
+	memset(&sin, 0, sizeof(sin));
+	memset(&sin6, 0, sizeof(sin6));
+	if (inet_pton(AF_INET, addr, &sin.sin_addr) == 1) {
+		family = sin.sin_family = AF_INET;
+		sin.sin_port = htons(port);
+		sa = (struct sockaddr *)&sin;
+		len = sizeof(sin);
+	} else {
+		CHECK(inet_pton(AF_INET6, addr, &sin6.sin6_addr) == 1);
+		family = sin6.sin6_family = AF_INET6;
+		sin6.sin6_port = htons(port);
+		sa = (struct sockaddr *)&sin6;
+		len = sizeof(sin6);
+	}
+	CHECK((fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	if (connect(fd, sa, len) != 0) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+static int
+has_ipv6(void)
+{
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+static void
+enter_netns(void)
+{
+	CHECK(unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0);
+}
+
+/* --- net_lo_up ------------------------------------------------------------ */
+
+static void
+child_lo_up(void)
+{
+	char err[256] = "";
+	int fd;
+
+	enter_netns();
+	/* lo is down: no route even to 127.0.0.1. */
+	CHECK(connect_to("127.0.0.1", PORT) == -1 && errno == ENETUNREACH);
+	CHECK(net_lo_up(err, sizeof(err)) == 0);
+	/* Up: the address answers (refused: nobody listens yet). */
+	CHECK(connect_to("127.0.0.1", PORT) == -1 && errno == ECONNREFUSED);
+	CHECK((fd = connect_to("127.0.0.2", PORT)) == -1 &&
+	    errno == ECONNREFUSED);
+	/* A second call on a lo that is up changes nothing. */
+	CHECK(net_lo_up(err, sizeof(err)) == 0);
+	CHECK(connect_to("127.0.0.1", PORT) == -1 && errno == ECONNREFUSED);
+}
+
+static void
+test_lo_up(void **state)
+{
+	(void)state;
+	assert_child_ok(child_lo_up);
+}
+
+/* Nothing but loopback: an outside address has no route, at once. */
+static void
+child_no_route_out(void)
+{
+	char err[256] = "";
+
+	enter_netns();
+	CHECK(net_lo_up(err, sizeof(err)) == 0);
+	CHECK(connect_to("192.0.2.1", 80) == -1 && errno == ENETUNREACH);
+	CHECK(connect_to("8.8.8.8", 53) == -1 && errno == ENETUNREACH);
+	if (has_ipv6())
+		CHECK(connect_to("2001:db8::1", 80) == -1 &&
+		    errno == ENETUNREACH);
+}
+
+static void
+test_no_route_out(void **state)
+{
+	(void)state;
+	assert_child_ok(child_no_route_out);
+}
+
+/* --- net_listen_loopback -------------------------------------------------- */
+
+/* FD listens on ADDR:PORT (text address), close-on-exec. */
+static void
+check_listener(int fd, int family, const char *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char buf[INET6_ADDRSTRLEN];
+	int on = 0, v6only = 0;
+	socklen_t olen = sizeof(on);
+	uint16_t port;
+
+	CHECK(fd >= 0);
+	CHECK((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+	CHECK(getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) == 0);
+	CHECK(on == 1);
+	CHECK(getsockname(fd, (struct sockaddr *)&ss, &len) == 0);
+	CHECK(ss.ss_family == family);
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		CHECK(inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)));
+		port = ntohs(sin->sin_port);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		CHECK(inet_ntop(AF_INET6, &sin6->sin6_addr, buf, sizeof(buf)));
+		port = ntohs(sin6->sin6_port);
+		olen = sizeof(v6only);
+		CHECK(getsockopt(
+		          fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &olen) == 0);
+		CHECK(v6only == 1);
+	}
+	CHECK(strcmp(buf, addr) == 0);
+	CHECK(port == PORT);
+}
+
+/* A connection to ADDR:PORT is accepted on LFD and carries a byte. */
+static void
+check_connects(int lfd, const char *addr)
+{
+	char c = 0;
+	int cfd, afd;
+
+	CHECK((cfd = connect_to(addr, PORT)) >= 0);
+	CHECK((afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0);
+	CHECK(write(cfd, "x", 1) == 1);
+	CHECK(read(afd, &c, 1) == 1 && c == 'x');
+	close(afd);
+	close(cfd);
+}
+
+static void
+child_listen(void)
+{
+	int fds[NET_FDS_MAX] = {-1, -1, -1, -1}, more[NET_FDS_MAX], n;
+	int want = has_ipv6() ? 2 : 1;
+	char err[256] = "";
+
+	enter_netns();
+	CHECK(net_lo_up(err, sizeof(err)) == 0);
+	CHECK((n = net_listen_loopback(PORT, fds, err, sizeof(err))) == want);
+	check_listener(fds[0], AF_INET, "127.0.0.1");
+	check_connects(fds[0], "127.0.0.1");
+	if (want == 2) {
+		check_listener(fds[1], AF_INET6, "::1");
+		check_connects(fds[1], "::1");
+	}
+	/* Only loopback: 127.0.0.2 is loopback too but not listened on. */
+	CHECK(connect_to("127.0.0.2", PORT) == -1 && errno == ECONNREFUSED);
+	/* The port is taken now: a second set of listeners is refused. */
+	CHECK(net_listen_loopback(PORT, more, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "127.0.0.1:3128") != NULL);
+	CHECK(strstr(err, strerror(EADDRINUSE)) != NULL);
+	close(fds[0]);
+	if (want == 2)
+		close(fds[1]);
+}
+
+static void
+test_listen(void **state)
+{
+	(void)state;
+	assert_child_ok(child_listen);
+}
+
+/* Open descriptors of the calling process. */
+static int
+count_fds(void)
+{
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	CHECK((d = opendir("/proc/self/fd")) != NULL);
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the directory's own */
+}
+
+/*
+ * [::1]:3128 taken by someone else, 127.0.0.1:3128 free: the call fails
+ * naming the IPv6 address, and the IPv4 listener it made is closed.
+ */
+static void
+child_listen_v6_taken(void)
+{
+	struct sockaddr_in6 sin6;
+	int fds[NET_FDS_MAX], fd, one = 1, before, afd;
+	char err[256] = "";
+
+	enter_netns();
+	CHECK(net_lo_up(err, sizeof(err)) == 0);
+	CHECK((fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	CHECK(
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) == 0);
+	memset(&sin6, 0, sizeof(sin6));
+	sin6.sin6_family = AF_INET6;
+	sin6.sin6_port = htons(PORT);
+	sin6.sin6_addr = in6addr_loopback;
+	CHECK(bind(fd, (struct sockaddr *)&sin6, sizeof(sin6)) == 0);
+	CHECK(listen(fd, 1) == 0);
+	before = count_fds();
+	CHECK(net_listen_loopback(PORT, fds, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "[::1]:3128") != NULL);
+	CHECK(count_fds() == before);
+	/* Nothing listens on 127.0.0.1 any more. */
+	CHECK(connect_to("127.0.0.1", PORT) == -1 && errno == ECONNREFUSED);
+	/* The other listener was not disturbed. */
+	CHECK((afd = connect_to("::1", PORT)) >= 0);
+	close(afd);
+	close(fd);
+}
+
+static void
+test_listen_v6_taken(void **state)
+{
+	(void)state;
+	if (!has_ipv6()) {
+		print_message("skipped: this kernel has no IPv6\n");
+		skip();
+	}
+	assert_child_ok(child_listen_v6_taken);
+}
+
+/* --- net_send_fds, net_recv_fds ------------------------------------------- */
+
+/* Open descriptors of the test process. */
+static int
+nfds_open(void)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the directory's own */
+}
+
+static void
+socket_pair(int sp[2])
+{
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+}
+
+/* A pipe's two ends, passed and received: same pipe, close-on-exec. */
+static void
+test_pass_pipe(void **state)
+{
+	int sp[2], p[2], got[NET_FDS_MAX] = {-1, -1, -1, -1};
+	char buf[8];
+
+	(void)state;
+	socket_pair(sp);
+	assert_int_equal(pipe(p), 0); /* not close-on-exec: the copies are */
+	assert_int_equal(net_send_fds(sp[0], p, 2), 0);
+	assert_int_equal(net_recv_fds(sp[1], got, NET_FDS_MAX), 2);
+	assert_true(got[0] >= 0 && got[1] >= 0);
+	assert_true(got[0] != p[0] && got[1] != p[1]);
+	assert_true((fcntl(got[0], F_GETFD) & FD_CLOEXEC) != 0);
+	assert_true((fcntl(got[1], F_GETFD) & FD_CLOEXEC) != 0);
+	/* In order: got[0] reads, got[1] writes. */
+	assert_int_equal(fcntl(got[0], F_GETFL) & O_ACCMODE, O_RDONLY);
+	assert_int_equal(fcntl(got[1], F_GETFL) & O_ACCMODE, O_WRONLY);
+	assert_int_equal(write(got[1], "hi", 2), 2);
+	assert_int_equal(read(got[0], buf, sizeof(buf)), 2);
+	assert_memory_equal(buf, "hi", 2);
+	/* The same pipe as the originals. */
+	assert_int_equal(write(p[1], "yo", 2), 2);
+	assert_int_equal(read(got[0], buf, sizeof(buf)), 2);
+	assert_memory_equal(buf, "yo", 2);
+	close(got[0]);
+	close(got[1]);
+	close(p[0]);
+	close(p[1]);
+	close(sp[0]);
+	close(sp[1]);
+}
+
+/* NET_FDS_MAX at once, the most a message may carry, and one alone. */
+static void
+test_pass_max(void **state)
+{
+	int sp[2], fds[NET_FDS_MAX], got[NET_FDS_MAX], i;
+	struct stat sa, sb;
+
+	(void)state;
+	socket_pair(sp);
+	for (i = 0; i < NET_FDS_MAX; i++)
+		assert_true((fds[i] = open("/dev/null", O_RDONLY)) >= 0);
+	assert_int_equal(net_send_fds(sp[0], fds, NET_FDS_MAX), 0);
+	assert_int_equal(net_recv_fds(sp[1], got, NET_FDS_MAX), NET_FDS_MAX);
+	for (i = 0; i < NET_FDS_MAX; i++) {
+		assert_int_equal(fstat(got[i], &sa), 0);
+		assert_int_equal(fstat(fds[i], &sb), 0);
+		assert_true(sa.st_rdev == sb.st_rdev);
+		close(got[i]);
+	}
+	assert_int_equal(net_send_fds(sp[0], fds, 1), 0);
+	assert_int_equal(net_recv_fds(sp[1], got, NET_FDS_MAX), 1);
+	close(got[0]);
+	for (i = 0; i < NET_FDS_MAX; i++)
+		close(fds[i]);
+	close(sp[0]);
+	close(sp[1]);
+}
+
+static void
+test_send_bad_count(void **state)
+{
+	int sp[2], fds[NET_FDS_MAX + 1] = {0, 0, 0, 0, 0}, got[1];
+
+	(void)state;
+	socket_pair(sp);
+	errno = 0;
+	assert_int_equal(net_send_fds(sp[0], fds, 0), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(net_send_fds(sp[0], fds, -1), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(net_send_fds(sp[0], fds, NET_FDS_MAX + 1), -1);
+	assert_int_equal(errno, EINVAL);
+	/* Nothing was sent: the peer sees end of file, no message. */
+	close(sp[0]);
+	assert_int_equal(net_recv_fds(sp[1], got, 1), 0);
+	close(sp[1]);
+}
+
+/* A message with no descriptor in it is not what was expected. */
+static void
+test_recv_without_fds(void **state)
+{
+	int sp[2], got[NET_FDS_MAX], before = nfds_open();
+
+	(void)state;
+	socket_pair(sp);
+	assert_int_equal(send(sp[0], "F", 1, 0), 1);
+	errno = 0;
+	assert_int_equal(net_recv_fds(sp[1], got, NET_FDS_MAX), -1);
+	assert_int_equal(errno, EPROTO);
+	close(sp[0]);
+	close(sp[1]);
+	assert_int_equal(nfds_open(), before);
+}
+
+static void
+test_recv_eof(void **state)
+{
+	int sp[2], got[NET_FDS_MAX];
+
+	(void)state;
+	socket_pair(sp);
+	close(sp[0]);
+	assert_int_equal(net_recv_fds(sp[1], got, NET_FDS_MAX), 0);
+	close(sp[1]);
+}
+
+/* Over a stream socket too, and end of file after the message. */
+static void
+test_stream_then_eof(void **state)
+{
+	int sp[2], p[2], got[NET_FDS_MAX];
+
+	(void)state;
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_int_equal(net_send_fds(sp[0], p, 2), 0);
+	close(sp[0]);
+	assert_int_equal(net_recv_fds(sp[1], got, NET_FDS_MAX), 2);
+	assert_int_equal(net_recv_fds(sp[1], got + 2, 2), 0);
+	close(got[0]);
+	close(got[1]);
+	close(p[0]);
+	close(p[1]);
+	close(sp[1]);
+}
+
+/* More than asked for: the surplus is closed, not leaked. */
+static void
+test_recv_more_than_max(void **state)
+{
+	int sp[2], fds[3], got[NET_FDS_MAX], i, before;
+
+	(void)state;
+	socket_pair(sp);
+	for (i = 0; i < 3; i++)
+		assert_true((fds[i] = open("/dev/null", O_RDONLY)) >= 0);
+	assert_int_equal(net_send_fds(sp[0], fds, 3), 0);
+	before = nfds_open();
+	assert_int_equal(net_recv_fds(sp[1], got, 2), 2);
+	assert_int_equal(nfds_open(), before + 2);
+	close(got[0]);
+	close(got[1]);
+	for (i = 0; i < 3; i++)
+		close(fds[i]);
+	close(sp[0]);
+	close(sp[1]);
+}
+
+/*
+ * A peer that sends more than NET_FDS_MAX in one message (not through
+ * net_send_fds): the control data is cut, the call fails and what did
+ * arrive is closed.
+ */
+static void
+test_recv_truncated(void **state)
+{
+	enum { N = NET_FDS_MAX + 2 };
+	char cbuf[CMSG_SPACE(sizeof(int) * N)];
+	int sp[2], fds[N], got[NET_FDS_MAX], i, before;
+	char byte = 'F';
+	struct iovec iov = {&byte, 1};
+	struct msghdr msg;
+	struct cmsghdr *c;
+
+	(void)state;
+	socket_pair(sp);
+	for (i = 0; i < N; i++)
+		assert_true((fds[i] = open("/dev/null", O_RDONLY)) >= 0);
+	memset(cbuf, 0, sizeof(cbuf));
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof(cbuf);
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * N);
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	assert_int_equal(sendmsg(sp[0], &msg, 0), 1);
+	before = nfds_open();
+	errno = 0;
+	assert_int_equal(net_recv_fds(sp[1], got, NET_FDS_MAX), -1);
+	assert_int_equal(errno, EPROTO);
+	assert_int_equal(nfds_open(), before);
+	for (i = 0; i < N; i++)
+		close(fds[i]);
+	close(sp[0]);
+	close(sp[1]);
+}
+
+/* Writing to a peer that is gone fails, without a SIGPIPE. */
+static void
+test_send_peer_gone(void **state)
+{
+	int sp[2], p[2];
+
+	(void)state;
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	close(sp[1]);
+	errno = 0;
+	assert_int_equal(net_send_fds(sp[0], p, 2), -1);
+	assert_int_equal(errno, EPIPE);
+	close(p[0]);
+	close(p[1]);
+	close(sp[0]);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_lo_up),
+	    cmocka_unit_test(test_no_route_out),
+	    cmocka_unit_test(test_listen),
+	    cmocka_unit_test(test_listen_v6_taken),
+	    cmocka_unit_test(test_pass_pipe),
+	    cmocka_unit_test(test_pass_max),
+	    cmocka_unit_test(test_send_bad_count),
+	    cmocka_unit_test(test_recv_without_fds),
+	    cmocka_unit_test(test_recv_eof),
+	    cmocka_unit_test(test_stream_then_eof),
+	    cmocka_unit_test(test_recv_more_than_max),
+	    cmocka_unit_test(test_recv_truncated),
+	    cmocka_unit_test(test_send_peer_gone),
+	};
+
+	return cmocka_run_group_tests_name("net", tests, NULL, NULL);
+}
