@@ -34,13 +34,17 @@
 #include "policy/policy.h"
 #include "policy/secret.h"
 #include "proxy/audit.h"
+#include "proxy/ca.h"
 #include "proxy/dns.h"
+#include "proxy/inject.h"
 #include "proxy/proxy.h"
+#include "proxy/tls.h"
 
 #define RUN_FAILED 125 /* pinhole itself failed before the command ran */
 #define POLICIES_MAX 16
 #define KEEP_MAX 64
 #define DENIED_MAX 16 /* host:port pairs named in the last line */
+#define LIST_MAX 256 /* intercepted targets, upstream-ca files */
 
 struct denied {
 	char what[300];
@@ -67,6 +71,11 @@ struct run {
 	struct event_base *base;
 	struct proxy *px;
 	struct sbx *sbx;
+	struct ca *ca; /* the run CA, when a rule intercepts */
+	struct tls *tls;
+	struct inject_standins *standins;
+	char *readable[LIST_MAX]; /* upstream-ca files, for Landlock */
+	size_t nreadable;
 	int sfd, status;
 	char run_id[17];
 	struct denied denied[DENIED_MAX];
@@ -401,6 +410,124 @@ open_log(struct run *r)
 	return 0;
 }
 
+/* --- interception --------------------------------------------------------- */
+
+/* Where distributions keep the system's CA bundle; the first one found. */
+static const char *const system_bundles[] = {
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+};
+
+/* Variables that point tools at a CA bundle. */
+static const char *const bundle_vars[] = {
+    "SSL_CERT_FILE",
+    "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "PIP_CERT",
+    "NPM_CONFIG_CAFILE",
+    "CARGO_HTTP_CAINFO",
+};
+
+struct strlist {
+	char *v[LIST_MAX];
+	size_t n;
+	int full;
+};
+
+static void
+strlist_add(void *arg, const char *s)
+{
+	struct strlist *l = arg;
+
+	if (l->n < LIST_MAX)
+		l->v[l->n++] = xstrdup(s);
+	else
+		l->full = 1;
+}
+
+/* The system bundle plus the run CA, over the system bundle's path. */
+static int
+trust_bundle(struct run *r)
+{
+	const char *pem = ca_cert_pem(r->ca), *dst = NULL;
+	char err[PATH_MAX + 64], *sys = NULL, *all;
+	size_t i, len = 0;
+	FILE *f;
+
+	for (i = 0; dst == NULL &&
+	     i < sizeof(system_bundles) / sizeof(system_bundles[0]);
+	     i++)
+		if ((f = fopen(system_bundles[i], "re")) != NULL) {
+			dst = system_bundles[i];
+			if (getdelim(&sys, &len, '\0', f) < 0)
+				sys[0] = '\0';
+			fclose(f);
+		}
+	/* No system bundle: tools that read the variables still work. */
+	all = xasprintf("%s\n%s", sys ? sys : "", pem);
+	free(sys);
+	if (dst == NULL)
+		dst = "/tmp/.pinhole-ca-bundle.pem";
+	i = mnt_plan_add_file(r->plan, dst, all, strlen(all), err, sizeof(err));
+	free(all);
+	if (i != 0) {
+		log_warnx("run: %s", err);
+		return -1;
+	}
+	for (i = 0; i < sizeof(bundle_vars) / sizeof(bundle_vars[0]); i++)
+		env_set(r->env, bundle_vars[i], dst);
+	return 0;
+}
+
+/*
+ * When a rule needs the requests inside TLS: a run CA that can sign only
+ * for the intercepted targets, the TLS contexts, and the bundle the
+ * sandbox trusts.  Placeholder stand-ins go into the environment.
+ */
+static int
+setup_interception(struct run *r)
+{
+	struct strlist t = {{NULL}, 0, 0}, cas = {{NULL}, 0, 0};
+	char err[256];
+	size_t i;
+	int rc = -1;
+
+	policy_intercept_targets(r->policy, strlist_add, &t);
+	policy_upstream_cas(r->policy, strlist_add, &cas);
+	memcpy(r->readable, cas.v, sizeof(cas.v));
+	r->nreadable = cas.n;
+	if (t.full || cas.full) {
+		log_warnx("run: more than %d intercepted targets", LIST_MAX);
+		goto out;
+	}
+	if ((r->standins = inject_standins_new(r->policy)) == NULL)
+		fatalx("run: out of memory");
+	for (i = 0; i < inject_standins_count(r->standins); i++)
+		env_set(r->env, inject_standin_env(r->standins, i),
+		    inject_standin_value(r->standins, i));
+	rc = 0;
+	if (t.n == 0)
+		goto out;
+	rc = -1;
+	if ((r->ca = ca_new_run(
+	         (const char *const *)t.v, t.n, 0, err, sizeof(err))) == NULL ||
+	    (r->tls = tls_new(r->ca, err, sizeof(err))) == NULL) {
+		log_warnx("run: interception: %s", err);
+		goto out;
+	}
+	if (!ca_constrained(r->ca))
+		log_warnx("run: a rule intercepts every host ('*'): the run CA "
+		          "can sign for any name");
+	rc = trust_bundle(r);
+out:
+	for (i = 0; i < t.n; i++)
+		free(t.v[i]);
+	return rc;
+}
+
 /* --- the mount plan ------------------------------------------------------- */
 
 static void
@@ -528,6 +655,8 @@ start_proxy(struct run *r)
 	cf.max_sessions = proxy_fd_budget();
 	cf.denied = on_denied;
 	cf.denied_arg = r;
+	cf.tls = r->tls;
+	cf.standins = r->standins;
 	if ((r->px = proxy_new(r->base, &cf)) == NULL)
 		fatalx("run: out of memory");
 	r->policy = NULL; /* the proxy's now */
@@ -552,7 +681,8 @@ shed(const struct run *r)
 {
 	char report[256];
 
-	if (sbx_shed(NULL, 0, 1, report, sizeof(report)) != 0)
+	if (sbx_shed((const char *const *)r->readable, r->nreadable, 1, report,
+	        sizeof(report)) != 0)
 		log_warnx("run: proxy: %s", report);
 	else if (r->verbose)
 		log_warnx("proxy: %s", report);
@@ -566,6 +696,10 @@ scrub(void *arg)
 
 	policy_free(r->policy);
 	r->policy = NULL;
+	tls_free(r->tls);
+	r->tls = NULL;
+	ca_free(r->ca); /* the CA key never enters the sandbox */
+	r->ca = NULL;
 }
 
 static int
@@ -660,7 +794,8 @@ prepare(struct run *r, int argc, char **argv)
 	if ((rc = parse_opts(r, argc, argv)) != 0)
 		return rc > 0 ? -1 : RUN_FAILED;
 	if (load_policy(r) != 0 || guard_env_secrets(r) != 0 ||
-	    open_log(r) != 0 || plan_hides(r) != 0)
+	    open_log(r) != 0 || plan_hides(r) != 0 ||
+	    setup_interception(r) != 0)
 		return RUN_FAILED;
 	env_set_proxy(r->env, NET_PROXY_PORT);
 	return 0;
@@ -669,7 +804,14 @@ prepare(struct run *r, int argc, char **argv)
 static void
 run_free(struct run *r)
 {
+	size_t i;
+
 	proxy_free(r->px);
+	tls_free(r->tls);
+	ca_free(r->ca);
+	inject_standins_free(r->standins);
+	for (i = 0; i < r->nreadable; i++)
+		free(r->readable[i]);
 	dns_free(r->resolver);
 	sbx_free(r->sbx);
 	if (r->base != NULL)

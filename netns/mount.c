@@ -32,6 +32,8 @@ struct mnt_op {
 	enum mnt_kind kind;
 	char *src, *dst;
 	int tree; /* detached copy of SRC, in mnt_apply */
+	void *data; /* MNT_FILE */
+	size_t len;
 };
 
 struct mnt_plan {
@@ -138,6 +140,7 @@ mnt_plan_free(struct mnt_plan *p)
 	for (i = 0; i < p->nops; i++) {
 		free(p->ops[i].src);
 		free(p->ops[i].dst);
+		free(p->ops[i].data);
 	}
 	free(p->ops);
 	free(p->cwd);
@@ -149,7 +152,7 @@ int
 mnt_plan_add(struct mnt_plan *p, enum mnt_kind kind, const char *src,
     const char *dst, char *err, size_t errlen)
 {
-	struct mnt_op op = {kind, NULL, NULL, -1};
+	struct mnt_op op = {kind, NULL, NULL, -1, NULL, 0};
 
 	if (kind == MNT_BIND || kind == MNT_RO_BIND) {
 		if ((op.src = realpath(src, NULL)) == NULL) {
@@ -171,6 +174,21 @@ mnt_plan_add(struct mnt_plan *p, enum mnt_kind kind, const char *src,
 	op.dst = xstrdup(dst);
 	p->ops = xreallocarray(p->ops, p->nops + 1, sizeof(*p->ops));
 	p->ops[p->nops++] = op;
+	return 0;
+}
+
+int
+mnt_plan_add_file(struct mnt_plan *p, const char *dst, const void *data,
+    size_t len, char *err, size_t errlen)
+{
+	struct mnt_op *op;
+
+	if (mnt_plan_add(p, MNT_FILE, NULL, dst, err, errlen) != 0)
+		return -1;
+	op = &p->ops[p->nops - 1];
+	op->data = xmalloc(len ? len : 1);
+	memcpy(op->data, data, len);
+	op->len = len;
 	return 0;
 }
 
@@ -700,9 +718,47 @@ user_step(struct view *v, struct mnt_op *op)
 			return failed(v, "mount a tmpfs at", op->dst);
 		return 0;
 	case MNT_HIDE:
+	case MNT_FILE:
 		return 0; /* after every bind: see mnt_apply */
 	}
 	return 0;
+}
+
+/* OP's contents, read-only, at its destination. */
+static int
+put_file(struct view *v, const struct mnt_op *op)
+{
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY};
+	int t, fd, f = -1, r = -1, written;
+
+	if ((t = tmpfs_new("0755",
+	         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) <
+	        0 ||
+	    (fd = openat(t, "file", O_CREAT | O_WRONLY | O_CLOEXEC, 0444)) <
+	        0) {
+		failed(v, "put a file at", op->dst);
+		goto out;
+	}
+	written = write(fd, op->data, op->len) == (ssize_t)op->len;
+	close(fd); /* a mount with a file open for writing stays writable */
+	if (!written ||
+	    mount_setattr(t, "", AT_EMPTY_PATH, &a, sizeof(a)) != 0 ||
+	    (f = open_tree(t, "file", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)) <
+	        0 ||
+	    mountpoint(op->dst, 0) != 0) {
+		failed(v, "put a file at", op->dst);
+		goto out;
+	}
+	r = attach(f, op->dst);
+	f = -1;
+	if (r != 0)
+		failed(v, "put a file at", op->dst);
+out:
+	if (f >= 0)
+		close(f);
+	if (t >= 0)
+		close(t);
+	return r;
 }
 
 /* .git/hooks and .git/config of writable bind DST, read-only again. */
@@ -731,6 +787,9 @@ finish(struct view *v)
 	const struct mnt_plan *p = v->p;
 	size_t i, g = 0;
 
+	for (i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == MNT_FILE && put_file(v, &p->ops[i]) != 0)
+			return -1;
 	for (i = 0; i < p->nops; i++)
 		if (p->ops[i].kind == MNT_HIDE && hide(v, p->ops[i].dst) != 0)
 			return -1;

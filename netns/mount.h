@@ -24,6 +24,7 @@ enum mnt_kind {
 	MNT_RO_BIND, /* SRC at DST, read-only */
 	MNT_TMPFS, /* a fresh tmpfs at DST */
 	MNT_HIDE, /* DST appears empty: a directory or a file */
+	MNT_FILE, /* a read-only file with given contents at DST */
 };
 
 struct mnt_plan;
@@ -42,6 +43,14 @@ void mnt_plan_free(struct mnt_plan *);
  */
 int mnt_plan_add(struct mnt_plan *, enum mnt_kind, const char *src,
     const char *dst, char *err, size_t errlen);
+
+/*
+ * A read-only file holding the LEN bytes of DATA (copied) at DST, over
+ * what is there (e.g. the system's CA bundle).  Applied before the hidden
+ * paths.  Returns 0, or -1 with ERR for a relative DST.
+ */
+int mnt_plan_add_file(struct mnt_plan *, const char *dst, const void *data,
+    size_t len, char *err, size_t errlen);
 
 /* Lets the sandbox write .git/hooks and .git/config (--allow-git-config). */
 void mnt_plan_allow_git_config(struct mnt_plan *);

@@ -1166,6 +1166,17 @@ policy_intercept_targets(
 }
 
 void
+policy_upstream_cas(
+    const struct policy *p, void (*fn)(void *, const char *), void *arg)
+{
+	size_t i;
+
+	for (i = 0; i < p->nrules; i++)
+		if (p->rules[i].upstream_ca != NULL)
+			fn(arg, p->rules[i].upstream_ca);
+}
+
+void
 policy_placeholders(const struct policy *p,
     void (*fn)(void *, const struct policy_placeholder *), void *arg)
 {

@@ -151,6 +151,10 @@ size_t policy_resolve(const struct policy *, const char *host,
 void policy_intercept_targets(const struct policy *,
     void (*fn)(void *arg, const char *target), void *arg);
 
+/* Calls FN with each rule's upstream-ca file (once per rule that has one). */
+void policy_upstream_cas(
+    const struct policy *, void (*fn)(void *arg, const char *path), void *arg);
+
 /* Calls FN once for each placeholder variable (ENV and its secret). */
 void policy_placeholders(const struct policy *,
     void (*fn)(void *arg, const struct policy_placeholder *), void *arg);

@@ -23,6 +23,17 @@
 
 static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
+/* libevent takes OpenSSL's errors off its queue; the last one says most. */
+static unsigned long
+last_error(struct bufferevent *bev)
+{
+	unsigned long e, last = 0;
+
+	while ((e = bufferevent_get_openssl_error(bev)) != 0)
+		last = e;
+	return last;
+}
+
 /* The TLS handshake with the sandbox's client is over, one way or the other. */
 static void
 handshake_event(struct bufferevent *bev, short what, void *arg)
@@ -38,7 +49,12 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 		session_next_request(s);
 		return;
 	}
-	tls_server_error(ssl, why, sizeof(why));
+	tls_server_error(ssl, last_error(bev), why, sizeof(why));
+	/* A client that rejects the certificate often just hangs up. */
+	if ((what & BEV_EVENT_EOF) && strstr(why, "SNI") == NULL)
+		snprintf(why, sizeof(why),
+		    "the client ended the TLS handshake (does it trust the "
+		    "run CA?)");
 	s->status = 0;
 	session_close(s, why);
 }
@@ -65,15 +81,19 @@ intercept_start(
 	s->status = 200;
 	/* The 200 goes out in the clear, ahead of the TLS records. */
 	bufferevent_write(s->client.bev, established, sizeof(established) - 1);
+	/*
+	 * Not closed with the filter: at the end, the close_notify and the
+	 * last response must still reach the socket (intercept_close).
+	 */
 	tls_bev = bufferevent_openssl_filter_new(s->ctx->base, s->client.bev,
-	    ssl, BUFFEREVENT_SSL_ACCEPTING,
-	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	    ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_DEFER_CALLBACKS);
 	if (tls_bev == NULL) {
 		SSL_free(ssl);
 		session_close(s, "out of memory");
 		return;
 	}
-	s->client.bev = tls_bev; /* it owns the socket's bufferevent now */
+	s->icpt->raw = s->client.bev;
+	s->client.bev = tls_bev;
 	bufferevent_openssl_set_allow_dirty_shutdown(tls_bev, 1);
 	bufferevent_setcb(tls_bev, NULL, NULL, handshake_event, s);
 	bufferevent_enable(tls_bev, EV_READ | EV_WRITE);
@@ -92,7 +112,8 @@ up_handshake(struct bufferevent *bev, short what, void *arg)
 		s->icpt->up_cb(s, bev, NULL);
 		return;
 	}
-	tls_client_error(bufferevent_openssl_get_ssl(bev), why, sizeof(why));
+	tls_client_error(bufferevent_openssl_get_ssl(bev), last_error(bev), why,
+	    sizeof(why));
 	s->up.bev = NULL;
 	bufferevent_free(bev);
 	s->icpt->up_cb(s, NULL, why);
@@ -129,9 +150,58 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
 	bufferevent_enable(tls_bev, EV_READ | EV_WRITE);
 }
 
+/* --- the end -------------------------------------------------------------- */
+
+static void
+linger_written(struct bufferevent *bev, void *arg)
+{
+	(void)arg;
+	bufferevent_free(bev);
+}
+
+static void
+linger_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)what;
+	(void)arg;
+	bufferevent_free(bev);
+}
+
+/* RAW outlives the session until what it holds is sent (or 5 s pass). */
+static void
+linger(struct bufferevent *raw)
+{
+	struct timeval tv = {5, 0};
+
+	if (evbuffer_get_length(bufferevent_get_output(raw)) == 0) {
+		bufferevent_free(raw);
+		return;
+	}
+	bufferevent_setcb(raw, NULL, linger_written, linger_event, NULL);
+	bufferevent_setwatermark(raw, EV_WRITE, 0, 0);
+	bufferevent_set_timeouts(raw, NULL, &tv);
+	bufferevent_disable(raw, EV_READ);
+	bufferevent_enable(raw, EV_WRITE);
+}
+
 void
 intercept_free(struct session *s)
 {
+	struct bufferevent *tls_bev = s->client.bev;
+	SSL *ssl;
+
+	if (s->icpt == NULL)
+		return;
+	if (tls_bev != NULL && s->icpt->raw != NULL) {
+		ssl = bufferevent_openssl_get_ssl(tls_bev);
+		/* A clean end: the client tells a whole response from a cut. */
+		if (s->icpt->ready)
+			(void)SSL_shutdown(ssl);
+		bufferevent_free(tls_bev);
+		SSL_free(ssl);
+		s->client.bev = NULL;
+		linger(s->icpt->raw);
+	}
 	free(s->icpt);
 	s->icpt = NULL;
 }

@@ -21,6 +21,7 @@ struct intercept {
 	struct target_host host; /* as CONNECT named it */
 	uint16_t port;
 	int ready; /* the client's handshake is done */
+	struct bufferevent *raw; /* the client's socket, under the TLS */
 	intercept_up_cb *up_cb;
 };
 
@@ -40,6 +41,10 @@ void intercept_start(
 void intercept_upstream(struct session *s, struct bufferevent *plain,
     const char *cafile, intercept_up_cb *cb);
 
+/*
+ * Ends S's interception: a close_notify to the client, whose socket
+ * stays until what is queued for it is sent.  Leaves s->client.bev NULL.
+ */
 void intercept_free(struct session *s);
 
 #endif /* PH_INTERCEPT_H */

@@ -331,15 +331,29 @@ tls_server_ssl(struct tls *t, const char *host, char *err, size_t errlen)
 	return ssl;
 }
 
+/* "WHAT: OpenSSL's reason", or WHAT alone. */
+static void
+explain(char *buf, size_t len, const char *what, unsigned long e)
+{
+	char reason[160];
+
+	if (e == 0) {
+		seterr(buf, len, what);
+		return;
+	}
+	ERR_error_string_n(e, reason, sizeof(reason));
+	snprintf(buf, len, "%s: %s", what, reason);
+}
+
 void
-tls_server_error(SSL *ssl, char *buf, size_t len)
+tls_server_error(SSL *ssl, unsigned long e, char *buf, size_t len)
 {
 	struct tls_state *st = SSL_get_ex_data(ssl, state_index);
 
 	if (st != NULL && st->why[0] != '\0')
 		snprintf(buf, len, "%s", st->why);
 	else
-		seterr(buf, len, "TLS handshake with the client failed");
+		explain(buf, len, "TLS handshake with the client failed", e);
 }
 
 /* The context that verifies against CAFILE, loaded once. */
@@ -429,7 +443,7 @@ tls_client_ssl(struct tls *t, const char *host, uint16_t port, int is_ip,
 }
 
 void
-tls_client_error(SSL *ssl, char *buf, size_t len)
+tls_client_error(SSL *ssl, unsigned long e, char *buf, size_t len)
 {
 	struct tls_state *st = SSL_get_ex_data(ssl, state_index);
 	long v = SSL_get_verify_result(ssl);
@@ -439,5 +453,5 @@ tls_client_error(SSL *ssl, char *buf, size_t len)
 		    st ? st->host : "the upstream",
 		    X509_verify_cert_error_string(v));
 	else
-		seterr(buf, len, "TLS handshake with the upstream failed");
+		explain(buf, len, "TLS handshake with the upstream failed", e);
 }

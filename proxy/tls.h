@@ -36,9 +36,9 @@ SSL *tls_server_ssl(struct tls *, const char *host, char *err, size_t errlen);
 
 /*
  * Why the server-side handshake of SSL failed, one line, for the log:
- * the SNI check's reason, else OpenSSL's.
+ * the SNI check's reason, else OpenSSL's error E (0: none known).
  */
-void tls_server_error(SSL *, char *buf, size_t len);
+void tls_server_error(SSL *, unsigned long e, char *buf, size_t len);
 
 /*
  * A client-side SSL to HOST:PORT (IS_IP: HOST is an address literal) that
@@ -48,7 +48,7 @@ void tls_server_error(SSL *, char *buf, size_t len);
 SSL *tls_client_ssl(struct tls *, const char *host, uint16_t port, int is_ip,
     const char *cafile, char *err, size_t errlen);
 
-/* Why the client-side handshake of SSL failed, one line. */
-void tls_client_error(SSL *, char *buf, size_t len);
+/* Why the client-side handshake of SSL failed (OpenSSL's E), one line. */
+void tls_client_error(SSL *, unsigned long e, char *buf, size_t len);
 
 #endif /* PH_TLS_H */

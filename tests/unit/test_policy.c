@@ -663,6 +663,8 @@ test_allow_private(void **state)
 	assert_int_equal(d.allow_private, 0);
 }
 
+static void collect(void *arg, const char *text);
+
 static void
 test_upstream_ca(void **state)
 {
@@ -673,6 +675,7 @@ test_upstream_ca(void **state)
 	    "allow sys.test:443 { paths /* }\n";
 	struct fixture *f = *state;
 	struct policy_decision d;
+	char buf[256];
 
 	use_policy_as(f, "conf/p.conf", pol);
 	assert_int_equal(decide(f, "git.test", 8443, 1, NULL, NULL, &d), A);
@@ -685,6 +688,9 @@ test_upstream_ca(void **state)
 	assert_string_equal(d.upstream_ca, "conf/ca.pem");
 	assert_int_equal(decide(f, "sys.test", 443, 1, NULL, NULL, &d), A);
 	assert_null(d.upstream_ca);
+	buf[0] = '\0';
+	policy_upstream_cas(f->p, collect, buf);
+	assert_string_equal(buf, "/etc/ca.pem conf/ca.pem ");
 }
 
 static void

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Scenario: credentials that never enter the sandbox.  Inside `pinhole
+# run`, real git clones, fetches and pushes over HTTPS to a Git server
+# (nginx, git-http-backend, Basic auth) that needs a token no process in
+# the sandbox can read; `paths` refuses the other repository (also through
+# ".."); the token is nowhere inside.  An HTTPS echo server shows `inject`
+# replacing the client's header, once; `placeholder` swaps the stand-in
+# only toward its own host.  Refused: a missing or different SNI, a Host
+# other than the CONNECT target, an upstream certificate for another name
+# or from an unknown CA; a client that does not trust the run CA fails and
+# the proxy logs why.
+# usage: run_intercept.sh PATH-TO-PINHOLE
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/tls_lib.sh"
+ph_begin run_intercept nginx fcgiwrap git curl openssl socat jq
+gen_certs >/dev/null || exit 1
+gen_other_ca || exit 1
+start_git_server || exit 1
+gen_host_cert echo.test reg.test other.test || exit 1
+start_echo_server || exit 1
+start_echo_server wrong || exit 1
+WRONG_PORT=$ECHO_LAST_PORT
+start_echo_server untrusted || exit 1
+UNTRUSTED_PORT=$ECHO_LAST_PORT
+W=$T/work
+mkdir -p "$W"
+# jq_has FILTER FILE: FILTER yields something for some line of FILE.
+jq_has() { [ -n "$(jq -c "$1" "$2" 2>/dev/null)" ]; }
+
+NPM_VALUE=npm_$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s\n' "$NPM_VALUE" >"$T/npm-token"
+chmod 600 "$T/npm-token"
+cat >"$T/p.conf" <<EOC
+secret gh file $GIT_TOKEN_FILE
+secret npm file $T/npm-token
+resolve git.test 127.0.0.1
+resolve echo.test 127.0.0.1
+resolve reg.test 127.0.0.1
+resolve other.test 127.0.0.1
+resolve misnamed.test 127.0.0.1
+allow git.test:$GIT_PORT { private upstream-ca $T/ca.pem
+	paths /allowed.git/* inject basic x-access-token gh }
+allow echo.test:$ECHO_PORT { private upstream-ca $T/ca.pem inject bearer gh }
+allow reg.test:$ECHO_PORT { private upstream-ca $T/ca.pem placeholder NPM_TOKEN npm }
+allow other.test:$ECHO_PORT { private upstream-ca $T/ca.pem methods GET }
+allow misnamed.test:$WRONG_PORT { private upstream-ca $T/ca.pem methods GET }
+allow git.test:$UNTRUSTED_PORT { private upstream-ca $T/ca.pem methods GET }
+EOC
+# Git inside: no credential anywhere, a home in the work directory.
+GITENV=(--setenv HOME "$W" --setenv GIT_CONFIG_NOSYSTEM 1
+	--setenv GIT_TERMINAL_PROMPT 0)
+G="git -c user.name=t -c user.email=t@t"
+URL=https://git.test:$GIT_PORT
+
+# --- git clone, fetch, push ---------------------------------------------------
+prun -p "$T/p.conf" "${GITENV[@]}" -- sh -c "
+	$G clone -q $URL/allowed.git && echo cloned
+	cd allowed && echo change >pushed.txt && $G add pushed.txt &&
+	$G commit -qm 'from the sandbox' && $G push -q origin HEAD:main &&
+	echo pushed && $G fetch -q && echo fetched"
+equal "git: status" "$RC" 0
+expect "git clone" "$OUT" '^cloned$'
+expect "git push" "$OUT" '^pushed$'
+expect "git fetch" "$OUT" '^fetched$'
+check "the push reached the server" \
+	sh -c "git --git-dir='$T/git/allowed.git' log -1 --format=%s main | grep -q 'from the sandbox'"
+check "audit: the token by name" jq_has 'select(.secret == "gh")' "$T/audit.jsonl"
+if grep -q -- "$GIT_TOKEN" "$T/audit.jsonl"; then
+	bad "audit: the token's value is in the log"
+else ok; fi
+
+prun -p "$T/p.conf" "${GITENV[@]}" -- sh -c "
+	$G clone -q $URL/other.git 2>&1 || echo refused
+	$G clone -q $URL/allowed.git/../other.git other2 2>&1 || echo refused-dotdot"
+expect "other repository: refused by paths" "$OUT" '^refused$'
+expect "other repository: the reason reaches git" "$OUT" 'remote: path /other\.git/info/refs is not allowed'
+expect "allowed.git/../other.git: refused" "$OUT" '^refused-dotdot$'
+check "other repository: nothing cloned" test ! -d "$W/other"
+
+# --- the token is nowhere inside ----------------------------------------------
+# Everything the sandbox can see is copied out and searched outside, so
+# that the token never has to be named inside.
+prun -p "$T/p.conf" "${GITENV[@]}" -- sh -c "
+	cat /proc/[0-9]*/environ >dump-environ 2>/dev/null
+	cat $GIT_TOKEN_FILE >dump-secret-file 2>/dev/null
+	tar cf dump-tmp.tar /tmp 2>/dev/null
+	$G clone -q $URL/allowed.git again && echo cloned-again"
+expect "token check: git works meanwhile" "$OUT" '^cloned-again$'
+if grep -r -q -a -- "$GIT_TOKEN" "$W"; then
+	bad "the token is inside: $(grep -r -l -a -- "$GIT_TOKEN" "$W")"
+else ok; fi
+check "the secret file appears empty inside" test ! -s "$W/dump-secret-file"
+check "environments were read" test -s "$W/dump-environ"
+
+# --- inject -------------------------------------------------------------------
+prun -p "$T/p.conf" -- curl -sS -H 'Authorization: Bearer from-the-client' \
+	"https://echo.test:$ECHO_PORT/inject"
+equal "inject: one Authorization arrives" "$(grep -c '^Authorization:' <<<"$OUT")" 1
+expect "inject: the secret's value" "$OUT" "^Authorization: Bearer $GIT_TOKEN\$"
+refuse "inject: the client's value is gone" "$OUT" 'from-the-client'
+
+# --- placeholder --------------------------------------------------------------
+prun -p "$T/p.conf" -- sh -c '
+	echo "standin=$NPM_TOKEN"
+	curl -sS -H "Authorization: Bearer $NPM_TOKEN" https://reg.test:'"$ECHO_PORT"'/pkg
+	curl -sS -o /dev/null -D leak.h -w "leak %{http_code}\n" \
+		-H "Authorization: Bearer $NPM_TOKEN" https://other.test:'"$ECHO_PORT"'/x
+	cat leak.h'
+standin=$(sed -n 's/^standin=//p' <<<"$OUT")
+check "placeholder: the sandbox holds a stand-in" test -n "$standin"
+refuse "placeholder: not the value" "$standin" "$NPM_VALUE"
+expect "placeholder: same shape" "$standin" '^npm_'
+equal "placeholder: same length" "${#standin}" "${#NPM_VALUE}"
+expect "placeholder: the bound host gets the value" "$OUT" "^Authorization: Bearer $NPM_VALUE\$"
+expect "placeholder: elsewhere refused" "$OUT" '^leak 403$'
+expect "placeholder: elsewhere, the reason" "$OUT" '^X-Pinhole-Reason: leak attempt: the stand-in for NPM_TOKEN'
+check "placeholder: leak attempt logged" jq_has \
+	'select(.event == "request" and .decision == "deny" and (.reason | startswith("leak attempt")))' \
+	"$T/audit.jsonl"
+
+# --- what is refused ----------------------------------------------------------
+prun -p "$T/p.conf" -- sh -c "
+	curl -sS -o /dev/null -D host.h -w 'host %{http_code}\n' -H 'Host: other.test' https://echo.test:$ECHO_PORT/
+	grep -i '^X-Pinhole-Reason' host.h
+	openssl s_client -proxy 127.0.0.1:3128 -connect echo.test:$ECHO_PORT \
+		-servername other.test </dev/null >/dev/null 2>&1 && echo sni-other-ok || echo sni-other-refused
+	openssl s_client -proxy 127.0.0.1:3128 -connect echo.test:$ECHO_PORT \
+		-noservername </dev/null >/dev/null 2>&1 && echo sni-none-ok || echo sni-none-refused
+	curl -sS -o /dev/null -D wrong.h -w 'wrong %{http_code}\n' https://misnamed.test:$WRONG_PORT/
+	grep -i '^X-Pinhole-Reason' wrong.h
+	curl -sS -o /dev/null -D untrusted.h -w 'untrusted %{http_code}\n' https://git.test:$UNTRUSTED_PORT/
+	grep -i '^X-Pinhole-Reason' untrusted.h
+	curl -sS --cacert /dev/null https://echo.test:$ECHO_PORT/ >/dev/null 2>&1 || echo distrust-failed"
+expect "Host other than the CONNECT target: 421" "$OUT" '^host 421$'
+expect "Host: the reason" "$OUT" 'X-Pinhole-Reason: the Host field names another host'
+expect "SNI of another host: refused" "$OUT" '^sni-other-refused$'
+expect "no SNI: refused" "$OUT" '^sni-none-refused$'
+expect "upstream certificate for another name: 502" "$OUT" '^wrong 502$'
+expect "another name: the reason" "$OUT" 'X-Pinhole-Reason: the certificate of misnamed\.test does not verify'
+expect "upstream from an unknown CA: 502" "$OUT" '^untrusted 502$'
+expect "unknown CA: the reason" "$OUT" 'X-Pinhole-Reason: the certificate of git\.test does not verify'
+expect "a client that does not trust the run CA fails" "$OUT" '^distrust-failed$'
+check "SNI refusal logged" jq_has 'select(.error != null and (.error | test("SNI .other\\.test. differs")))' "$T/audit.jsonl"
+check "missing SNI logged" jq_has 'select(.error != null and (.error | test("no SNI")))' "$T/audit.jsonl"
+check "client distrust logged" jq_has 'select(.error != null and (.error | test("unknown ca|certificate unknown|bad certificate|trust the run CA"; "i")))' "$T/audit.jsonl"
+
+# --- the audit log ------------------------------------------------------------
+check "audit: every line parses" sh -c "jq -e . '$T/audit.jsonl' >/dev/null"
+if grep -q -e "$NPM_VALUE" -e "$GIT_TOKEN" -e "$standin" "$T/audit.jsonl"; then
+	bad "audit: a secret value or stand-in is in the log"
+else ok; fi
+
+ph_end
