@@ -491,6 +491,7 @@ static int
 setup_interception(struct run *r)
 {
 	struct strlist t = {{NULL}, 0, 0}, cas = {{NULL}, 0, 0};
+	const char *cert, *key;
 	char err[256];
 	size_t i;
 	int rc = -1;
@@ -512,15 +513,18 @@ setup_interception(struct run *r)
 	if (t.n == 0)
 		goto out;
 	rc = -1;
-	if ((r->ca = ca_new_run(
-	         (const char *const *)t.v, t.n, 0, err, sizeof(err))) == NULL ||
+	/* A CA the user pins ("ca" line), else one made for this run. */
+	r->ca = policy_ca(r->policy, &cert, &key)
+	    ? ca_load(cert, key, err, sizeof(err))
+	    : ca_new_run((const char *const *)t.v, t.n, 0, err, sizeof(err));
+	if (r->ca == NULL ||
 	    (r->tls = tls_new(r->ca, err, sizeof(err))) == NULL) {
 		log_warnx("run: interception: %s", err);
 		goto out;
 	}
 	if (!ca_constrained(r->ca))
-		log_warnx("run: a rule intercepts every host ('*'): the run CA "
-		          "can sign for any name");
+		log_warnx("run: the CA that signs for intercepted hosts has no "
+		          "name constraints: it could sign for any name");
 	rc = trust_bundle(r);
 out:
 	for (i = 0; i < t.n; i++)
@@ -550,7 +554,7 @@ plan_hides(struct run *r)
 {
 	struct secret_store *ss = policy_secrets(r->policy);
 	struct passwd *pw = getpwuid(getuid());
-	const char *f;
+	const char *f, *cert, *key;
 	char *real;
 	size_t i;
 	int bad = 0;
@@ -571,6 +575,8 @@ plan_hides(struct run *r)
 	for (i = 0; i < secret_store_count(ss); i++)
 		if (secret_source(secret_store_get(ss, i)) == SECRET_FILE)
 			hide_file(r, secret_origin(secret_store_get(ss, i)));
+	if (policy_ca(r->policy, &cert, &key))
+		hide_file(r, key);
 	if (strcmp(r->logpath, "stderr") != 0)
 		hide_file(r, r->logpath);
 	mnt_plan_hide_home(r->plan, pw != NULL ? pw->pw_dir : NULL);

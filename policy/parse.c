@@ -76,6 +76,7 @@ typedef void directive_fn(struct parse_state *, struct stmt *);
 
 const char *const parse_keywords[] = {
     "allow",
+    "ca",
     "deny",
     "include",
     "log",
@@ -653,6 +654,29 @@ d_log(struct parse_state *st, struct stmt *s)
 	                                           : rel_path(st, s->w[1].text);
 	policy_set_log(st->p, path, st->file, s->w[0].line, s->w[0].col);
 	free(path);
+}
+
+/* ca cert PATH key PATH: a CA of the user's instead of the run CA. */
+static void
+d_ca(struct parse_state *st, struct stmt *s)
+{
+	const char *usage = "ca cert PATH key PATH";
+	char *cert, *key;
+	size_t c;
+
+	if (nargs(st, s, 4, 4, usage) != 0)
+		return;
+	c = strcmp(s->w[1].text, "cert") == 0 ? 1 : 3;
+	if (strcmp(s->w[c].text, "cert") != 0 ||
+	    strcmp(s->w[c == 1 ? 3 : 1].text, "key") != 0) {
+		err(st, &s->w[1], "usage: %s", usage);
+		return;
+	}
+	cert = rel_path(st, s->w[c + 1].text);
+	key = rel_path(st, s->w[(c == 1 ? 3 : 1) + 1].text);
+	policy_set_ca(st->p, cert, key, st->file, s->w[0].line, s->w[0].col);
+	free(cert);
+	free(key);
 }
 
 static void
@@ -1310,6 +1334,7 @@ d_rule(struct parse_state *st, struct stmt *s)
 /* Same order as parse_keywords[]. */
 static directive_fn *const directive_fns[] = {
     d_rule,
+    d_ca,
     d_rule,
     d_include,
     d_log,
@@ -1322,7 +1347,7 @@ static void
 parse_statements(struct parse_state *st)
 {
 	struct stmt s = {0};
-	int k;
+	int k, rule;
 
 	do {
 		stmt_read(st, &s);
@@ -1340,9 +1365,10 @@ parse_statements(struct parse_state *st)
 				unknown_word(st, &s.w[0], 0);
 			else
 				directive_fns[k](st, &s);
-			/* Rules (k 0 and 1) have read their own block. */
-			if (s.end.kind == TOK_LBRACE && k != 0 && k != 1) {
-				if (k > 1)
+			/* Rules have read their own block. */
+			rule = k >= 0 && directive_fns[k] == d_rule;
+			if (s.end.kind == TOK_LBRACE && !rule) {
+				if (k >= 0)
 					err(st, &s.end,
 					    "'{' may only follow "
 					    "allow or deny");

@@ -54,6 +54,9 @@ struct policy {
 	size_t ntargets, captargets;
 	struct secret_store *secrets;
 	struct secret_loc *secret_locs;
+	char *ca_cert, *ca_key; /* "ca" line, NULL: a run CA */
+	const char *ca_file;
+	unsigned ca_line;
 	char *log_path;
 	const char *log_file;
 	unsigned log_line;
@@ -137,6 +140,8 @@ policy_free(struct policy *p)
 	free(p->diags);
 	free(p->secret_locs);
 	free(p->log_path);
+	free(p->ca_cert);
+	free(p->ca_key);
 	free(p->resolved);
 	for (i = 0; i < HTAB_LISTS; i++)
 		free(p->any[i].ids);
@@ -316,6 +321,30 @@ policy_set_log(struct policy *p, const char *path, const char *file,
 	p->log_file = file;
 	p->log_line = line;
 	return 0;
+}
+
+int
+policy_set_ca(struct policy *p, const char *cert, const char *key,
+    const char *file, unsigned line, unsigned col)
+{
+	if (p->ca_cert != NULL) {
+		policy_diag_add(p, 0, file, line, col,
+		    "ca is already set at %s:%u", p->ca_file, p->ca_line);
+		return PH_ERR_EXISTS;
+	}
+	p->ca_cert = xstrdup(cert);
+	p->ca_key = xstrdup(key);
+	p->ca_file = file;
+	p->ca_line = line;
+	return 0;
+}
+
+int
+policy_ca(const struct policy *p, const char **cert, const char **key)
+{
+	*cert = p->ca_cert;
+	*key = p->ca_key;
+	return p->ca_cert != NULL;
 }
 
 void

@@ -128,6 +128,12 @@ enum policy_verdict policy_decide(const struct policy *,
 /* The secrets the policy defines, for secret_store_load(). */
 struct secret_store *policy_secrets(const struct policy *);
 
+/*
+ * The CA of a "ca cert PATH key PATH" line: returns 1 and sets *CERT and
+ * *KEY, or 0 when the policy has none (a run CA is made).
+ */
+int policy_ca(const struct policy *, const char **cert, const char **key);
+
 /* The audit log path, "stderr", or NULL when the policy names none. */
 const char *policy_log_path(const struct policy *);
 
@@ -229,6 +235,8 @@ struct rule_target *policy_target_add(struct policy *, struct policy_rule *);
 int policy_set_log(struct policy *, const char *path, const char *file,
     unsigned line, unsigned col);
 void policy_set_timeout(struct policy *, enum policy_timeout, unsigned ms);
+int policy_set_ca(struct policy *, const char *cert, const char *key,
+    const char *file, unsigned line, unsigned col);
 /* Returns 0, or PH_ERR_EXISTS when HOST already has addresses. */
 int policy_resolve_add(struct policy *, const char *host,
     const struct target_host *addrs, size_t n);

@@ -41,8 +41,9 @@ demo_run() {
 	set +e	# refusals are the point here; lib.sh reports what fails
 	set -- "$pinhole"
 	. tests/integration/lib.sh
-	ph_begin demo nginx openssl curl
-	gen_certs && start_nginx || exit 1
+	. tests/integration/tls_lib.sh
+	ph_begin demo nginx openssl curl git fcgiwrap
+	gen_certs && start_nginx && start_git_server || exit 1
 	mkdir -p "$T/work"
 	cp "$T/ca.pem" "$T/work/ca.pem"
 	cat >"$T/demo.conf" <<-EOF
@@ -53,6 +54,12 @@ demo_run() {
 		# Same address, no 'private': the proxy refuses to connect.
 		allow intranet.test:$S_PORT
 		deny evil.test
+		# A Git server that wants a token: the proxy adds it, for one
+		# repository only; the sandbox never sees it.
+		secret git-token file $GIT_TOKEN_FILE
+		resolve git.test 127.0.0.1
+		allow git.test:$GIT_PORT { private  upstream-ca $T/ca.pem
+		    paths /allowed.git/*  inject basic x-access-token git-token }
 	EOF
 	sed 's/^/    /' "$T/demo.conf"
 	cat >"$T/work/job.sh" <<-EOF
@@ -69,11 +76,15 @@ demo_run() {
 		echo "5. files:    / is read-only, the work directory writable"
 		touch /usr/pinhole-demo 2>&1 | sed 's/^/   /'
 		touch made-inside && echo "   wrote made-inside"
+		echo "6. git:      clone a repository that needs a token nobody here has"
+		git clone -q https://git.test:$GIT_PORT/allowed.git && ls allowed | sed 's/^/   cloned: /'
+		env | grep -ci token | sed 's/^/   variables holding a token: /'
+		git clone -q https://git.test:$GIT_PORT/other.git 2>&1 | sed 's/^/   /'
 	EOF
 	echo
 	echo "\$ cd $T/work"
 	echo "\$ pinhole run -p demo.conf --log audit.jsonl -- sh job.sh"
-	(cd "$T/work" && "$pinhole" run -p "$T/demo.conf" \
+	(cd "$T/work" && "$pinhole" run -p "$T/demo.conf" --setenv HOME "$T/work" \
 		--log "$T/audit.jsonl" -- sh job.sh </dev/null 2>&1) | sed 's/^/  /'
 	echo "  (exit status ${PIPESTATUS[0]})"
 	echo

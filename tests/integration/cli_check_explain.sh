@@ -18,6 +18,25 @@ run check-conf 0 "$PINHOLE" check conf/pinhole.conf conf/profiles/*.conf
 expect check-conf "$out" '^conf/pinhole.conf: ok, [0-9]+ rules'
 expect check-conf "$out" '^conf/profiles/github.conf: ok'
 refuse check-conf "$err" 'warning|error'
+# The commented organisation rule of the GitHub profile, enabled as its
+# comment says: clean, and the token only on git's three requests for ORG.
+sed -e 's/^# secret gh-token/secret gh-token/' -e 's/^# allow github.com:443 {/allow github.com:443 {/' \
+	-e 's/^#     \(paths\|methods\|inject\)/    \1/' -e 's/^# }/}/' \
+	-e "s|/etc/pinhole/gh-token|$tmp/gh-token|" conf/profiles/github.conf \
+	>"$tmp/github-org.conf"
+run check-github-org 0 "$PINHOLE" check "$tmp/github-org.conf"
+refuse check-github-org "$err" 'warning|error'
+for what in info/refs?service=git-upload-pack git-upload-pack git-receive-pack; do
+	run "github-org-$what" 0 "$PINHOLE" explain -p "$tmp/github-org.conf" \
+		"https://github.com/ORG/repo.git/$what" POST
+	expect "github-org-$what" "$out" 'from secret gh-token'
+done
+run github-org-other 0 "$PINHOLE" explain -p "$tmp/github-org.conf" \
+	https://github.com/someone/repo.git/info/refs
+refuse github-org-other "$out" 'gh-token'
+run github-org-web 0 "$PINHOLE" explain -p "$tmp/github-org.conf" \
+	https://github.com/ORG/repo/settings
+refuse github-org-web "$out" 'gh-token'
 run check-combined 0 "$PINHOLE" check -p conf/profiles/pypi.conf \
 	-p conf/profiles/crates.conf
 expect check-combined "$out" 'pypi.conf \+ conf/profiles/crates.conf: ok, 6 rules'

@@ -55,7 +55,8 @@ URL=https://git.test:$GIT_PORT
 # --- git clone, fetch, push ---------------------------------------------------
 prun -p "$T/p.conf" "${GITENV[@]}" -- sh -c "
 	$G clone -q $URL/allowed.git && echo cloned
-	cd allowed && echo change >pushed.txt && $G add pushed.txt &&
+	cd allowed && echo change >pushed.txt &&
+	head -c 3000000 /dev/urandom >big.bin && $G add pushed.txt big.bin &&
 	$G commit -qm 'from the sandbox' && $G push -q origin HEAD:main &&
 	echo pushed && $G fetch -q && echo fetched"
 equal "git: status" "$RC" 0
@@ -143,6 +144,31 @@ expect "a client that does not trust the run CA fails" "$OUT" '^distrust-failed$
 check "SNI refusal logged" jq_has 'select(.error != null and (.error | test("SNI .other\\.test. differs")))' "$T/audit.jsonl"
 check "missing SNI logged" jq_has 'select(.error != null and (.error | test("no SNI")))' "$T/audit.jsonl"
 check "client distrust logged" jq_has 'select(.error != null and (.error | test("unknown ca|certificate unknown|bad certificate|trust the run CA"; "i")))' "$T/audit.jsonl"
+
+# --- a CA the user pins -------------------------------------------------------
+# "ca cert PATH key PATH": leaves come from that CA, whose key file is
+# checked like a secret's and hidden from the sandbox.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+	-keyout "$W/pinned.key" -out "$T/pinned.pem" -days 1 \
+	-subj "/CN=pinned test CA" -addext basicConstraints=critical,CA:TRUE \
+	-addext keyUsage=critical,keyCertSign,cRLSign >/dev/null 2>&1
+chmod 600 "$W/pinned.key"
+cat >"$T/pinned.conf" <<EOC
+ca cert $T/pinned.pem key $W/pinned.key
+resolve echo.test 127.0.0.1
+allow echo.test:$ECHO_PORT { private upstream-ca $T/ca.pem inject bearer gh }
+secret gh file $GIT_TOKEN_FILE
+EOC
+prun -p "$T/pinned.conf" -- sh -c "
+	curl -sS -v https://echo.test:$ECHO_PORT/pinned 2>&1 | grep -i 'issuer:'
+	wc -c <pinned.key"
+expect "pinned CA: the leaf is its" "$OUT" 'issuer: CN=pinned test CA'
+expect "pinned CA: its key is hidden" "$OUT" '^0$'
+chmod 644 "$W/pinned.key"
+prun -p "$T/pinned.conf" -- true
+equal "pinned CA with a readable key: refused" "$RC" 125
+expect "pinned CA: says why" "$ERR" 'pinned\.key'
+rm -f "$W/pinned.key"
 
 # --- the audit log ------------------------------------------------------------
 check "audit: every line parses" sh -c "jq -e . '$T/audit.jsonl' >/dev/null"

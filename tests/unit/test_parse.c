@@ -1850,6 +1850,29 @@ test_secret_sources(void **state)
 	assert_null(secret_value(s, &(size_t){0}));
 }
 
+/* ca cert PATH key PATH, in either order; once; nothing else. */
+static void
+test_ca(void **state)
+{
+	struct fixture *f = *state;
+	const char *cert, *key;
+
+	clean(f, "allow a.test\n");
+	assert_int_equal(policy_ca(f->p, &cert, &key), 0);
+	clean(f, "ca cert /etc/pinhole/ca.pem key /etc/pinhole/ca.key\n");
+	assert_int_equal(policy_ca(f->p, &cert, &key), 1);
+	assert_string_equal(cert, "/etc/pinhole/ca.pem");
+	assert_string_equal(key, "/etc/pinhole/ca.key");
+	clean(f, "ca key /k.pem cert /c.pem\n");
+	assert_int_equal(policy_ca(f->p, &cert, &key), 1);
+	assert_string_equal(cert, "/c.pem");
+	assert_string_equal(key, "/k.pem");
+	one_error(f, "ca cert /c.pem\n", 1, 1, "usage: ca cert PATH key PATH");
+	one_error(f, "ca cert /c.pem cert /k.pem\n", 1, 4, "usage: ca cert");
+	one_error(f, "ca cert /a key /b\nca cert /c key /d\n", 2, 1,
+	    "ca is already set at t.conf:1");
+}
+
 static void
 test_log_path(void **state)
 {
@@ -2027,6 +2050,7 @@ main(void)
 	    T(test_relative_paths),
 	    T(test_relative_paths_in_file),
 	    T(test_secret_sources),
+	    T(test_ca),
 	    T(test_log_path),
 	    T(test_timeout_defaults),
 	    T(test_timeout_overrides),
