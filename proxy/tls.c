@@ -36,6 +36,7 @@ struct tls {
 	struct ca *ca;
 	SSL_CTX *server;
 	SSL_CTX *client; /* the system trust store */
+	int client_loaded; /* ...read at the first use (a 25 ms parse) */
 	struct cafile_ctx cafiles[CAFILES_MAX];
 	size_t ncafiles;
 	struct saved_session sessions[SESSIONS_MAX];
@@ -282,10 +283,6 @@ tls_new(struct ca *ca, char *err, size_t errlen)
 	if ((t->server = server_ctx(t, err, errlen)) == NULL ||
 	    (t->client = client_ctx(err, errlen)) == NULL)
 		goto fail;
-	if (SSL_CTX_set_default_verify_paths(t->client) != 1) {
-		seterr(err, errlen, "system trust store");
-		goto fail;
-	}
 	return t;
 fail:
 	tls_free(t);
@@ -422,6 +419,14 @@ tls_client_ssl(struct tls *t, const char *host, uint16_t port, int is_ip,
 
 	if (ctx == NULL)
 		return NULL;
+	/* Read when first needed (the proxy may still read /etc then). */
+	if (cafile == NULL && !t->client_loaded) {
+		if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+			seterr(err, errlen, "system trust store");
+			return NULL;
+		}
+		t->client_loaded = 1;
+	}
 	if ((ssl = SSL_new(ctx)) == NULL) {
 		seterr(err, errlen, "TLS");
 		return NULL;

@@ -20,9 +20,9 @@ struct ca;
 struct tls;
 
 /*
- * Contexts that sign leaves with CA (borrowed).  Loads the system trust
- * store now (call before shedding file access).  Returns NULL with the
- * reason in ERR.
+ * Contexts that sign leaves with CA (borrowed).  The system trust store
+ * is read at the first upstream connection that needs it (the files
+ * under /etc must stay readable).  Returns NULL with the reason in ERR.
  */
 struct tls *tls_new(struct ca *ca, char *err, size_t errlen);
 void tls_free(struct tls *);
