@@ -103,6 +103,22 @@ equal "inject: one Authorization arrives" "$(grep -c '^Authorization:' <<<"$OUT"
 expect "inject: the secret's value" "$OUT" "^Authorization: Bearer $GIT_TOKEN\$"
 refuse "inject: the client's value is gone" "$OUT" 'from-the-client'
 
+# --- framing inside the tunnel --------------------------------------------------
+# Expect: 100-continue goes through; two pipelined requests are answered
+# in order (the echo server closes after each: the second takes a new
+# upstream connection).
+head -c 200000 /dev/urandom >"$W/body.bin"
+prun -p "$T/p.conf" -- sh -c "
+	curl -sS -H 'Expect: 100-continue' --data-binary @body.bin \
+		-w 'expect %{http_code}\n' https://echo.test:$ECHO_PORT/upload
+	printf 'GET /first HTTP/1.1\r\nHost: echo.test:$ECHO_PORT\r\n\r\nGET /second HTTP/1.1\r\nHost: echo.test:$ECHO_PORT\r\nConnection: close\r\n\r\n' |
+		openssl s_client -quiet -proxy 127.0.0.1:3128 -connect echo.test:$ECHO_PORT \
+		-servername echo.test -CAfile \$SSL_CERT_FILE 2>/dev/null | grep -a '^GET /'"
+expect "Expect: 100-continue: answered" "$OUT" '^expect 200$'
+expect "Expect: 100-continue: forwarded" "$OUT" '^Expect: 100-continue$'
+equal "pipelined: both, in order" "$(grep '^GET /' <<<"$OUT" | grep -v upload | tr '\n' ' ')" \
+	"GET /first HTTP/1.1 GET /second HTTP/1.1 "
+
 # --- placeholder --------------------------------------------------------------
 prun -p "$T/p.conf" -- sh -c '
 	echo "standin=$NPM_TOKEN"
