@@ -65,8 +65,7 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 		    (what & BEV_EVENT_EOF)
 		        ? ""
 		        : evutil_socket_error_to_string(sock_err));
-	s->status = 0;
-	session_close(s, why);
+	session_close(s, why); /* the CONNECT's record: 200, then this */
 }
 
 void
@@ -93,7 +92,7 @@ intercept_start(
 	bufferevent_write(s->client.bev, established, sizeof(established) - 1);
 	/*
 	 * Not closed with the filter: at the end, the close_notify and the
-	 * last response must still reach the socket (intercept_close).
+	 * last response must still reach the socket (intercept_free).
 	 */
 	tls_bev = bufferevent_openssl_filter_new(s->ctx->base, s->client.bev,
 	    ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_DEFER_CALLBACKS);
