@@ -164,7 +164,7 @@ add_target(struct session *s, struct evbuffer *out, const struct http_head *h,
 	if ((flat = evbuffer_pullup(t, -1)) != NULL)
 		r = inject_add_swapped(out, (const char *)flat,
 		    evbuffer_get_length(t), s->ctx->standins, &s->dec,
-		    &s->secret);
+		    &s->secret, 1);
 	evbuffer_free(t);
 	return r;
 }
@@ -179,7 +179,7 @@ add_field(struct session *s, struct evbuffer *out, const struct http_field *f,
 		return 0;
 	evbuffer_add_printf(out, "%.*s: ", (int)f->name_len, f->name);
 	if (inject_add_swapped(out, f->value, f->value_len, s->ctx->standins,
-	        &s->dec, &s->secret) != 0)
+	        &s->dec, &s->secret, 0) != 0)
 		return -1;
 	evbuffer_add(out, "\r\n", 2);
 	return 0;

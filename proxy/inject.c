@@ -1,9 +1,11 @@
 /*
  * inject.c: injected fields and placeholder stand-ins (see inject.h).
  *
- * A stand-in keeps the secret's length and its short prefix ("ghp_",
- * "npm_", "glpat-"), so that tools which check a token's shape accept it;
- * the rest is random letters and digits.  It is worth nothing outside
+ * A stand-in keeps the secret's length and, when the secret starts with
+ * one, a well-known token prefix ("ghp_", "npm_", "glpat-"), so that tools
+ * which check a token's shape accept it; the rest is random letters and
+ * digits.  Only listed prefixes are kept: the first bytes of an arbitrary
+ * secret are part of the secret.  A stand-in is worth nothing outside
  * this run's proxy.
  */
 #include <sys/random.h>
@@ -23,7 +25,6 @@
 
 #define STANDIN_MIN 20
 #define STANDIN_MAX 512
-#define PREFIX_MAX 12
 
 struct standin {
 	const char *env;
@@ -40,15 +41,34 @@ struct inject_standins {
 static const char alnum[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-/* The prefix a stand-in keeps: up to a '_' or '-' among the first bytes. */
+/* Public prefixes of token formats (GitHub, GitLab, npm, PyPI, ...). */
+static const char *const prefixes[] = {
+    "github_pat_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "glpat-",
+    "npm_",
+    "pypi-",
+    "sk-",
+    "xoxb-",
+    "xoxp-",
+    "hf_",
+};
+
+/* The length of the listed prefix V starts with, or 0. */
 static size_t
 prefix_len(const uint8_t *v, size_t len)
 {
-	size_t i;
+	size_t i, n;
 
-	for (i = 0; i < len && i < PREFIX_MAX; i++)
-		if (v[i] == '_' || v[i] == '-')
-			return i + 1;
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		n = strlen(prefixes[i]);
+		if (n < len && memcmp(v, prefixes[i], n) == 0)
+			return n;
+	}
 	return 0;
 }
 
@@ -225,10 +245,38 @@ first_bound(const struct inject_standins *si, const struct policy_decision *dec,
 	return best;
 }
 
+/* A value that can go into a header field: no CR, LF, NUL or control. */
+static int
+field_safe(const uint8_t *val, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((val[i] < ' ' && val[i] != '\t') || val[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* VAL percent-encoded but for RFC 3986's unreserved characters. */
+static void
+add_encoded(struct evbuffer *out, const uint8_t *val, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((val[i] >= 'a' && val[i] <= 'z') ||
+		    (val[i] >= 'A' && val[i] <= 'Z') ||
+		    (val[i] >= '0' && val[i] <= '9') ||
+		    strchr("-._~", val[i]) != NULL)
+			evbuffer_add(out, &val[i], 1);
+		else
+			evbuffer_add_printf(out, "%%%02X", val[i]);
+}
+
 int
 inject_add_swapped(struct evbuffer *out, const char *s, size_t len,
     const struct inject_standins *si, const struct policy_decision *dec,
-    const char **used)
+    const char **used, int in_target)
 {
 	const struct policy_placeholder *ph;
 	const struct standin *st;
@@ -238,10 +286,14 @@ inject_add_swapped(struct evbuffer *out, const char *s, size_t len,
 
 	while ((st = first_bound(si, dec, s, len, &at)) != NULL) {
 		ph = binding(st, dec);
-		if ((val = secret_value(ph->secret, &vlen)) == NULL)
+		if ((val = secret_value(ph->secret, &vlen)) == NULL ||
+		    (!in_target && !field_safe(val, vlen)))
 			return -1;
 		evbuffer_add(out, s, at - s);
-		evbuffer_add(out, val, vlen);
+		if (in_target)
+			add_encoded(out, val, vlen);
+		else
+			evbuffer_add(out, val, vlen);
 		*used = ph->secret_name;
 		len -= (at - s) + st->len;
 		s = at + st->len;
@@ -289,7 +341,8 @@ inject_add_fields(struct evbuffer *out, const struct policy_decision *dec)
 	for (i = 0; i < dec->ninject; i++) {
 		in = &dec->inject[i];
 		if (in->secret == NULL ||
-		    (val = secret_value(in->secret, &vlen)) == NULL)
+		    (val = secret_value(in->secret, &vlen)) == NULL ||
+		    !field_safe(val, vlen))
 			return -1;
 		switch (in->kind) {
 		case POLICY_INJECT_BASIC:

@@ -27,8 +27,11 @@ struct cafile_ctx {
 	SSL_CTX *ctx;
 };
 
+/* host:port/trust: TRUST is -1 (system store) or a CA file's index. */
+#define SESSION_KEY_MAX (TARGET_HOST_MAX + 24)
+
 struct saved_session {
-	char key[TARGET_HOST_MAX + 8]; /* host:port */
+	char key[SESSION_KEY_MAX];
 	SSL_SESSION *sess;
 };
 
@@ -47,7 +50,7 @@ struct tls {
 struct tls_state {
 	struct tls *t;
 	char host[TARGET_HOST_MAX];
-	char key[TARGET_HOST_MAX + 8];
+	char key[SESSION_KEY_MAX];
 	int is_ip;
 	char why[256];
 };
@@ -226,8 +229,12 @@ new_session_cb(SSL *ssl, SSL_SESSION *sess)
 	slot = &t->sessions[i];
 	SSL_SESSION_free(slot->sess);
 	snprintf(slot->key, sizeof(slot->key), "%s", st->key);
-	slot->sess = sess;
-	return 1; /* the reference is ours */
+	/*
+	 * A copy: libevent frees upstream SSLs without a close_notify, and
+	 * OpenSSL then marks that very session not resumable.
+	 */
+	slot->sess = SSL_SESSION_dup(sess);
+	return 0;
 }
 
 static SSL_CTX *
@@ -353,16 +360,19 @@ tls_server_error(SSL *ssl, unsigned long e, char *buf, size_t len)
 		explain(buf, len, "TLS handshake with the client failed", e);
 }
 
-/* The context that verifies against CAFILE, loaded once. */
+/* The context that verifies against CAFILE, loaded once; *IDX its index. */
 static SSL_CTX *
-cafile_ctx(struct tls *t, const char *cafile, char *err, size_t errlen)
+cafile_ctx(
+    struct tls *t, const char *cafile, int *idx, char *err, size_t errlen)
 {
 	SSL_CTX *ctx;
 	size_t i;
 
 	for (i = 0; i < t->ncafiles; i++)
-		if (strcmp(t->cafiles[i].path, cafile) == 0)
+		if (strcmp(t->cafiles[i].path, cafile) == 0) {
+			*idx = (int)i;
 			return t->cafiles[i].ctx;
+		}
 	if (t->ncafiles == CAFILES_MAX) {
 		snprintf(err, errlen, "too many upstream-ca files (at most %d)",
 		    CAFILES_MAX);
@@ -381,6 +391,7 @@ cafile_ctx(struct tls *t, const char *cafile, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	*idx = (int)t->ncafiles;
 	t->cafiles[t->ncafiles++].ctx = ctx;
 	return ctx;
 }
@@ -391,12 +402,11 @@ client_setup(SSL *ssl, struct tls_state *st, int is_ip)
 	size_t i;
 
 	st->is_ip = is_ip;
-	if (is_ip)
-		return X509_VERIFY_PARAM_set1_ip_asc(
-		           SSL_get0_param(ssl), st->host) == 1
-		    ? 0
-		    : -1;
-	if (SSL_set_tlsext_host_name(ssl, st->host) != 1 ||
+	if (is_ip) {
+		if (X509_VERIFY_PARAM_set1_ip_asc(
+		        SSL_get0_param(ssl), st->host) != 1)
+			return -1;
+	} else if (SSL_set_tlsext_host_name(ssl, st->host) != 1 ||
 	    SSL_set1_host(ssl, st->host) != 1)
 		return -1;
 	for (i = 0; i < SESSIONS_MAX; i++)
@@ -413,9 +423,12 @@ SSL *
 tls_client_ssl(struct tls *t, const char *host, uint16_t port, int is_ip,
     const char *cafile, char *err, size_t errlen)
 {
-	SSL_CTX *ctx = cafile ? cafile_ctx(t, cafile, err, errlen) : t->client;
 	struct tls_state *st;
+	SSL_CTX *ctx;
 	SSL *ssl;
+	int trust = -1;
+
+	ctx = cafile ? cafile_ctx(t, cafile, &trust, err, errlen) : t->client;
 
 	if (ctx == NULL)
 		return NULL;
@@ -436,9 +449,8 @@ tls_client_ssl(struct tls *t, const char *host, uint16_t port, int is_ip,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	/* Sessions are kept per CA file too: another trust, another key. */
-	snprintf(st->key, sizeof(st->key), "%s:%u %s", host, port,
-	    cafile ? cafile : "");
+	/* Sessions are kept per trust too: another CA file, another key. */
+	snprintf(st->key, sizeof(st->key), "%s:%u/%d", host, port, trust);
 	if (client_setup(ssl, st, is_ip) != 0) {
 		seterr(err, errlen, "TLS client setup");
 		SSL_free(ssl);

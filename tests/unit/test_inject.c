@@ -1,0 +1,755 @@
+/*
+ * test_inject.c: unit tests of proxy/inject.c, injected fields and
+ * placeholder stand-ins.
+ *
+ * Policies are loaded from strings with secrets from the environment
+ * (variables PH_TEST_INJECT_*, set before each load), and decisions come
+ * from policy_decide() as the proxy asks for them.  Request heads for
+ * inject_leak() are parsed with http_parse_request() from a buffer built
+ * around the stand-in, so that fields point into it as in the proxy.
+ * Everything appended to an evbuffer is compared byte for byte.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <event2/buffer.h>
+
+#include "policy/policy.h"
+#include "proxy/http.h"
+#include "proxy/inject.h"
+
+#define ALNUM "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+#define HEADLEN 4096
+
+struct fixture {
+	struct policy *p;
+	struct inject_standins *si;
+	struct evbuffer *out;
+	char head[HEADLEN];
+	struct http_head h;
+	size_t nerr;
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL ||
+	    (f->out = evbuffer_new()) == NULL) {
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	inject_standins_free(f->si);
+	policy_free(f->p);
+	evbuffer_free(f->out);
+	free(f);
+	return 0;
+}
+
+static void
+print_diag(void *arg, const struct policy_diag *d)
+{
+	struct fixture *f = arg;
+
+	if (d->warning)
+		return;
+	f->nerr++;
+	fprintf(stderr, "  %s:%u:%u: %s\n", d->file ? d->file : "-", d->line,
+	    d->col, d->msg);
+}
+
+static void
+print_report(void *arg, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "  %s\n", msg);
+}
+
+/* Loads TEXT; with LOAD, reads the secrets' values too. */
+static void
+load_as(struct fixture *f, const char *text, int load)
+{
+	if (policy_load_string(
+	        "p.conf", text, strlen(text), print_diag, f, &f->p) != 0 ||
+	    f->nerr != 0)
+		fail_msg("policy does not load:\n%s", text);
+	if (load &&
+	    secret_store_load(policy_secrets(f->p), print_report, NULL) != 0)
+		fail_msg("secrets do not load:\n%s", text);
+	if ((f->si = inject_standins_new(f->p)) == NULL)
+		fail_msg("inject_standins_new");
+}
+
+static void
+load(struct fixture *f, const char *text)
+{
+	load_as(f, text, 1);
+}
+
+static void
+set(const char *var, const char *value)
+{
+	assert_int_equal(setenv(var, value, 1), 0);
+}
+
+/* The stand-in for variable ENV. */
+static const char *
+standin(const struct fixture *f, const char *env)
+{
+	size_t i;
+
+	for (i = 0; i < inject_standins_count(f->si); i++)
+		if (strcmp(inject_standin_env(f->si, i), env) == 0)
+			return inject_standin_value(f->si, i);
+	fail_msg("no stand-in for %s", env);
+	return NULL;
+}
+
+/* A request inside TLS (or not) to HOST:443 for PATH. */
+static enum policy_verdict
+decide(struct fixture *f, const char *host, int tls, const char *path,
+    struct policy_decision *d)
+{
+	struct policy_request q = {0};
+	struct target_host h;
+
+	assert_int_equal(target_host_parse(host, strlen(host), &h), 0);
+	q.host = &h;
+	q.port = tls ? 443 : 80;
+	q.tls = tls;
+	q.method = "GET";
+	q.path = path;
+	return policy_decide(f->p, &q, d);
+}
+
+/* Parses the request head printed from FMT into f->h. */
+static void parse_head(struct fixture *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+parse_head(struct fixture *f, const char *fmt, ...)
+{
+	const char *why = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(f->head, sizeof(f->head), fmt, ap);
+	va_end(ap);
+	assert_true(n > 0 && (size_t)n < sizeof(f->head));
+	if (http_parse_request(f->head, (size_t)n, &f->h, &why) != n)
+		fail_msg("head does not parse (%s):\n%s", why ? why : "short",
+		    f->head);
+}
+
+/* Empties f->out and returns what it held, NUL-terminated, to free. */
+static char *
+take(struct fixture *f)
+{
+	size_t n = evbuffer_get_length(f->out);
+	char *s = malloc(n + 1);
+
+	assert_non_null(s);
+	assert_int_equal(evbuffer_remove(f->out, s, n), (int)n);
+	s[n] = '\0';
+	return s;
+}
+
+static void
+assert_out(struct fixture *f, const char *want)
+{
+	char *got = take(f);
+
+	if (strcmp(got, want) != 0) {
+		fprintf(stderr, "  got:  \"%s\"\n  want: \"%s\"\n", got, want);
+		free(got);
+		fail();
+	}
+	free(got);
+}
+
+/* --- stand-ins ------------------------------------------------------------ */
+
+/* One stand-in per variable, however many rules bind it. */
+static void
+test_standin_per_variable(void **state)
+{
+	static const char pol[] =
+	    "secret npm env PH_TEST_INJECT_NPM\n"
+	    "secret gh env PH_TEST_INJECT_GH\n"
+	    "allow registry.test { placeholder NPM_TOKEN npm }\n"
+	    "allow mirror.test { placeholder NPM_TOKEN npm "
+	    " placeholder GH_TOKEN gh }\n"
+	    "allow plain.test\n";
+	struct fixture *f = *state;
+
+	set("PH_TEST_INJECT_NPM", "npm_0123456789abcdefghijABCDEFGHIJ012345");
+	set("PH_TEST_INJECT_GH", "ghp_0123456789abcdefghijABCDEFGHIJ012345");
+	load(f, pol);
+	assert_int_equal(inject_standins_count(f->si), 2);
+	assert_string_equal(inject_standin_env(f->si, 0), "NPM_TOKEN");
+	assert_string_equal(inject_standin_env(f->si, 1), "GH_TOKEN");
+	assert_string_not_equal(
+	    inject_standin_value(f->si, 0), inject_standin_value(f->si, 1));
+	assert_null(inject_standin_env(f->si, 2));
+	assert_null(inject_standin_value(f->si, 2));
+	assert_int_equal(inject_standins_count(NULL), 0);
+	inject_standins_free(NULL);
+}
+
+/* A policy without placeholders has no stand-ins. */
+static void
+test_standin_none(void **state)
+{
+	static const char pol[] = "secret k env PH_TEST_INJECT_K\n"
+	                          "allow api.test:443 { inject bearer k }\n";
+	struct fixture *f = *state;
+
+	set("PH_TEST_INJECT_K", "tok123");
+	load(f, pol);
+	assert_int_equal(inject_standins_count(f->si), 0);
+	assert_null(inject_standin_value(f->si, 0));
+}
+
+struct shape {
+	const char *head; /* the value starts with it */
+	size_t fill; /* then this many letters and digits */
+	size_t len; /* the stand-in's length */
+	const char *prefix; /* the stand-in's prefix, "" for none */
+};
+
+static const struct shape shapes[] = {
+    {"npm_", 36, 40, "npm_"},
+    {"ghp_", 36, 40, "ghp_"},
+    {"glpat-", 20, 26, "glpat-"},
+    {"sk-proj-", 40, 48, "sk-"},
+    {"tok123", 0, 20, ""}, /* short: the minimum */
+    {"ab_c", 0, 20, ""}, /* short; "ab_" is no listed prefix */
+    {"github_pat_", 30, 41, "github_pat_"},
+    {"550e8400-", 27, 36, ""}, /* the start of a UUID stays secret */
+    {"", 20, 20, ""},
+    {"", 21, 21, ""},
+    {"abcdefghijk_", 20, 32, ""}, /* not a listed prefix */
+    {"abcdefghijkl_", 20, 33, ""},
+    {"ab", 30, 32, ""}, /* separators only after byte 12 (below) */
+    {"", 512, 512, ""},
+    {"", 513, 512, ""}, /* the maximum */
+    {"npm_", 700, 512, "npm_"},
+};
+
+#define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+/* The value of shape S, to free. */
+static char *
+shape_value(const struct shape *s)
+{
+	size_t n = strlen(s->head), i;
+	char *v = malloc(n + s->fill + 1);
+
+	assert_non_null(v);
+	memcpy(v, s->head, n);
+	for (i = 0; i < s->fill; i++)
+		v[n + i] = ALNUM[(i * 7 + 3) % (sizeof(ALNUM) - 1)];
+	v[n + s->fill] = '\0';
+	if (strcmp(s->head, "ab") == 0)
+		v[20] = '-'; /* beyond the first 12 bytes */
+	return v;
+}
+
+static char *
+shapes_policy(void)
+{
+	static char text[8192];
+	size_t i, n = 0;
+
+	for (i = 0; i < NSHAPES; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+		    "secret s%zu env PH_TEST_INJECT_S%zu\n", i, i);
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "allow reg.test {");
+	for (i = 0; i < NSHAPES; i++)
+		n += (size_t)snprintf(
+		    text + n, sizeof(text) - n, " placeholder V%zu s%zu", i, i);
+	snprintf(text + n, sizeof(text) - n, " }\n");
+	return text;
+}
+
+/*
+ * The secret's length (20 to 512), a listed token prefix when it has one
+ * (never other bytes of the secret), letters and digits after it, never
+ * the value itself.
+ */
+static void
+test_standin_shape(void **state)
+{
+	struct fixture *f = *state;
+	char var[64], env[16], *values[NSHAPES];
+	const char *si;
+	size_t i, pre;
+
+	for (i = 0; i < NSHAPES; i++) {
+		values[i] = shape_value(&shapes[i]);
+		snprintf(var, sizeof(var), "PH_TEST_INJECT_S%zu", i);
+		set(var, values[i]);
+	}
+	load(f, shapes_policy());
+	assert_int_equal(inject_standins_count(f->si), NSHAPES);
+	for (i = 0; i < NSHAPES; i++) {
+		snprintf(env, sizeof(env), "V%zu", i);
+		assert_string_equal(inject_standin_env(f->si, i), env);
+		si = inject_standin_value(f->si, i);
+		pre = strlen(shapes[i].prefix);
+		if (strlen(si) != shapes[i].len ||
+		    strncmp(si, shapes[i].prefix, pre) != 0 ||
+		    strspn(si + pre, ALNUM) != shapes[i].len - pre ||
+		    strcmp(si, values[i]) == 0)
+			fail_msg("value %s: stand-in %s (want %zu bytes, "
+			         "prefix \"%s\")",
+			    values[i], si, shapes[i].len, shapes[i].prefix);
+		free(values[i]);
+	}
+}
+
+/* Each run makes new stand-ins; a stand-in is worthless elsewhere. */
+static void
+test_standin_random(void **state)
+{
+	static const char pol[] =
+	    "secret npm env PH_TEST_INJECT_NPM\n"
+	    "allow registry.test { placeholder NPM_TOKEN npm }\n";
+	struct fixture *f = *state;
+	struct inject_standins *again;
+	const char *a, *b;
+
+	set("PH_TEST_INJECT_NPM", "npm_0123456789abcdefghijABCDEFGHIJ012345");
+	load(f, pol);
+	assert_non_null(again = inject_standins_new(f->p));
+	a = inject_standin_value(f->si, 0);
+	b = inject_standin_value(again, 0);
+	assert_int_equal(strlen(a), strlen(b));
+	assert_memory_equal(a, b, 4);
+	assert_string_not_equal(a + 4, b + 4);
+	inject_standins_free(again);
+}
+
+/* Before the values are read, a stand-in has the minimum shape. */
+static void
+test_standin_unloaded(void **state)
+{
+	static const char pol[] =
+	    "secret npm env PH_TEST_INJECT_UNSET\n"
+	    "allow registry.test { placeholder NPM_TOKEN npm }\n";
+	struct fixture *f = *state;
+	const char *si;
+
+	unsetenv("PH_TEST_INJECT_UNSET");
+	load_as(f, pol, 0);
+	si = standin(f, "NPM_TOKEN");
+	assert_int_equal(strlen(si), 20);
+	assert_int_equal(strspn(si, ALNUM), 20);
+}
+
+/* --- leaks ---------------------------------------------------------------- */
+
+static const char leak_pol[] =
+    "secret npm env PH_TEST_INJECT_NPM\n"
+    "secret gh env PH_TEST_INJECT_GH\n"
+    "allow registry.test { placeholder NPM_TOKEN npm }\n"
+    "allow github.test { placeholder GH_TOKEN gh }\n"
+    "allow other.test\n";
+
+static void
+load_leak_policy(struct fixture *f)
+{
+	set("PH_TEST_INJECT_NPM", "npm_0123456789abcdefghijABCDEFGHIJ012345");
+	set("PH_TEST_INJECT_GH", "ghp_0123456789abcdefghijABCDEFGHIJ012345");
+	load(f, leak_pol);
+}
+
+/* In a field value: fine where its rule binds it, a leak elsewhere. */
+static void
+test_leak_field(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_decision d, other, plain;
+
+	load_leak_policy(f);
+	parse_head(f,
+	    "GET /pkg HTTP/1.1\r\nHost: registry.test\r\n"
+	    "Authorization: Bearer %s\r\nAccept: */*\r\n\r\n",
+	    standin(f, "NPM_TOKEN"));
+	assert_int_equal(
+	    decide(f, "registry.test", 1, "/pkg", &d), POLICY_ALLOW);
+	assert_int_equal(d.nplaceholder, 1);
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 1), -1);
+	/* Another host, even one that binds another variable. */
+	assert_int_equal(decide(f, "other.test", 1, "/pkg", &other), 1);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), 0);
+	assert_int_equal(decide(f, "github.test", 1, "/pkg", &other), 1);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), 0);
+	/* A denied request (the proxy passes no decision). */
+	assert_int_equal(inject_leak(f->si, &f->h, NULL, 1), 0);
+	/* Plain HTTP: even the binding rule's decision does not cover it. */
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 0), 0);
+	assert_int_equal(decide(f, "registry.test", 0, "/pkg", &plain), 1);
+	assert_int_equal(plain.nplaceholder, 0);
+	assert_int_equal(inject_leak(f->si, &f->h, &plain, 0), 0);
+}
+
+/* In the request target (the query), and which stand-in is named. */
+static void
+test_leak_target(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_decision d, other;
+
+	load_leak_policy(f);
+	assert_int_equal(decide(f, "github.test", 1, "/search", &d), 1);
+	assert_int_equal(decide(f, "other.test", 1, "/search", &other), 1);
+	parse_head(f,
+	    "GET /search?q=x&token=%s HTTP/1.1\r\nHost: github.test\r\n\r\n",
+	    standin(f, "GH_TOKEN"));
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 1), -1);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), 1);
+	/* In the path too. */
+	parse_head(f, "GET /%s/x HTTP/1.1\r\nHost: github.test\r\n\r\n",
+	    standin(f, "GH_TOKEN"));
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 1), -1);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), 1);
+	/* Both: the unbound one is named. */
+	parse_head(f,
+	    "GET /search?t=%s HTTP/1.1\r\nHost: github.test\r\n"
+	    "X-Npm: %s\r\n\r\n",
+	    standin(f, "GH_TOKEN"), standin(f, "NPM_TOKEN"));
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 1), 0);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), 0);
+}
+
+/* No stand-in, or only part of one: no leak. */
+static void
+test_leak_absent(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_decision other;
+	const char *si;
+
+	load_leak_policy(f);
+	si = standin(f, "NPM_TOKEN");
+	assert_int_equal(decide(f, "other.test", 1, "/", &other), 1);
+	parse_head(f,
+	    "GET /?q=npm_ HTTP/1.1\r\nHost: other.test\r\n"
+	    "Authorization: Bearer npm_0123456789abcdefghijABCDEFGHIJ012345"
+	    "\r\n\r\n");
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), -1);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 0), -1);
+	parse_head(f, "GET /?q=%.*s HTTP/1.1\r\nHost: other.test\r\n\r\n",
+	    (int)strlen(si) - 1, si);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), -1);
+	assert_int_equal(inject_leak(NULL, &f->h, &other, 0), -1);
+}
+
+/* --- swapping ------------------------------------------------------------- */
+
+#define NPM "npm_0123456789abcdefghijABCDEFGHIJ012345"
+#define GH "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+
+/* Swaps S; returns what was appended, to free. */
+static char *
+swap(struct fixture *f, const char *s, const struct policy_decision *d,
+    const char **used)
+{
+	assert_int_equal(
+	    inject_add_swapped(f->out, s, strlen(s), f->si, d, used, 0), 0);
+	return take(f);
+}
+
+/* Every occurrence of a bound stand-in, at the start, inside, at the end. */
+static void
+test_swap_bound(void **state)
+{
+	static const char pol[] =
+	    "secret npm env PH_TEST_INJECT_NPM\n"
+	    "secret gh env PH_TEST_INJECT_GH\n"
+	    "allow registry.test { placeholder NPM_TOKEN npm "
+	    " placeholder GH_TOKEN gh }\n";
+	struct fixture *f = *state;
+	struct policy_decision d;
+	const char *n, *g, *used;
+	char in[2048], want[2048], *got;
+
+	set("PH_TEST_INJECT_NPM", NPM);
+	set("PH_TEST_INJECT_GH", GH);
+	load(f, pol);
+	n = standin(f, "NPM_TOKEN");
+	g = standin(f, "GH_TOKEN");
+	assert_int_equal(decide(f, "registry.test", 1, "/", &d), 1);
+
+	used = NULL;
+	got = swap(f, n, &d, &used);
+	assert_string_equal(got, NPM);
+	assert_string_equal(used, "npm");
+	free(got);
+
+	snprintf(in, sizeof(in), "%s,%s", n, n);
+	got = swap(f, in, &d, &used);
+	assert_string_equal(got, NPM "," NPM);
+	free(got);
+
+	snprintf(in, sizeof(in), "Bearer %s and %s%s", n, n, n);
+	got = swap(f, in, &d, &used);
+	assert_string_equal(got, "Bearer " NPM " and " NPM NPM);
+	free(got);
+
+	/* Two variables, in the order they come. */
+	snprintf(in, sizeof(in), "a=%s&b=%s&c=%s", g, n, g);
+	snprintf(want, sizeof(want), "a=%s&b=%s&c=%s", GH, NPM, GH);
+	used = NULL;
+	got = swap(f, in, &d, &used);
+	assert_string_equal(got, want);
+	assert_true(strcmp(used, "gh") == 0 || strcmp(used, "npm") == 0);
+	free(got);
+
+	/* Nothing to swap: as is, *USED untouched. */
+	used = "untouched";
+	got = swap(f, "no stand-in here", &d, &used);
+	assert_string_equal(got, "no stand-in here");
+	assert_string_equal(used, "untouched");
+	free(got);
+	assert_int_equal(
+	    inject_add_swapped(f->out, "", 0, f->si, &d, &used, 0), 0);
+	assert_int_equal(evbuffer_get_length(f->out), 0);
+}
+
+/* A stand-in its rule does not bind stays a stand-in. */
+static void
+test_swap_unbound(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_decision d, plain;
+	const char *n, *g, *used = "untouched";
+	char in[1024], want[1024], *got;
+
+	load_leak_policy(f);
+	n = standin(f, "NPM_TOKEN");
+	g = standin(f, "GH_TOKEN");
+	assert_int_equal(decide(f, "registry.test", 1, "/", &d), 1);
+	snprintf(in, sizeof(in), "%s %s", g, n);
+	snprintf(want, sizeof(want), "%s %s", g, NPM);
+	got = swap(f, in, &d, &used);
+	assert_string_equal(got, want);
+	assert_string_equal(used, "npm");
+	free(got);
+
+	used = "untouched";
+	assert_int_equal(decide(f, "other.test", 1, "/", &d), 1);
+	got = swap(f, in, &d, &used);
+	assert_string_equal(got, in);
+	assert_string_equal(used, "untouched");
+	free(got);
+
+	assert_int_equal(decide(f, "registry.test", 0, "/", &plain), 1);
+	got = swap(f, in, &plain, &used);
+	assert_string_equal(got, in);
+	assert_string_equal(used, "untouched");
+	free(got);
+}
+
+/* A bound secret without a value: -1, the request must not go. */
+static void
+test_swap_no_value(void **state)
+{
+	static const char pol[] =
+	    "secret npm env PH_TEST_INJECT_UNSET\n"
+	    "allow registry.test { placeholder NPM_TOKEN npm }\n";
+	struct fixture *f = *state;
+	struct policy_decision d;
+	const char *used = NULL;
+	char in[256];
+
+	unsetenv("PH_TEST_INJECT_UNSET");
+	load_as(f, pol, 0);
+	assert_int_equal(decide(f, "registry.test", 1, "/", &d), 1);
+	snprintf(in, sizeof(in), "x %s", standin(f, "NPM_TOKEN"));
+	assert_int_equal(
+	    inject_add_swapped(f->out, in, strlen(in), f->si, &d, &used, 0),
+	    -1);
+	assert_null(used);
+}
+
+/*
+ * In the request target the value is percent-encoded.  (A value with a
+ * control character, which would split a head, is refused when secrets
+ * load, and again by inject_add_swapped for fields.)
+ */
+static void
+test_swap_encoding(void **state)
+{
+	static const char pol[] =
+	    "secret odd env PH_TEST_INJECT_ODD\n"
+	    "allow registry.test { placeholder ODD_TOKEN odd }\n";
+	struct fixture *f = *state;
+	struct policy_decision d;
+	const char *used = NULL;
+	char in[256], *got;
+	size_t len;
+
+	setenv("PH_TEST_INJECT_ODD", "a b#c&d%e/f-_.~Z9", 1);
+	load(f, pol);
+	assert_int_equal(decide(f, "registry.test", 1, "/", &d), 1);
+	snprintf(in, sizeof(in), "/p?t=%s", standin(f, "ODD_TOKEN"));
+	assert_int_equal(
+	    inject_add_swapped(f->out, in, strlen(in), f->si, &d, &used, 1), 0);
+	len = evbuffer_get_length(f->out);
+	got = strndup((const char *)evbuffer_pullup(f->out, -1), len);
+	assert_string_equal(got, "/p?t=a%20b%23c%26d%25e%2Ff-_.~Z9");
+	free(got);
+	assert_string_equal(used, "odd");
+	unsetenv("PH_TEST_INJECT_ODD");
+}
+
+/* --- injected fields ------------------------------------------------------ */
+
+static const char fields_pol[] =
+    "secret gh env PH_TEST_INJECT_TOK\n"
+    "secret api env PH_TEST_INJECT_API\n"
+    "secret ab env PH_TEST_INJECT_AB\n"
+    "allow github.test:443 { inject basic x-access-token gh }\n"
+    "allow short.test:443 { inject basic u ab }\n"
+    "allow bearer.test:443 { inject bearer api }\n"
+    "allow api.test:443 { inject header X-Api-Key api }\n"
+    "allow both.test:443 { inject basic x-access-token gh "
+    " inject header X-Api-Key api }\n"
+    "allow plain.test\n";
+
+static void
+load_fields_policy(struct fixture *f)
+{
+	set("PH_TEST_INJECT_TOK", "tok123");
+	set("PH_TEST_INJECT_API", "k3y-v4lue");
+	set("PH_TEST_INJECT_AB", "ab");
+	load(f, fields_pol);
+}
+
+static void
+assert_fields(struct fixture *f, const char *host, const char *want)
+{
+	struct policy_decision d;
+
+	assert_int_equal(decide(f, host, 1, "/", &d), POLICY_ALLOW);
+	assert_int_equal(inject_add_fields(f->out, &d), 0);
+	assert_out(f, want);
+}
+
+static void
+test_fields(void **state)
+{
+	struct fixture *f = *state;
+
+	load_fields_policy(f);
+	/* base64("x-access-token:tok123"), base64("u:ab") with padding. */
+	assert_fields(f, "github.test",
+	    "Authorization: Basic eC1hY2Nlc3MtdG9rZW46dG9rMTIz\r\n");
+	assert_fields(f, "short.test", "Authorization: Basic dTphYg==\r\n");
+	assert_fields(f, "bearer.test", "Authorization: Bearer k3y-v4lue\r\n");
+	assert_fields(f, "api.test", "X-Api-Key: k3y-v4lue\r\n");
+	assert_fields(f, "both.test",
+	    "Authorization: Basic eC1hY2Nlc3MtdG9rZW46dG9rMTIz\r\n"
+	    "X-Api-Key: k3y-v4lue\r\n");
+	assert_fields(f, "plain.test", "");
+}
+
+/* The client's copy of an injected field goes, whatever its case. */
+static void
+test_replaces(void **state)
+{
+	static const struct {
+		const char *host, *name;
+		int replaces;
+	} cases[] = {
+	    {"github.test", "Authorization", 1},
+	    {"github.test", "authorization", 1},
+	    {"github.test", "AUTHORIZATION", 1},
+	    {"github.test", "Authorizatio", 0},
+	    {"github.test", "Authorizations", 0},
+	    {"github.test", "X-Api-Key", 0},
+	    {"api.test", "x-api-key", 1},
+	    {"api.test", "X-API-KEY", 1},
+	    {"api.test", "Authorization", 0},
+	    {"both.test", "authorization", 1},
+	    {"both.test", "x-Api-kEY", 1},
+	    {"both.test", "Cookie", 0},
+	    {"plain.test", "Authorization", 0},
+	};
+	struct fixture *f = *state;
+	struct policy_decision d;
+	size_t i;
+
+	load_fields_policy(f);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(decide(f, cases[i].host, 1, "/", &d), 1);
+		if (inject_replaces(&d, cases[i].name, strlen(cases[i].name)) !=
+		    cases[i].replaces)
+			fail_msg("%s %s: want %d", cases[i].host, cases[i].name,
+			    cases[i].replaces);
+	}
+	/* The length counts, not a NUL. */
+	assert_int_equal(decide(f, "api.test", 1, "/", &d), 1);
+	assert_int_equal(inject_replaces(&d, "X-Api-Key: v", 9), 1);
+	assert_int_equal(inject_replaces(&d, "X-Api-Key", 8), 0);
+}
+
+/* A secret without a value: -1, the request must not go. */
+static void
+test_fields_no_value(void **state)
+{
+	static const char pol[] = "secret k env PH_TEST_INJECT_UNSET\n"
+	                          "allow api.test:443 { inject bearer k }\n";
+	struct fixture *f = *state;
+	struct policy_decision d;
+
+	unsetenv("PH_TEST_INJECT_UNSET");
+	load_as(f, pol, 0);
+	assert_int_equal(decide(f, "api.test", 1, "/", &d), 1);
+	assert_int_equal(inject_add_fields(f->out, &d), -1);
+}
+
+#define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    T(test_standin_per_variable),
+	    T(test_standin_none),
+	    T(test_standin_shape),
+	    T(test_standin_random),
+	    T(test_standin_unloaded),
+	    T(test_leak_field),
+	    T(test_leak_target),
+	    T(test_leak_absent),
+	    T(test_swap_bound),
+	    T(test_swap_unbound),
+	    T(test_swap_encoding),
+	    T(test_swap_no_value),
+	    T(test_fields),
+	    T(test_replaces),
+	    T(test_fields_no_value),
+	};
+
+	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);
+}
