@@ -522,6 +522,8 @@ setup_interception(struct run *r)
 		log_warnx("run: interception: %s", err);
 		goto out;
 	}
+	/* The CA key is a secret too: no core dump, no tracing. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (!ca_constrained(r->ca))
 		log_warnx("run: the CA that signs for intercepted hosts has no "
 		          "name constraints: it could sign for any name");
