@@ -113,8 +113,13 @@ prun -p "$T/p.conf" -- sh -c "
 		-w 'expect %{http_code}\n' https://echo.test:$ECHO_PORT/upload
 	printf 'GET /first HTTP/1.1\r\nHost: echo.test:$ECHO_PORT\r\n\r\nGET /second HTTP/1.1\r\nHost: echo.test:$ECHO_PORT\r\nConnection: close\r\n\r\n' |
 		openssl s_client -quiet -proxy 127.0.0.1:3128 -connect echo.test:$ECHO_PORT \
-		-servername echo.test -CAfile \$SSL_CERT_FILE 2>/dev/null | grep -a '^GET /'"
+		-servername echo.test -CAfile \$SSL_CERT_FILE 2>/dev/null | grep -a '^GET /'
+	printf 'GET /upgrade HTTP/1.1\r\nHost: echo.test:$ECHO_PORT\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\nafter-the-switch\n' |
+		openssl s_client -quiet -ign_eof -proxy 127.0.0.1:3128 -connect echo.test:$ECHO_PORT \
+		-servername echo.test -CAfile \$SSL_CERT_FILE 2>/dev/null | tr -d '\r' | grep -a -e '^HTTP/' -e '^echo:'"
 expect "Expect: 100-continue: answered" "$OUT" '^expect 200$'
+expect "Upgrade: 101 passed on" "$OUT" '^HTTP/1.1 101 '
+expect "Upgrade: then a tunnel both ways" "$OUT" '^echo:after-the-switch$'
 expect "Expect: 100-continue: forwarded" "$OUT" '^Expect: 100-continue$'
 equal "pipelined: both, in order" "$(grep '^GET /' <<<"$OUT" | grep -v upload | tr '\n' ' ')" \
 	"GET /first HTTP/1.1 GET /second HTTP/1.1 "

@@ -12,7 +12,9 @@
 #				GIT_TOKEN, GIT_TOKEN_FILE, GIT_AUTH_HEADER
 #	start_echo_server [plain | CERT]
 #				echoes the request head: ECHO_PORT /
-#				ECHO_HTTP_PORT; ECHO_LAST_PORT for any
+#				ECHO_HTTP_PORT; ECHO_LAST_PORT for any;
+#				"GET /upgrade" switches protocols (101),
+#				then echoes one line as "echo:LINE"
 #	git_env			HOME, identity, no prompt, no system config
 #
 # Same rules as lib.sh: servers are spawned (own process group, killed at
@@ -249,6 +251,14 @@ echo_script() {
 			esac
 		done
 		[ "${len:-0}" -gt 0 ] 2>/dev/null && head -c "$len" >/dev/null
+		case $req in
+		"GET /upgrade "*)
+			# Switch protocols, answer one line, close.
+			printf 'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n'
+			IFS= read -r line
+			printf 'echo:%s\n' "${line%"$cr"}"
+			exit 0 ;;
+		esac
 		printf 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
 			"${#req}" "$req"
 	EOF
