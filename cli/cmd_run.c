@@ -547,6 +547,26 @@ hide_file(struct run *r, const char *path)
 }
 
 /*
+ * The audit log must not lie where the sandbox can write: hidden, the
+ * file itself cannot be touched, but the directory holding it could be
+ * renamed and a forged log put in its place for the reviewer.
+ */
+static int
+log_writable(const struct run *r)
+{
+	char *real = realpath(r->logpath, NULL);
+	int w = real != NULL && mnt_plan_is_writable(r->plan, real);
+
+	if (w)
+		log_warnx("run: the audit log %s lies in a directory the "
+		          "sandbox may write to, where it could be replaced; "
+		          "give --log FILE elsewhere",
+		    r->logpath);
+	free(real);
+	return w;
+}
+
+/*
  * The policy files must not lie where the sandbox can write (it would
  * widen its own next run); they are hidden, as are the secret files and
  * the audit log.
@@ -579,7 +599,9 @@ plan_hides(struct run *r)
 			hide_file(r, secret_origin(secret_store_get(ss, i)));
 	if (policy_ca(r->policy, &cert, &key))
 		hide_file(r, key);
-	if (strcmp(r->logpath, "stderr") != 0)
+	if (strcmp(r->logpath, "stderr") != 0 && log_writable(r))
+		bad = -1;
+	else if (strcmp(r->logpath, "stderr") != 0)
 		hide_file(r, r->logpath);
 	mnt_plan_hide_home(r->plan, pw != NULL ? pw->pw_dir : NULL);
 	return bad;

@@ -102,6 +102,11 @@ prun -p "$W/inside.conf" -- true
 equal "policy the sandbox could write: refused" "$RC" 125
 expect "policy the sandbox could write: says why" "$ERR" 'inside\.conf lies in a directory the sandbox may write to'
 rm -f "$W/inside.conf"
+mkdir -p "$W/logs"
+RUN_LOG=$W/logs/audit.jsonl prun -- true
+equal "audit log the sandbox could replace: refused" "$RC" 125
+expect "audit log: says why" "$ERR" 'audit log .*logs/audit\.jsonl lies in a directory the sandbox may write to'
+rm -rf "$W/logs"
 (cd / && "$PINHOLE" run --log "$T/audit.jsonl" -- true) >/dev/null 2>"$T/root.err"
 equal "start directory /: refused" "$?" 125
 
