@@ -1,0 +1,80 @@
+/*
+ * run.h: the parts of `pinhole run` (cli/cmd_run.c: the sandbox and the
+ * loop; cli/run_opts.c: the command line; cli/run_setup.c: policy,
+ * secrets, log, hidden paths and interception), sharing one struct run.
+ */
+#ifndef PH_RUN_H
+#define PH_RUN_H
+
+#include <stddef.h>
+
+struct audit;
+struct ca;
+struct dns;
+struct env;
+struct event_base;
+struct inject_standins;
+struct mnt_plan;
+struct policy;
+struct proxy;
+struct sbx;
+struct tls;
+
+#define RUN_FAILED 125 /* pinhole itself failed before the command ran */
+#define RUN_POLICIES_MAX 16
+#define RUN_KEEP_MAX 64
+#define RUN_DENIED_MAX 16 /* host:port pairs named in the last line */
+#define RUN_LIST_MAX 256 /* intercepted targets, upstream-ca files */
+
+struct run_denied {
+	char what[300];
+	unsigned n;
+};
+
+struct run {
+	/* options */
+	const char *policies[RUN_POLICIES_MAX];
+	size_t npolicies;
+	char *allow; /* --allow rules, one per line */
+	const char *log, *dns, *chdir;
+	const char *keep[RUN_KEEP_MAX];
+	size_t nkeep;
+	int verbose;
+	char **argv;
+	struct mnt_plan *plan;
+	struct env *env;
+	/* running */
+	struct policy *policy;
+	char *logpath;
+	struct audit *audit;
+	struct dns *resolver;
+	struct event_base *base;
+	struct proxy *px;
+	struct sbx *sbx;
+	struct ca *ca; /* the run CA, when a rule intercepts */
+	struct tls *tls;
+	struct inject_standins *standins;
+	char *readable[RUN_LIST_MAX]; /* upstream-ca files, for Landlock */
+	size_t nreadable;
+	int sfd, status;
+	char run_id[17];
+	struct run_denied denied[RUN_DENIED_MAX];
+	size_t ndenied, denied_total;
+};
+
+extern char **environ;
+
+/*
+ * Reads the options and the command into R (whose plan and environment
+ * exist).  Returns 0, 1 after --help, or -1 on a usage error (said).
+ */
+int run_parse_opts(struct run *r, int argc, char **argv);
+
+/*
+ * Loads the policy and its secrets, opens the audit log, adds the hidden
+ * paths to the plan and, when a rule intercepts, makes the CA, the TLS
+ * contexts and the trust bundle.  Returns 0, or -1 (said).
+ */
+int run_setup(struct run *r);
+
+#endif /* PH_RUN_H */

@@ -1,0 +1,217 @@
+/*
+ * run_opts.c: the command line of `pinhole run`, bubblewrap's option names
+ * where they exist.  Mount steps go into the plan and environment steps
+ * into the environment in the order given.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/run.h"
+#include "common/log.h"
+#include "common/xmalloc.h"
+#include "netns/env.h"
+#include "netns/mount.h"
+
+static void
+run_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: pinhole run [OPTIONS] -- COMMAND [ARG...]\n\n"
+	    "Runs COMMAND in a sandbox whose only way to the network is "
+	    "pinhole's proxy.\n\n"
+	    "  -p, --policy FILE      policy (repeatable; combined in order)\n"
+	    "  -a, --allow TARGET     one more allow rule, e.g. "
+	    "example.org:443\n"
+	    "      --log FILE         audit log (default: the policy's, else\n"
+	    "                         ~/.local/state/pinhole/audit.jsonl)\n"
+	    "      --dns SERVERS      DNS servers for the proxy (c-ares list)\n"
+	    "      --bind SRC [DST]   SRC at DST (default: SRC), read-write\n"
+	    "      --ro-bind SRC [DST]  the same, read-only\n"
+	    "      --tmpfs DST        a fresh tmpfs at DST\n"
+	    "      --hide PATH        PATH appears empty\n"
+	    "      --chdir DIR        start in DIR (the current directory "
+	    "stays "
+	    "the\n"
+	    "                         writable one)\n"
+	    "      --setenv VAR VALUE set VAR\n"
+	    "      --unsetenv VAR     remove VAR\n"
+	    "      --keep-env VAR     keep VAR from pinhole's environment\n"
+	    "      --allow-git-config let the command write .git/hooks and "
+	    ".git/config\n"
+	    "  -v, --verbose          say what the sandbox applied; one line "
+	    "per decision\n"
+	    "  -h, --help             this text\n\n"
+	    "Defaults: / read-only, the current directory writable, fresh "
+	    "/tmp, /proc\nand /dev; the environment holds PATH, HOME, USER, "
+	    "LOGNAME, TERM, LANG,\nLC_*, TZ and the proxy variables.  Exit "
+	    "status: the command's; 125 when\npinhole failed before it ran.  "
+	    "If the sandbox will not start: pinhole doctor.\n");
+}
+
+/* --- options -------------------------------------------------------------- */
+
+/* The optional second word of --bind SRC [DST]. */
+static const char *
+optional_dst(int argc, char **argv, int *i)
+{
+	if (*i + 1 < argc && argv[*i + 1][0] == '/')
+		return argv[++*i];
+	return NULL;
+}
+
+static int
+need(int argc, char **argv, int i, int n)
+{
+	if (i + n < argc)
+		return 0;
+	log_warnx("run: %s needs %s", argv[i],
+	    n == 1 ? "an argument" : "two arguments");
+	return -1;
+}
+
+static int
+add_step(struct run *r, enum mnt_kind kind, const char *src, const char *dst)
+{
+	char err[PATH_MAX + 64];
+
+	if (mnt_plan_add(r->plan, kind, src, dst, err, sizeof(err)) != 0) {
+		log_warnx("run: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+add_allow(struct run *r, const char *target)
+{
+	char *more =
+	    xasprintf("%sallow %s\n", r->allow ? r->allow : "", target);
+
+	free(r->allow);
+	r->allow = more;
+}
+
+/* Options with a file or an environment argument.  Returns 1 if taken. */
+static int
+mount_or_env_opt(struct run *r, int argc, char **argv, int *i, int *bad)
+{
+	const char *o = argv[*i], *src;
+
+	*bad = 0;
+	if (strcmp(o, "--bind") == 0 || strcmp(o, "--ro-bind") == 0) {
+		if ((*bad = need(argc, argv, *i, 1)) == 0) {
+			src = argv[++*i];
+			*bad = add_step(r, o[2] == 'b' ? MNT_BIND : MNT_RO_BIND,
+			    src, optional_dst(argc, argv, i));
+		}
+	} else if (strcmp(o, "--tmpfs") == 0 || strcmp(o, "--hide") == 0) {
+		if ((*bad = need(argc, argv, *i, 1)) == 0) {
+			++*i;
+			*bad = add_step(r, o[2] == 't' ? MNT_TMPFS : MNT_HIDE,
+			    NULL, argv[*i]);
+		}
+	} else if (strcmp(o, "--setenv") == 0) {
+		if ((*bad = need(argc, argv, *i, 2)) == 0 &&
+		    env_set(r->env, argv[*i + 1], argv[*i + 2]) != 0) {
+			log_warnx("run: --setenv: bad name '%s'", argv[*i + 1]);
+			*bad = -1;
+		}
+		*i += 2;
+	} else if (strcmp(o, "--unsetenv") == 0 ||
+	    strcmp(o, "--keep-env") == 0) {
+		if ((*bad = need(argc, argv, *i, 1)) == 0) {
+			++*i;
+			if (!env_name_ok(argv[*i])) {
+				log_warnx(
+				    "run: %s: bad name '%s'", o, argv[*i]);
+				*bad = -1;
+			} else if (o[2] == 'u')
+				env_unset(r->env, argv[*i]);
+			else if (r->nkeep == RUN_KEEP_MAX)
+				*bad = -1;
+			else {
+				r->keep[r->nkeep++] = argv[*i];
+				env_keep(r->env, environ, argv[*i]);
+			}
+		}
+	} else
+		return 0;
+	return 1;
+}
+
+/* Simple options.  Returns 1 if taken. */
+static int
+plain_opt(struct run *r, int argc, char **argv, int *i, int *bad)
+{
+	const char *o = argv[*i];
+	const char **slot = NULL;
+
+	*bad = 0;
+	if (strcmp(o, "-v") == 0 || strcmp(o, "--verbose") == 0)
+		r->verbose = 1;
+	else if (strcmp(o, "--allow-git-config") == 0)
+		mnt_plan_allow_git_config(r->plan);
+	else if (strcmp(o, "--log") == 0)
+		slot = &r->log;
+	else if (strcmp(o, "--dns") == 0)
+		slot = &r->dns;
+	else if (strcmp(o, "--chdir") == 0)
+		slot = &r->chdir;
+	else if (strcmp(o, "-p") == 0 || strcmp(o, "--policy") == 0) {
+		if (r->npolicies == RUN_POLICIES_MAX) {
+			log_warnx(
+			    "run: at most %d policy files", RUN_POLICIES_MAX);
+			*bad = -1;
+		} else
+			slot = &r->policies[r->npolicies++];
+	} else if (strcmp(o, "-a") == 0 || strcmp(o, "--allow") == 0) {
+		if ((*bad = need(argc, argv, *i, 1)) == 0)
+			add_allow(r, argv[++*i]);
+	} else
+		return 0;
+	if (slot != NULL && (*bad = need(argc, argv, *i, 1)) == 0)
+		*slot = argv[++*i];
+	return 1;
+}
+
+int
+run_parse_opts(struct run *r, int argc, char **argv)
+{
+	int i, bad;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			i++;
+			break;
+		}
+		if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--help") == 0) {
+			run_usage(stdout);
+			return 1;
+		}
+		if (strcmp(argv[i], "--report") == 0 ||
+		    strcmp(argv[i], "--broker") == 0) {
+			log_warnx("run: %s is not implemented yet", argv[i]);
+			return -1;
+		}
+		if (!plain_opt(r, argc, argv, &i, &bad) &&
+		    !mount_or_env_opt(r, argc, argv, &i, &bad)) {
+			if (argv[i][0] != '-')
+				break; /* the command, without "--" */
+			log_warnx("run: unknown option %s", argv[i]);
+			return -1;
+		}
+		if (bad)
+			return -1;
+	}
+	if (i >= argc) {
+		log_warnx("run: no command; usage: pinhole run [OPTIONS] -- "
+		          "COMMAND [ARG...]");
+		return -1;
+	}
+	r->argv = &argv[i];
+	return 0;
+}
