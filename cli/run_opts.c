@@ -65,7 +65,12 @@ optional_dst(int argc, char **argv, int *i)
 static int
 need(int argc, char **argv, int i, int n)
 {
-	if (i + n < argc)
+	int k, ok = i + n < argc;
+
+	/* "--" starts the command: it is never an option's argument. */
+	for (k = 1; ok && k <= n; k++)
+		ok = strcmp(argv[i + k], "--") != 0;
+	if (ok)
 		return 0;
 	log_warnx("run: %s needs %s", argv[i],
 	    n == 1 ? "an argument" : "two arguments");

@@ -117,6 +117,11 @@ done
 expect "NO_PROXY" "$OUT" '^NO_PROXY=localhost,127\.0\.0\.1,::1$'
 prun --setenv 'A=B' x -- true
 equal "--setenv with a bad name: status" "$RC" 125
+for opt in --bind --tmpfs --hide --setenv --unsetenv --keep-env -a -p --log; do
+	prun "$opt" -- true
+	equal "$opt without its argument: status" "$RC" 125
+	expect "$opt without its argument: says so" "$ERR" "$opt needs"
+done
 
 # An environment secret never enters: not kept by default, refused by
 # --keep-env.
