@@ -175,6 +175,24 @@ check "SNI refusal logged" jq_has 'select(.error != null and (.error | test("SNI
 check "missing SNI logged" jq_has 'select(.error != null and (.error | test("no SNI")))' "$T/audit.jsonl"
 check "client distrust logged" jq_has 'select(.error != null and (.error | test("unknown ca|certificate unknown|bad certificate|trust the run CA"; "i")))' "$T/audit.jsonl"
 
+# --- bad input inside the tunnel -------------------------------------------------
+# Each gets its status, and the next good request on a new tunnel works.
+prun -p "$T/p.conf" -- sh -c '
+	S="openssl s_client -quiet -ign_eof -proxy 127.0.0.1:3128 -connect echo.test:'"$ECHO_PORT"' -servername echo.test -CAfile $SSL_CERT_FILE"
+	req() { printf "$@" | $S 2>/dev/null | head -1 | tr -d "\r"; }
+	echo "absolute: $(req "GET https://echo.test/abs HTTP/1.1\r\nHost: echo.test\r\n\r\n")"
+	echo "connect: $(req "CONNECT echo.test:443 HTTP/1.1\r\nHost: echo.test\r\n\r\n")"
+	echo "garbage: $(req "GARBAGE\r\n\r\n")"
+	echo "huge: $(req "GET / HTTP/1.1\r\nHost: echo.test\r\nX: %070000d\r\n\r\n" 0)"
+	echo "smuggle: $(req "POST / HTTP/1.1\r\nHost: echo.test\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n")"
+	echo "good: $(req "GET /ok HTTP/1.1\r\nHost: echo.test\r\n\r\n")"'
+expect "inside: absolute-form refused" "$OUT" '^absolute: HTTP/1.1 400 '
+expect "inside: CONNECT refused" "$OUT" '^connect: HTTP/1.1 400 '
+expect "inside: garbage refused" "$OUT" '^garbage: HTTP/1.1 400 '
+expect "inside: a 70 KB head refused" "$OUT" '^huge: HTTP/1.1 431 '
+expect "inside: length and chunked together refused" "$OUT" '^smuggle: HTTP/1.1 400 '
+expect "inside: then a good request is served" "$OUT" '^good: HTTP/1.1 200 '
+
 # --- a CA the user pins -------------------------------------------------------
 # "ca cert PATH key PATH": leaves come from that CA, whose key file is
 # checked like a secret's and hidden from the sandbox.
