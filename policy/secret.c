@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fd.h"
 #include "common/log.h"
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
@@ -405,64 +406,56 @@ file_kind(mode_t mode)
 }
 
 /*
- * Checks what FD (opened from the secret's path) really is, after any
- * symlinks: a regular file, owned by us or root, that only its owner can
- * read.  Returns 0 or a PH_ERR_* code, having reported why.
+ * What FD (opened from the secret's path) really is, after any symlinks:
+ * the file must be regular, owned by us or root, readable by its owner
+ * alone.
  */
+enum secret_file
+secret_file_check(int fd, struct stat *sb)
+{
+	mode_t mode;
+
+	if (fstat(fd, sb) == -1)
+		return SECRET_FILE_STAT;
+	mode = sb->st_mode & 07777;
+	if (!S_ISREG(sb->st_mode))
+		return SECRET_FILE_NOT_REGULAR;
+	if (sb->st_uid != getuid() && sb->st_uid != 0)
+		return SECRET_FILE_OWNER;
+	if ((mode & (S_IRWXG | S_IRWXO)) != 0 || (mode & S_IRUSR) == 0)
+		return SECRET_FILE_MODE;
+	return SECRET_FILE_OK;
+}
+
+/* secret_file_check, with the reason reported.  0 or a PH_ERR_* code. */
 static int
 check_file(const struct load_ctx *ctx, const struct secret *s, int fd)
 {
 	const char *path = s->argv[0];
 	struct stat sb;
-	mode_t mode;
 
-	if (fstat(fd, &sb) == -1) {
+	switch (secret_file_check(fd, &sb)) {
+	case SECRET_FILE_OK:
+		return 0;
+	case SECRET_FILE_STAT:
 		say(ctx, s, "cannot stat %s: %s", path, strerror(errno));
 		return PH_ERR_SYSTEM;
-	}
-	mode = sb.st_mode & 07777;
-	if (!S_ISREG(sb.st_mode)) {
+	case SECRET_FILE_NOT_REGULAR:
 		say(ctx, s, "%s is %s; it must be a regular file", path,
 		    file_kind(sb.st_mode));
 		return PH_ERR_INVALID;
-	}
-	if (sb.st_uid != getuid() && sb.st_uid != 0) {
+	case SECRET_FILE_OWNER:
 		say(ctx, s,
 		    "%s is owned by uid %u; it must be owned by you (uid %u) "
 		    "or root",
 		    path, (unsigned)sb.st_uid, (unsigned)getuid());
 		return PH_ERR_PERM;
+	case SECRET_FILE_MODE:
+		break;
 	}
-	if ((mode & (S_IRWXG | S_IRWXO)) != 0 || (mode & S_IRUSR) == 0) {
-		say(ctx, s,
-		    "%s is mode %04o; it must be 0600 or 0400 (chmod 600 %s)",
-		    path, (unsigned)mode, path);
-		return PH_ERR_PERM;
-	}
-	return 0;
-}
-
-/*
- * Reads FD until EOF or until CAP bytes are in P.  Returns the number of
- * bytes read, or -1 with errno set.
- */
-static ssize_t
-read_all(int fd, uint8_t *p, size_t cap)
-{
-	size_t len = 0;
-	ssize_t n;
-
-	while (len < cap) {
-		n = read(fd, p + len, cap - len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			return -1;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	return (ssize_t)len;
+	say(ctx, s, "%s is mode %04o; it must be 0600 or 0400 (chmod 600 %s)",
+	    path, (unsigned)(sb.st_mode & 07777), path);
+	return PH_ERR_PERM;
 }
 
 static int
@@ -488,7 +481,7 @@ load_file(const struct load_ctx *ctx, struct secret *s)
 		r = PH_ERR_SYSTEM;
 		goto out;
 	}
-	if ((n = read_all(fd, p, READ_CAP)) == -1) {
+	if ((n = fd_read_all(fd, p, READ_CAP)) == -1) {
 		say(ctx, s, "cannot read %s: %s", path, strerror(errno));
 		region_free(p, maplen, READ_CAP);
 		r = PH_ERR_SYSTEM;

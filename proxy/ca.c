@@ -33,6 +33,8 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
+#include "common/fd.h"
+#include "policy/secret.h"
 #include "policy/target.h"
 
 #define CA_INTERNAL
@@ -616,42 +618,39 @@ out:
 }
 
 /*
- * The secret-file rule of policy/secret.c (check_file, which is static
- * there), applied to the open key file FD: a regular file owned by the
- * real uid or root that only its owner can read.  The symlink refusal is
+ * The rule for secret files (secret_file_check) applied to the open key
+ * file FD, with messages that name the CA key.  The symlink refusal is
  * the caller's O_NOFOLLOW.
  */
 static int
 check_key_file(int fd, const char *path, char *err, size_t errlen)
 {
 	struct stat sb;
-	mode_t mode;
 
-	if (fstat(fd, &sb) == -1) {
+	switch (secret_file_check(fd, &sb)) {
+	case SECRET_FILE_OK:
+		return 0;
+	case SECRET_FILE_STAT:
 		seterr(err, errlen, "cannot stat CA key %s: %s", path,
 		    strerror(errno));
-		return -1;
-	}
-	mode = sb.st_mode & 07777;
-	if (!S_ISREG(sb.st_mode)) {
+		break;
+	case SECRET_FILE_NOT_REGULAR:
 		seterr(err, errlen, "CA key %s is not a regular file", path);
-		return -1;
-	}
-	if (sb.st_uid != getuid() && sb.st_uid != 0) {
+		break;
+	case SECRET_FILE_OWNER:
 		seterr(err, errlen,
 		    "CA key %s is owned by uid %u; it must be owned by you "
 		    "(uid %u) or root",
 		    path, (unsigned)sb.st_uid, (unsigned)getuid());
-		return -1;
-	}
-	if ((mode & (S_IRWXG | S_IRWXO)) != 0 || (mode & S_IRUSR) == 0) {
+		break;
+	case SECRET_FILE_MODE:
 		seterr(err, errlen,
 		    "CA key %s is mode %04o; it must be 0600 or 0400 "
 		    "(chmod 600 %s)",
-		    path, (unsigned)mode, path);
-		return -1;
+		    path, (unsigned)(sb.st_mode & 07777), path);
+		break;
 	}
-	return 0;
+	return -1;
 }
 
 /* Opens the key file without following a final symlink, and checks it. */
@@ -690,26 +689,6 @@ no_passphrase(char *buf, int size, int rwflag, void *arg)
 	return -1;
 }
 
-/* Reads up to KEY_FILE_MAX bytes of FD into BUF.  Returns the length. */
-static ssize_t
-read_key_bytes(int fd, char *buf)
-{
-	size_t len = 0;
-	ssize_t n;
-
-	while (len < KEY_FILE_MAX) {
-		n = read(fd, buf + len, KEY_FILE_MAX - len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			return -1;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	return (ssize_t)len;
-}
-
 /* Decodes the PEM key in BUF.  Returns it, or NULL with ERR set. */
 static EVP_PKEY *
 decode_key(
@@ -746,7 +725,7 @@ load_key(const char *path, char *err, size_t errlen)
 	if ((fd = open_key_file(path, err, errlen)) == -1)
 		return NULL;
 	if ((buf = malloc(KEY_FILE_MAX)) == NULL ||
-	    (n = read_key_bytes(fd, buf)) == -1) {
+	    (n = fd_read_all(fd, buf, KEY_FILE_MAX)) == -1) {
 		seterr(err, errlen, "cannot read CA key %s: %s", path,
 		    strerror(errno));
 		goto out;

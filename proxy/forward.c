@@ -152,11 +152,18 @@ add_target(struct session *s, struct evbuffer *out, const struct http_head *h,
     const char *path)
 {
 	const char *q = memchr(h->target, '?', h->target_len);
-	struct evbuffer *t = evbuffer_new();
+	struct evbuffer *t;
 	unsigned char *flat;
 	int r = -1;
 
-	if (t == NULL)
+	/* Most requests bind no stand-in: straight into the head. */
+	if (s->dec.nplaceholder == 0) {
+		add_path(out, path);
+		if (q != NULL)
+			evbuffer_add(out, q, h->target + h->target_len - q);
+		return 0;
+	}
+	if ((t = evbuffer_new()) == NULL)
 		return -1;
 	add_path(t, path);
 	if (q != NULL)
