@@ -1,3 +1,7 @@
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "ph_err.h"
 
 const char *
@@ -37,4 +41,16 @@ ph_err(int n)
 	default:
 		return "unknown error";
 	}
+}
+
+void
+ph_errf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	errno = saved;
 }

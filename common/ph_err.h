@@ -6,6 +6,8 @@
 #ifndef PH_ERR_H
 #define PH_ERR_H
 
+#include <stddef.h>
+
 #define PH_ERR_SUCCESS 0
 #define PH_ERR_INTERNAL -1 /* broken invariant */
 #define PH_ERR_ALLOC -2 /* out of memory */
@@ -24,5 +26,12 @@
 
 /* Returns a static description of a PH_ERR_* code. */
 const char *ph_err(int);
+
+/*
+ * Writes a one-line reason into BUF (LEN bytes), printf-style, for the
+ * modules that return -1 and a message; errno is left as it was.
+ */
+void ph_errf(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -12,32 +12,17 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/ph_err.h"
 #include "netns/caps.h"
 
 #define SECBITS_ALL                                                            \
 	(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |       \
 	    SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |          \
 	    SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
-
-static void
-seterr(char *, size_t, const char *, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	int saved = errno;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	errno = saved;
-}
 
 static int
 last_cap(void)
@@ -92,12 +77,12 @@ drop_bounding(char *err, size_t errlen)
 	for (c = 0; c <= last; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 &&
 		    errno != EINVAL) {
-			seterr(err, errlen, "drop capability %d: %s", c,
+			ph_errf(err, errlen, "drop capability %d: %s", c,
 			    strerror(errno));
 			return -1;
 		}
 	if (prctl(PR_SET_SECUREBITS, SECBITS_ALL, 0, 0, 0) != 0) {
-		seterr(err, errlen, "lock securebits: %s", strerror(errno));
+		ph_errf(err, errlen, "lock securebits: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -116,11 +101,11 @@ caps_drop_all(char *err, size_t errlen)
 	if (have_setpcap() && drop_bounding(err, errlen) != 0)
 		goto out;
 	if (syscall(SYS_capset, &h, d) != 0) {
-		seterr(err, errlen, "capset: %s", strerror(errno));
+		ph_errf(err, errlen, "capset: %s", strerror(errno));
 		goto out;
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-		seterr(err, errlen, "no_new_privs: %s", strerror(errno));
+		ph_errf(err, errlen, "no_new_privs: %s", strerror(errno));
 		goto out;
 	}
 	r = 0;

@@ -17,12 +17,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "netns/mount.h"
 
@@ -89,21 +89,6 @@ static const char *const home_secrets[] = {
     ".kube",
 };
 
-static void
-seterr(char *, size_t, const char *, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	int saved = errno;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	errno = saved;
-}
-
 /* --- the plan (outside) --------------------------------------------------- */
 
 struct mnt_plan *
@@ -113,12 +98,12 @@ mnt_plan_new(const char *cwd, char *err, size_t errlen)
 	char *real;
 
 	if ((real = realpath(cwd, NULL)) == NULL) {
-		seterr(err, errlen, "start directory %s: %s", cwd,
+		ph_errf(err, errlen, "start directory %s: %s", cwd,
 		    strerror(errno));
 		return NULL;
 	}
 	if (strcmp(real, "/") == 0) {
-		seterr(err, errlen,
+		ph_errf(err, errlen,
 		    "the start directory is /, which would make "
 		    "the whole tree writable; cd to a project "
 		    "directory first");
@@ -156,7 +141,7 @@ mnt_plan_add(struct mnt_plan *p, enum mnt_kind kind, const char *src,
 
 	if (kind == MNT_BIND || kind == MNT_RO_BIND) {
 		if ((op.src = realpath(src, NULL)) == NULL) {
-			seterr(err, errlen, "%s: %s", src, strerror(errno));
+			ph_errf(err, errlen, "%s: %s", src, strerror(errno));
 			return -1;
 		}
 		if (dst == NULL)
@@ -164,7 +149,7 @@ mnt_plan_add(struct mnt_plan *p, enum mnt_kind kind, const char *src,
 	} else if (dst == NULL)
 		dst = src;
 	if (dst == NULL || dst[0] != '/') {
-		seterr(err, errlen,
+		ph_errf(err, errlen,
 		    "%s: the destination must be an absolute "
 		    "path",
 		    dst ? dst : "(none)");
@@ -265,7 +250,7 @@ prepare_git(const char *src, unsigned *before, char *err, size_t errlen)
 	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
 		snprintf(path, sizeof(path), "%s/.git/hooks", src);
 		if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-			seterr(err, errlen, "%s: %s", path, strerror(errno));
+			ph_errf(err, errlen, "%s: %s", path, strerror(errno));
 			return -1;
 		}
 	}
@@ -444,7 +429,7 @@ struct view {
 static int
 failed(struct view *v, const char *what, const char *path)
 {
-	seterr(v->err, v->errlen, "mount view: %s %s: %s", what, path,
+	ph_errf(v->err, v->errlen, "mount view: %s %s: %s", what, path,
 	    strerror(errno));
 	return -1;
 }

@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,20 +20,8 @@
 #include <netlink/netlink.h>
 #include <netlink/route/link.h>
 
+#include "common/ph_err.h"
 #include "netns/net.h"
-
-static void
-seterr(char *, size_t, const char *, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 int
 net_lo_up(char *err, size_t errlen)
@@ -45,17 +32,18 @@ net_lo_up(char *err, size_t errlen)
 
 	if ((sk = nl_socket_alloc()) == NULL ||
 	    (change = rtnl_link_alloc()) == NULL) {
-		seterr(err, errlen, "netlink: out of memory");
+		ph_errf(err, errlen, "netlink: out of memory");
 		goto out;
 	}
 	if ((e = nl_connect(sk, NETLINK_ROUTE)) < 0 ||
 	    (e = rtnl_link_get_kernel(sk, 0, "lo", &lo)) < 0) {
-		seterr(err, errlen, "netlink: lo: %s", nl_geterror(e));
+		ph_errf(err, errlen, "netlink: lo: %s", nl_geterror(e));
 		goto out;
 	}
 	rtnl_link_set_flags(change, IFF_UP);
 	if ((e = rtnl_link_change(sk, lo, change, 0)) < 0) {
-		seterr(err, errlen, "netlink: bring lo up: %s", nl_geterror(e));
+		ph_errf(
+		    err, errlen, "netlink: bring lo up: %s", nl_geterror(e));
 		goto out;
 	}
 	r = 0;
@@ -110,7 +98,7 @@ net_listen_loopback(
 	int n = 0;
 
 	if ((fds[n] = listen_on(AF_INET, port)) < 0) {
-		seterr(err, errlen, "listen on 127.0.0.1:%u: %s", port,
+		ph_errf(err, errlen, "listen on 127.0.0.1:%u: %s", port,
 		    strerror(errno));
 		return -1;
 	}
@@ -119,7 +107,7 @@ net_listen_loopback(
 	if ((fds[n] = listen_on(AF_INET6, port)) >= 0)
 		n++;
 	else if (errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL) {
-		seterr(err, errlen, "listen on [::1]:%u: %s", port,
+		ph_errf(err, errlen, "listen on [::1]:%u: %s", port,
 		    strerror(errno));
 		close(fds[0]);
 		return -1;

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "netns/caps.h"
 #include "netns/init.h"
@@ -55,21 +56,6 @@ struct sbx {
 };
 
 extern char **environ;
-
-static void
-seterr(char *, size_t, const char *, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-seterr(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	int saved = errno;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	errno = saved;
-}
 
 /* --- inside --------------------------------------------------------------- */
 
@@ -264,16 +250,16 @@ sbx_shed(const char *const *extra, size_t nextra, int landlock, char *report,
 
 	/* Undumpable already if it holds secrets (secret_store_load). */
 	if (caps_drop_all(err, sizeof(err)) != 0) {
-		seterr(report, reportlen, "%s", err);
+		ph_errf(report, reportlen, "%s", err);
 		goto out;
 	}
 	if (!landlock) {
-		seterr(report, reportlen, "capabilities dropped; no Landlock");
+		ph_errf(report, reportlen, "capabilities dropped; no Landlock");
 		r = 0;
 		goto out;
 	}
 	if ((ll = ll_new(LL_PROXY)) == NULL) {
-		seterr(report, reportlen, "landlock: out of memory");
+		ph_errf(report, reportlen, "landlock: out of memory");
 		goto out;
 	}
 	for (i = 0; i < sizeof(readable) / sizeof(readable[0]); i++)
@@ -330,17 +316,17 @@ write_maps(pid_t pid, char *err, size_t errlen)
 	 */
 	if (write_file(pid, "setgroups", "deny") != 0 &&
 	    !(errno == EPERM && setgroups_denied())) {
-		seterr(err, errlen, "setgroups: %s", strerror(errno));
+		ph_errf(err, errlen, "setgroups: %s", strerror(errno));
 		return -1;
 	}
 	snprintf(map, sizeof(map), "%u %u 1\n", getuid(), getuid());
 	if (write_file(pid, "uid_map", map) != 0) {
-		seterr(err, errlen, "uid_map: %s", strerror(errno));
+		ph_errf(err, errlen, "uid_map: %s", strerror(errno));
 		return -1;
 	}
 	snprintf(map, sizeof(map), "%u %u 1\n", getgid(), getgid());
 	if (write_file(pid, "gid_map", map) != 0) {
-		seterr(err, errlen, "gid_map: %s", strerror(errno));
+		ph_errf(err, errlen, "gid_map: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -393,7 +379,7 @@ sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 	s->pid = -1;
 	s->sock = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
-		seterr(err, errlen, "socketpair: %s", strerror(errno));
+		ph_errf(err, errlen, "socketpair: %s", strerror(errno));
 		goto fail;
 	}
 	s->sock = sp[0];
@@ -401,7 +387,7 @@ sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 	s->pid = (pid_t)syscall(
 	    SYS_clone, NS_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (s->pid < 0) {
-		seterr(err, errlen, "cannot create the namespaces: %s",
+		ph_errf(err, errlen, "cannot create the namespaces: %s",
 		    strerror(errno));
 		goto fail;
 	}
@@ -412,18 +398,18 @@ sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 	close(sp[1]);
 	sp[1] = -1;
 	if (recv(s->sock, &type, 1, 0) != 1 || type != 'R') {
-		seterr(err, errlen, "the sandbox ended at start");
+		ph_errf(err, errlen, "the sandbox ended at start");
 		goto fail;
 	}
 	if (write_maps(s->pid, err, errlen) != 0)
 		goto fail;
 	if (send(s->sock, "G", 1, MSG_NOSIGNAL) != 1) {
-		seterr(err, errlen, "the sandbox ended at start");
+		ph_errf(err, errlen, "the sandbox ended at start");
 		goto fail;
 	}
 	if ((r = recv_msg(s, &type, msg, sizeof(msg))) <= 0 || type != 'F' ||
 	    s->nfds == 0) {
-		seterr(err, errlen, "%s",
+		ph_errf(err, errlen, "%s",
 		    r > 0 && type == 'E' ? msg : "the sandbox ended at start");
 		goto fail;
 	}
@@ -464,7 +450,7 @@ sbx_wait_exec(struct sbx *s, char *err, size_t errlen)
 	s->sock = -1;
 	if (r == 0)
 		return 0;
-	seterr(err, errlen, "%s",
+	ph_errf(err, errlen, "%s",
 	    r > 0 && type == 'E' ? msg : "lost touch with the sandbox");
 	return -1;
 }

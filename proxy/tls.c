@@ -314,6 +314,25 @@ tls_free(struct tls *t)
 	free(t);
 }
 
+/* An SSL of CTX with its state for HOST, or NULL with ERR. */
+static SSL *
+ssl_new(struct tls *t, SSL_CTX *ctx, const char *host, struct tls_state **st,
+    char *err, size_t errlen)
+{
+	SSL *ssl;
+
+	if ((ssl = SSL_new(ctx)) == NULL) {
+		seterr(err, errlen, "TLS");
+		return NULL;
+	}
+	if ((*st = state_new(t, ssl, host)) == NULL) {
+		SSL_free(ssl);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	return ssl;
+}
+
 SSL *
 tls_server_ssl(struct tls *t, const char *host, char *err, size_t errlen)
 {
@@ -321,15 +340,8 @@ tls_server_ssl(struct tls *t, const char *host, char *err, size_t errlen)
 	struct target_host h;
 	SSL *ssl;
 
-	if ((ssl = SSL_new(t->server)) == NULL) {
-		seterr(err, errlen, "TLS");
+	if ((ssl = ssl_new(t, t->server, host, &st, err, errlen)) == NULL)
 		return NULL;
-	}
-	if ((st = state_new(t, ssl, host)) == NULL) {
-		SSL_free(ssl);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
 	st->is_ip = target_host_parse(host, strlen(host), &h) == 0 &&
 	    h.kind != TARGET_NAME;
 	return ssl;
@@ -440,15 +452,8 @@ tls_client_ssl(struct tls *t, const char *host, uint16_t port, int is_ip,
 		}
 		t->client_loaded = 1;
 	}
-	if ((ssl = SSL_new(ctx)) == NULL) {
-		seterr(err, errlen, "TLS");
+	if ((ssl = ssl_new(t, ctx, host, &st, err, errlen)) == NULL)
 		return NULL;
-	}
-	if ((st = state_new(t, ssl, host)) == NULL) {
-		SSL_free(ssl);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
 	/* Sessions are kept per trust too: another CA file, another key. */
 	snprintf(st->key, sizeof(st->key), "%s:%u/%d", host, port, trust);
 	if (client_setup(ssl, st, is_ip) != 0) {
