@@ -15,6 +15,8 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 chmod 755 "$stage"
 cp "$dir"/test_* "$dir"/pinhole "$stage"/
+# Probers of the escape_*.sh scenarios, when there are any.
+find "$dir" -maxdepth 1 -name 'probe_*' -type f -exec cp {} "$stage"/ \;
 cp -r conf "$stage"/conf
 mkdir -p "$stage"/tests
 cp -r tests/integration "$stage"/tests/integration
