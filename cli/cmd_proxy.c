@@ -4,6 +4,12 @@
  * SIGHUP reloads the policy atomically (a policy with errors is refused
  * and the old one stays); SIGTERM and SIGINT stop accepting, let sessions
  * finish for the grace period, then exit.
+ *
+ * A reload parses the policy on the loop (files only, quick), then loads
+ * its secrets in a thread, since an exec helper may take up to its
+ * deadline: the loop keeps serving with the old policy meanwhile, and the
+ * new one is swapped in only once every secret loaded.  SIGTERM during a
+ * pending reload cancels it (the helper is killed) and stops at once.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,9 +17,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +59,15 @@ struct daemon {
 	struct dns *dns;
 	struct audit *audit;
 	char run_id[17];
+	/* A reload whose secrets load in a thread; see the top comment. */
+	struct policy *pending; /* owned by the thread until it is joined */
+	int pending_r; /* secret_store_load's result */
+	pthread_t thread;
+	int done_pipe[2]; /* thread -> loop: finished */
+	int cancel_pipe[2]; /* loop -> thread: stop (never reset) */
+	struct event *done_ev;
+	int again; /* a SIGHUP came while a reload was pending */
+	int stopping;
 };
 
 static void
@@ -161,14 +178,25 @@ usage:
 	return -1;
 }
 
-/* Loads the policy and its secrets; NULL after printing why. */
+/* Parses the policy, reading no secret; NULL after printing why. */
 static struct policy *
-load_policy(const struct proxy_opts *o)
+parse_policy(const struct proxy_opts *o)
 {
 	struct cli_diag_count c = {0, 0, 0};
 	struct policy *p = NULL;
 
 	if (policy_load(o->policies, o->npolicies, cli_print_diag, &c, &p) != 0)
+		return NULL;
+	return p;
+}
+
+/* Loads the policy and its secrets; NULL after printing why. */
+static struct policy *
+load_policy(const struct proxy_opts *o)
+{
+	struct policy *p;
+
+	if ((p = parse_policy(o)) == NULL)
 		return NULL;
 	if (secret_store_load(policy_secrets(p), NULL, NULL) != 0) {
 		policy_free(p);
@@ -271,20 +299,113 @@ bad:
 	return -1;
 }
 
+/* The reload thread: only the pending policy's secret store is its own. */
+static void *
+reload_thread(void *arg)
+{
+	struct daemon *d = arg;
+
+	d->pending_r =
+	    secret_store_load(policy_secrets(d->pending), NULL, NULL);
+	(void)!write(d->done_pipe[1], "x", 1);
+	return NULL;
+}
+
+/* Parses the policy and starts loading its secrets off the loop. */
 static void
-on_reload(evutil_socket_t sig, short what, void *arg)
+reload_start(struct daemon *d)
+{
+	sigset_t all, old;
+	struct policy *p;
+	int e;
+
+	if ((p = parse_policy(&d->o)) == NULL) {
+		log_warnx("reload: the policy has errors; the old one stays");
+		return;
+	}
+	secret_store_set_cancel_fd(policy_secrets(p), d->cancel_pipe[0]);
+	d->pending = p;
+	/* Signals stay with the loop's thread (it inherits this mask). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	e = pthread_create(&d->thread, NULL, reload_thread, d);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e != 0) {
+		d->pending = NULL;
+		policy_free(p);
+		log_warnx("reload: cannot start a thread: %s; the old policy "
+		          "stays",
+		    strerror(e));
+	}
+}
+
+/* Joins the reload thread; returns its policy if it may be used. */
+static struct policy *
+reload_join(struct daemon *d)
+{
+	struct policy *p = d->pending;
+	char c;
+
+	(void)pthread_join(d->thread, NULL);
+	(void)!read(d->done_pipe[0], &c, 1);
+	d->pending = NULL;
+	if (d->pending_r == 0 && !d->stopping)
+		return p;
+	log_warnx(d->stopping
+	        ? "reload: cancelled; stopping"
+	        : "reload: the policy's secrets could not be loaded; the old "
+	          "policy stays");
+	policy_free(p);
+	return NULL;
+}
+
+static void
+on_reload_done(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
 	struct policy *p;
 
+	(void)fd;
+	(void)what;
+	if (d->pending == NULL)
+		return;
+	if ((p = reload_join(d)) != NULL) {
+		proxy_set_policy(d->px, p);
+		log_warnx("reload: policy reloaded (%zu rules)",
+		    policy_rule_count(p));
+	}
+	if (d->again && !d->stopping) {
+		d->again = 0;
+		reload_start(d);
+	}
+}
+
+static void
+on_reload(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+
 	(void)sig;
 	(void)what;
-	if ((p = load_policy(&d->o)) == NULL) {
-		log_warnx("reload: the policy has errors; the old one stays");
+	if (d->stopping)
+		return;
+	if (d->pending != NULL) {
+		/* The files may have changed again: reload once more after. */
+		d->again = 1;
+		log_warnx("reload: one is still loading secrets; will reload "
+		          "again when it ends");
 		return;
 	}
-	proxy_set_policy(d->px, p);
-	log_warnx("reload: policy reloaded (%zu rules)", policy_rule_count(p));
+	reload_start(d);
+}
+
+/* At exit: a reload still pending is cancelled and joined. */
+static void
+reload_cancel(struct daemon *d)
+{
+	d->stopping = 1;
+	if (d->pending != NULL)
+		(void)!write(d->cancel_pipe[1], "x", 1);
 }
 
 static void
@@ -301,6 +422,7 @@ on_stop(evutil_socket_t sig, short what, void *arg)
 	struct daemon *d = arg;
 
 	(void)what;
+	reload_cancel(d);
 	log_warnx("signal %d: stopping; %zu session%s may finish", (int)sig,
 	    proxy_session_count(d->px),
 	    proxy_session_count(d->px) == 1 ? "" : "s");
@@ -415,14 +537,28 @@ daemon_run(struct daemon *d)
 {
 	struct event *hup, *term, *intr;
 
+	if (pipe2(d->done_pipe, O_CLOEXEC) != 0 ||
+	    pipe2(d->cancel_pipe, O_CLOEXEC) != 0)
+		fatal("proxy: pipe");
+	d->done_ev = event_new(
+	    d->base, d->done_pipe[0], EV_READ | EV_PERSIST, on_reload_done, d);
 	hup = evsignal_new(d->base, SIGHUP, on_reload, d);
 	term = evsignal_new(d->base, SIGTERM, on_stop, d);
 	intr = evsignal_new(d->base, SIGINT, on_stop, d);
-	if (hup == NULL || term == NULL || intr == NULL ||
+	if (d->done_ev == NULL || event_add(d->done_ev, NULL) != 0 ||
+	    hup == NULL || term == NULL || intr == NULL ||
 	    evsignal_add(hup, NULL) != 0 || evsignal_add(term, NULL) != 0 ||
 	    evsignal_add(intr, NULL) != 0)
 		fatalx("proxy: cannot set signal handlers");
 	event_base_dispatch(d->base);
+	reload_cancel(d);
+	if (d->pending != NULL)
+		(void)reload_join(d);
+	event_free(d->done_ev);
+	close(d->done_pipe[0]);
+	close(d->done_pipe[1]);
+	close(d->cancel_pipe[0]);
+	close(d->cancel_pipe[1]);
 	event_free(hup);
 	event_free(term);
 	event_free(intr);

@@ -710,16 +710,48 @@ d_resolve(struct parse_state *st, struct stmt *s)
 		    host.name);
 }
 
+/*
+ * "exec env A,B CMD...": splits the list into NAMES (pointers into *COPY,
+ * which the caller frees).  Returns the count, or -1 after an error.
+ */
+static int
+exec_env_list(struct parse_state *st, const struct token *t, char **copy,
+    const char **names)
+{
+	char *p, *name;
+	int n = 0;
+
+	p = *copy = xstrdup(t->text);
+	while ((name = strsep(&p, ",")) != NULL) {
+		if (!valid_env(name)) {
+			err(st, t,
+			    "exec env: bad environment variable name "
+			    "'%s' (use VAR[,VAR...])",
+			    name);
+			return -1;
+		}
+		if (n == SECRET_EXEC_ENV_MAX) {
+			err(st, t, "exec env: more than %d variables",
+			    SECRET_EXEC_ENV_MAX);
+			return -1;
+		}
+		names[n++] = name;
+	}
+	return n;
+}
+
 static void
 d_secret(struct parse_state *st, struct stmt *s)
 {
 	static const char *const sources[] = {"env", "exec", "file"};
 	const char *argv[64], *prev_file = NULL;
+	const char *envs[SECRET_EXEC_ENV_MAX];
 	enum secret_source src;
-	char *path = NULL;
+	char *path = NULL, *envcopy = NULL;
 	unsigned prev_line = 0;
-	size_t i, argc = s->n - 3;
+	size_t i, argc, first = 3;
 	const char *hint;
+	int nenv = 0;
 
 	if (s->n < 4 || s->n > 3 + 64) {
 		err(st, &s->w[0],
@@ -753,6 +785,19 @@ d_secret(struct parse_state *st, struct stmt *s)
 		    hint ? hint : "", hint ? "'?)" : "");
 		return;
 	}
+	/* "exec env" is the option; env(1) itself is /usr/bin/env. */
+	if (src == SECRET_EXEC && strcmp(s->w[3].text, "env") == 0) {
+		if (s->n < 6) {
+			err(st, &s->w[3],
+			    "usage: secret NAME exec env VAR[,VAR...] COMMAND "
+			    "[ARG...] (to run env(1), write /usr/bin/env)");
+			return;
+		}
+		if ((nenv = exec_env_list(st, &s->w[4], &envcopy, envs)) < 0)
+			goto out;
+		first = 5;
+	}
+	argc = s->n - first;
 	if (src != SECRET_EXEC && argc != 1) {
 		err(st, &s->w[4], "secret %s: %s takes one word", s->w[1].text,
 		    s->w[2].text);
@@ -764,14 +809,21 @@ d_secret(struct parse_state *st, struct stmt *s)
 		return;
 	}
 	for (i = 0; i < argc; i++)
-		argv[i] = s->w[3 + i].text;
+		argv[i] = s->w[first + i].text;
 	if (src == SECRET_FILE)
 		argv[0] = path = rel_path(st, s->w[3].text);
 	if (policy_secret_define(st->p, s->w[1].text, src, argv, argc, st->file,
 	        s->w[1].line, s->w[1].col, &prev_file, &prev_line) != 0)
 		err(st, &s->w[1], "secret '%s' is already defined at %s:%u",
 		    s->w[1].text, prev_file ? prev_file : "?", prev_line);
+	else if (nenv > 0 &&
+	    secret_set_exec_env(
+	        secret_store_find(policy_secrets(st->p), s->w[1].text), envs,
+	        (size_t)nenv) != 0)
+		err(st, &s->w[4], "exec env: invalid variable list");
 	free(path);
+out:
+	free(envcopy);
 }
 
 static int

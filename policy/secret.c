@@ -14,22 +14,20 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/fd.h"
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "policy/secret.h"
@@ -46,6 +44,8 @@ struct secret {
 	enum secret_source source;
 	char **argv; /* argc words and a NULL, as execvp wants */
 	size_t argc;
+	char **env; /* exec: variables the helper also gets */
+	size_t nenv;
 	uint8_t *value; /* mapping of maplen bytes, or NULL if not loaded */
 	size_t len;
 	size_t maplen;
@@ -63,6 +63,7 @@ struct secret_store {
 	size_t count;
 	size_t cap;
 	int exec_timeout_ms;
+	int cancel_fd;
 };
 
 /* One load: where messages go, and how long a helper may take. */
@@ -70,24 +71,8 @@ struct load_ctx {
 	secret_report_fn *report;
 	void *arg;
 	int timeout_ms;
-};
-
-/* How reading a helper's output ended. */
-enum helper_read {
-	HELPER_EOF,
-	HELPER_TOO_LONG,
-	HELPER_TIMEOUT,
-	HELPER_READ_ERROR,
-};
-
-/* What running a helper gave. */
-struct helper_run {
-	enum helper_read how;
-	int read_errno; /* for HELPER_READ_ERROR */
-	int exec_errno; /* non-zero if execvp failed */
-	int status; /* from waitpid */
-	int wait_errno; /* non-zero if waitpid failed */
-	size_t len; /* bytes of output read */
+	int cancel_fd;
+	const struct secret_store *st;
 };
 
 static void say(const struct load_ctx *, const struct secret *, const char *,
@@ -100,6 +85,7 @@ secret_store_new(void)
 
 	st = xcalloc(1, sizeof(*st));
 	st->exec_timeout_ms = SECRET_EXEC_TIMEOUT_MS;
+	st->cancel_fd = -1;
 	return st;
 }
 
@@ -166,6 +152,9 @@ secret_free(struct secret *s)
 	for (i = 0; i < s->argc; i++)
 		free(s->argv[i]);
 	free(s->argv);
+	for (i = 0; i < s->nenv; i++)
+		free(s->env[i]);
+	free(s->env);
 	free(s->name);
 	free(s);
 }
@@ -271,6 +260,53 @@ secret_store_set_exec_timeout(struct secret_store *st, int ms)
 	if (ms <= 0)
 		fatalx_f("invalid exec timeout %d ms", ms);
 	st->exec_timeout_ms = ms;
+}
+
+const char *const *
+secret_exec_env(const struct secret *s, size_t *n)
+{
+	*n = s->nenv;
+	return (const char *const *)s->env;
+}
+
+void
+secret_store_set_cancel_fd(struct secret_store *st, int fd)
+{
+	st->cancel_fd = fd;
+}
+
+/* A POSIX variable name: a letter or '_', then letters, digits, '_'. */
+static int
+env_name_ok(const char *n)
+{
+	size_t i;
+
+	if (n == NULL || !(isalpha((unsigned char)n[0]) || n[0] == '_'))
+		return 0;
+	for (i = 1; n[i] != '\0'; i++)
+		if (!isalnum((unsigned char)n[i]) && n[i] != '_')
+			return 0;
+	return 1;
+}
+
+int
+secret_set_exec_env(struct secret *s, const char *const *names, size_t n)
+{
+	size_t i;
+
+	if (s->source != SECRET_EXEC || n > SECRET_EXEC_ENV_MAX)
+		return PH_ERR_INVALID;
+	for (i = 0; i < n; i++)
+		if (!env_name_ok(names[i]))
+			return PH_ERR_INVALID;
+	for (i = 0; i < s->nenv; i++)
+		free(s->env[i]);
+	free(s->env);
+	s->env = xcalloc(n + 1, sizeof(*s->env));
+	for (i = 0; i < n; i++)
+		s->env[i] = xstrdup(names[i]);
+	s->nenv = n;
+	return 0;
 }
 
 /* Reports "secret NAME: <message>"; callers never pass a value. */
@@ -522,205 +558,164 @@ load_env(const struct load_ctx *ctx, struct secret *s)
 	return finish_value(ctx, s, p, maplen, len);
 }
 
-static int64_t
-now_ms(void)
+/* Returns 1 if NAME is the variable of an env secret in the store. */
+static const struct secret *
+env_secret_of(const struct secret_store *st, const char *name)
 {
-	struct timespec ts;
+	size_t i;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	for (i = 0; i < st->count; i++)
+		if (st->secrets[i]->source == SECRET_ENV &&
+		    strcmp(st->secrets[i]->argv[0], name) == 0)
+			return st->secrets[i];
+	return NULL;
 }
 
-/*
- * In the child: stdin /dev/null, stdout OUT, stderr inherited, ERRFD as
- * fd 3 (close-on-exec, to report an exec failure), nothing else open.
- * Only async-signal-safe calls from here on.  close_range needs Linux 5.9;
- * Landlock already needs 5.13.
- */
-static void __attribute__((noreturn))
-helper_child(char *const argv[], int devnull, int out, int errfd)
-{
-	struct sigaction sa;
-	sigset_t none;
-	int e;
-
-	/* Move all three above fd 3 first so no dup2 clobbers another. */
-	if ((devnull = fcntl(devnull, F_DUPFD, 4)) == -1 ||
-	    (out = fcntl(out, F_DUPFD, 4)) == -1 ||
-	    (errfd = fcntl(errfd, F_DUPFD, 4)) == -1 ||
-	    dup2(devnull, STDIN_FILENO) == -1 ||
-	    dup2(out, STDOUT_FILENO) == -1 || dup2(errfd, 3) == -1 ||
-	    fcntl(3, F_SETFD, FD_CLOEXEC) == -1 || close_range(4, ~0U, 0) == -1)
-		_exit(127);
-	/* Do not hand our signal mask or an ignored SIGPIPE to the helper. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	(void)sigaction(SIGPIPE, &sa, NULL);
-	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	execvp(argv[0], argv);
-	e = errno;
-	/* If this fails too, the parent still sees exit status 127. */
-	(void)!write(3, &e, sizeof(e));
-	_exit(127);
-}
-
-/*
- * Reads the helper's stdout from FD into P until EOF, until more than
- * RAW_MAX bytes came, or until the deadline passes.
- */
+/* Adds NAME=value from pinhole's environment to ENV, if it is set. */
 static void
-helper_read(int fd, uint8_t *p, int timeout_ms, struct helper_run *hr)
+env_add(char **env, size_t *n, const char *name)
 {
-	int64_t deadline = now_ms() + timeout_ms, left;
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
-	ssize_t n;
+	const char *v = getenv(name);
 
-	for (;;) {
-		if (hr->len == READ_CAP) {
-			hr->how = HELPER_TOO_LONG;
-			return;
-		}
-		if ((left = deadline - now_ms()) <= 0) {
-			hr->how = HELPER_TIMEOUT;
-			return;
-		}
-		if ((n = poll(&pfd, 1, (int)left)) <= 0) {
-			if (n == 0 || errno == EINTR)
-				continue;
-			break;
-		}
-		n = read(fd, p + hr->len, READ_CAP - hr->len);
-		if (n == -1 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			break;
-		hr->len += (size_t)n;
-	}
-	hr->how = n == 0 ? HELPER_EOF : HELPER_READ_ERROR;
-	if (n == -1)
-		hr->read_errno = errno;
+	if (v != NULL)
+		env[(*n)++] = xasprintf("%s=%s", name, v);
 }
 
-/* Reports how the helper ended; returns 0 if it ran, exited 0, printed. */
+static void
+env_free(char **env)
+{
+	size_t i;
+
+	for (i = 0; env[i] != NULL; i++)
+		free(env[i]);
+	free(env);
+}
+
+/*
+ * The helper's whole environment: PATH, HOME, LANG and the variables its
+ * rule names, never one that holds an env secret (the base three are
+ * left out then; a named one is an error).  NULL after reporting.
+ */
+static char **
+helper_env(const struct load_ctx *ctx, const struct secret *s)
+{
+	static const char *const base[] = {"PATH", "HOME", "LANG"};
+	const struct secret *held;
+	char **env = xcalloc(3 + s->nenv + 1, sizeof(*env));
+	size_t i, n = 0;
+
+	for (i = 0; i < 3; i++)
+		if (env_secret_of(ctx->st, base[i]) == NULL)
+			env_add(env, &n, base[i]);
+	for (i = 0; i < s->nenv; i++) {
+		if ((held = env_secret_of(ctx->st, s->env[i])) != NULL) {
+			say(ctx, s,
+			    "the helper's environment names %s, which holds "
+			    "secret %s; a helper never gets an env secret",
+			    s->env[i], held->name);
+			env_free(env);
+			return NULL;
+		}
+		env_add(env, &n, s->env[i]);
+	}
+	return env;
+}
+
+/* Reports how a run that did not succeed ended; returns a PH_ERR_* code. */
 static int
-helper_verdict(const struct load_ctx *ctx, const struct secret *s,
-    const struct helper_run *hr)
+exec_failure(const struct load_ctx *ctx, const struct secret *s,
+    const struct proc_result *res)
 {
 	const char *h = s->argv[0];
+	int grace = PROC_GRACE_MS;
 
-	if (hr->wait_errno != 0) {
-		say(ctx, s, "waitpid: %s", strerror(hr->wait_errno));
+	switch (res->end) {
+	case PROC_EXEC_FAILED:
+		say(ctx, s, "cannot run helper %s: %s", h, strerror(res->err));
+		return errno_code(res->err);
+	case PROC_SYSTEM:
+		say(ctx, s, "cannot run helper %s: %s", h, strerror(res->err));
 		return PH_ERR_SYSTEM;
-	}
-	if (hr->exec_errno != 0) {
-		say(ctx, s, "cannot run helper %s: %s", h,
-		    strerror(hr->exec_errno));
-		return errno_code(hr->exec_errno);
-	}
-	switch (hr->how) {
-	case HELPER_TIMEOUT:
-		say(ctx, s, "helper %s did not finish within %d ms; killed it",
+	case PROC_TIMEOUT:
+		say(ctx, s,
+		    "helper %s did not finish within %d ms; killed it and "
+		    "everything it started",
 		    h, ctx->timeout_ms);
 		return PH_ERR_TIMEOUT;
-	case HELPER_TOO_LONG:
+	case PROC_LINGERED:
+		say(ctx, s,
+		    "helper %s closed its output but did not exit within %d "
+		    "ms; killed it and everything it started",
+		    h, grace);
+		return PH_ERR_TIMEOUT;
+	case PROC_HELD_OPEN:
+		say(ctx, s,
+		    "helper %s exited, but a process it started kept its "
+		    "output open for %d ms; killed them",
+		    h, grace);
+		return PH_ERR_TIMEOUT;
+	case PROC_TOO_LONG:
 		say(ctx, s,
 		    "output of helper %s is longer than %d bytes; killed it", h,
 		    SECRET_MAX_LEN);
 		return PH_ERR_TOO_LONG;
-	case HELPER_READ_ERROR:
-		say(ctx, s, "cannot read output of helper %s: %s", h,
-		    strerror(hr->read_errno));
+	case PROC_CANCELLED:
+		say(ctx, s, "helper %s: cancelled (pinhole is stopping)", h);
 		return PH_ERR_SYSTEM;
-	case HELPER_EOF:
+	case PROC_DONE:
 		break;
 	}
-	if (WIFSIGNALED(hr->status)) {
+	if (res->signo != 0) {
 		say(ctx, s, "helper %s was killed by signal %d (%s)", h,
-		    WTERMSIG(hr->status), strsignal(WTERMSIG(hr->status)));
+		    res->signo, strsignal(res->signo));
 		return PH_ERR_SYSTEM;
 	}
-	if (WEXITSTATUS(hr->status) != 0) {
-		say(ctx, s, "helper %s exited with status %d", h,
-		    WEXITSTATUS(hr->status));
-		return PH_ERR_SYSTEM;
-	}
-	if (hr->len == 0) {
+	say(ctx, s, "helper %s exited with status %d", h, res->code);
+	return PH_ERR_SYSTEM;
+}
+
+/* Runs the helper with its stdout read into P; 0 with *LEN set, or why. */
+static int
+run_helper(
+    const struct load_ctx *ctx, const struct secret *s, uint8_t *p, size_t *len)
+{
+	struct proc_spec spec = {
+	    .argv = s->argv,
+	    .timeout_ms = ctx->timeout_ms,
+	    .cancel_fd = ctx->cancel_fd,
+	    .out = p,
+	    .cap = READ_CAP,
+	};
+	struct proc_result res;
+	char **env;
+	int r;
+
+	*len = 0;
+	if ((env = helper_env(ctx, s)) == NULL)
+		return PH_ERR_INVALID;
+	spec.envp = env;
+	r = proc_run(&spec, &res);
+	env_free(env);
+	*len = res.len;
+	if (res.survivors > 0)
+		log_warnx("secret %s: %u process%s started by helper %s could "
+		          "not be killed",
+		    s->name, res.survivors, res.survivors == 1 ? "" : "es",
+		    s->argv[0]);
+	if (r != 0)
+		return exec_failure(ctx, s, &res);
+	if (res.killed > 0)
+		log_info("secret %s: killed %u process%s helper %s left "
+		         "running",
+		    s->name, res.killed, res.killed == 1 ? "" : "es",
+		    s->argv[0]);
+	if (res.len == 0) {
 		say(ctx, s,
-		    "helper %s exited with status 0 but printed nothing", h);
+		    "helper %s exited with status 0 but printed nothing",
+		    s->argv[0]);
 		return PH_ERR_INVALID;
 	}
 	return 0;
-}
-
-/*
- * Collects a started helper: reads its output, kills it unless it closed
- * stdout, waits for it, and picks up an execvp errno from ERRFD.
- */
-static void
-helper_collect(pid_t pid, int outfd, int errfd, uint8_t *p, int timeout_ms,
-    struct helper_run *hr)
-{
-	helper_read(outfd, p, timeout_ms, hr);
-	if (hr->how != HELPER_EOF)
-		(void)kill(pid, SIGKILL);
-	while (waitpid(pid, &hr->status, 0) == -1) {
-		if (errno != EINTR) {
-			hr->wait_errno = errno;
-			return;
-		}
-	}
-	/* The child is gone, so every write end is closed: no blocking. */
-	if (read(errfd, &hr->exec_errno, sizeof(hr->exec_errno)) !=
-	    (ssize_t)sizeof(hr->exec_errno))
-		hr->exec_errno = 0;
-}
-
-static void
-close_pair(int fds[2])
-{
-	if (fds[0] != -1)
-		close(fds[0]);
-	if (fds[1] != -1)
-		close(fds[1]);
-	fds[0] = fds[1] = -1;
-}
-
-/*
- * Runs the helper with its stdout read into P.  Returns 0 with *LEN set,
- * or a PH_ERR_* code having reported why (*LEN still counts the bytes
- * written to P).  ERRP is a close-on-exec pipe: the child writes errno to
- * it if execvp fails, and a successful exec closes it.
- */
-static int
-run_helper(const struct load_ctx *ctx, const struct secret *s, uint8_t *p,
-    size_t *len, int devnull)
-{
-	int outp[2] = {-1, -1}, errp[2] = {-1, -1};
-	struct helper_run hr = {.how = HELPER_EOF};
-	int r = PH_ERR_SYSTEM;
-	pid_t pid;
-
-	if (pipe2(outp, O_CLOEXEC) == -1 || pipe2(errp, O_CLOEXEC) == -1) {
-		say(ctx, s, "pipe: %s", strerror(errno));
-		goto out;
-	}
-	if ((pid = fork()) == -1) {
-		say(ctx, s, "fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0)
-		helper_child(s->argv, devnull, outp[1], errp[1]);
-	close(outp[1]);
-	close(errp[1]);
-	outp[1] = errp[1] = -1;
-	helper_collect(pid, outp[0], errp[0], p, ctx->timeout_ms, &hr);
-	r = helper_verdict(ctx, s, &hr);
-out:
-	*len = hr.len;
-	close_pair(outp);
-	close_pair(errp);
-	return r;
 }
 
 static int
@@ -728,26 +723,17 @@ load_exec(const struct load_ctx *ctx, struct secret *s)
 {
 	uint8_t *p;
 	size_t maplen, len = 0;
-	int devnull, r;
+	int r;
 
-	/* Opened here, so that the child has nothing left that can fail. */
-	if ((devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1) {
-		say(ctx, s, "cannot open /dev/null: %s", strerror(errno));
-		return PH_ERR_SYSTEM;
-	}
 	if ((p = region_new(READ_CAP, &maplen)) == NULL) {
 		say(ctx, s, "cannot map memory: %s", strerror(errno));
-		r = PH_ERR_SYSTEM;
-		goto out;
+		return PH_ERR_SYSTEM;
 	}
-	if ((r = run_helper(ctx, s, p, &len, devnull)) != 0) {
+	if ((r = run_helper(ctx, s, p, &len)) != 0) {
 		region_free(p, maplen, len);
-		goto out;
+		return r;
 	}
-	r = finish_value(ctx, s, p, maplen, len);
-out:
-	close(devnull);
-	return r;
+	return finish_value(ctx, s, p, maplen, len);
 }
 
 static int
@@ -767,7 +753,8 @@ load_one(const struct load_ctx *ctx, struct secret *s)
 int
 secret_store_load(struct secret_store *st, secret_report_fn *report, void *arg)
 {
-	struct load_ctx ctx = {report, arg, st->exec_timeout_ms};
+	struct load_ctx ctx = {
+	    report, arg, st->exec_timeout_ms, st->cancel_fd, st};
 	size_t i;
 	int r, first = 0;
 

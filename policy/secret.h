@@ -23,6 +23,8 @@ struct stat;
 #define SECRET_MAX_LEN 65536
 /* Default time an exec helper may take, in milliseconds. */
 #define SECRET_EXEC_TIMEOUT_MS 10000
+/* Most variables an exec rule may pass to its helper ("exec env A,B"). */
+#define SECRET_EXEC_ENV_MAX 32
 
 enum secret_source {
 	SECRET_FILE, /* argv[0]: path (already resolved by the parser) */
@@ -70,14 +72,37 @@ struct secret *secret_store_get(const struct secret_store *, size_t i);
 void secret_store_set_exec_timeout(struct secret_store *, int ms);
 
 /*
+ * Names the variables of pinhole's environment that S's helper gets on top
+ * of PATH, HOME and LANG (copied).  Returns 0, or PH_ERR_INVALID if S is
+ * not an exec secret, a name is not a variable name, or there are more
+ * than SECRET_EXEC_ENV_MAX.
+ */
+int secret_set_exec_env(struct secret *s, const char *const *names, size_t n);
+
+/* Returns the names secret_set_exec_env gave S, and sets *N. */
+const char *const *secret_exec_env(const struct secret *s, size_t *n);
+
+/*
+ * Makes a load stop soon after FD becomes readable (-1: never): a running
+ * helper is killed and every secret not yet loaded fails.  For a reload
+ * that runs in a thread while the daemon shuts down.
+ */
+void secret_store_set_cancel_fd(struct secret_store *, int fd);
+
+/*
  * Reads every value not yet loaded.  Rules:
  *  - file: opened read-only; must be a regular file whose mode has no
  *    group or other bits (0600 or 0400) and whose owner is the real uid or
  *    root; the message says which rule failed and how to fix it.
  *  - env: from pinhole's own environment; unset or empty is an error.
- *  - exec: run once, no shell, stdin /dev/null, stdout captured (at most
- *    SECRET_MAX_LEN), stderr inherited, killed after the timeout; a
- *    non-zero exit, a signal, a timeout or empty output is an error.
+ *  - exec: run once with proc_run (common/proc.h): no shell, stdin
+ *    /dev/null, stdout captured (at most SECRET_MAX_LEN), stderr
+ *    inherited, its own process group below a subreaper, one deadline
+ *    for its output and its exit, everything it started killed at the
+ *    end; environment PATH, HOME, LANG and the variables the rule names
+ *    (secret_set_exec_env), never an env secret's variable.  A non-zero
+ *    exit, a signal, a timeout, output still open or a helper still
+ *    running after the grace, or empty output is an error.
  * For all three, one trailing "\n" (or "\r\n") is removed; an empty value,
  * a value over SECRET_MAX_LEN, or one containing NUL, CR, LF or another
  * control character (it would split an HTTP header) is an error.

@@ -1850,6 +1850,33 @@ test_secret_sources(void **state)
 	assert_null(secret_value(s, &(size_t){0}));
 }
 
+/* exec env VAR[,VAR...] COMMAND: the variables the helper also gets. */
+static void
+test_secret_exec_env(void **state)
+{
+	struct fixture *f = *state;
+	const char *const *names;
+	struct secret *s;
+	size_t n;
+
+	clean(f,
+	    "secret x exec env VAULT_ADDR,VAULT_NAMESPACE /usr/bin/vault kv "
+	    "get\n"
+	    "allow a.test:443 { inject bearer x }\n");
+	s = secret_store_find(policy_secrets(f->p), "x");
+	assert_string_equal(secret_origin(s), "/usr/bin/vault");
+	names = secret_exec_env(s, &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(names[0], "VAULT_ADDR");
+	assert_string_equal(names[1], "VAULT_NAMESPACE");
+	one_error(f, "secret x exec env A,,B /bin/true\n", 1, 19,
+	    "exec env: bad environment variable name ''");
+	one_error(f, "secret x exec env A=1 /bin/true\n", 1, 19,
+	    "bad environment variable name 'A=1'");
+	one_error(f, "secret x exec env /bin/true\n", 1, 15,
+	    "usage: secret NAME exec env VAR[,VAR...] COMMAND");
+}
+
 /* ca cert PATH key PATH, in either order; once; nothing else. */
 static void
 test_ca(void **state)
@@ -2050,6 +2077,7 @@ main(void)
 	    T(test_relative_paths),
 	    T(test_relative_paths_in_file),
 	    T(test_secret_sources),
+	    T(test_secret_exec_env),
 	    T(test_ca),
 	    T(test_log_path),
 	    T(test_timeout_defaults),

@@ -712,6 +712,177 @@ test_exec_stdio(void **state)
 	assert_value(f, "fds", "closed");
 }
 
+/*
+ * Prints its value, closes stdout and keeps running: killed after the
+ * grace, long before the 10 s deadline, and the secret fails.
+ */
+static void
+test_exec_closes_stdout_and_runs(void **state)
+{
+	struct fixture *f = *state;
+	double t0;
+
+	assert_int_equal(define(f, "tok", SECRET_EXEC, "/bin/sh", "-c",
+	                     "echo " VALUE "; exec >&-; exec sleep 60", NULL),
+	    0);
+	t0 = now();
+	load_fails(f, PH_ERR_TIMEOUT);
+	assert_true(now() - t0 < 5.0);
+	assert_unloaded(f, "tok");
+	assert_msg(f, 0, "helper /bin/sh", "closed its output", "killed", NULL);
+}
+
+/* A grandchild in its own session holds stdout after the helper exits. */
+static void
+test_exec_grandchild_holds_stdout(void **state)
+{
+	struct fixture *f = *state;
+	double t0;
+
+	assert_int_equal(define(f, "tok", SECRET_EXEC, "/bin/sh", "-c",
+	                     "setsid sleep 60 & echo " VALUE, NULL),
+	    0);
+	t0 = now();
+	load_fails(f, PH_ERR_TIMEOUT);
+	assert_true(now() - t0 < 5.0);
+	assert_msg(f, 0, "helper /bin/sh", "kept its output open", NULL);
+}
+
+/*
+ * Splits the comma-separated list of variable names the helper printed
+ * and checks it holds exactly the names in WANT.
+ */
+static void
+assert_env_names(
+    struct fixture *f, const char *name, const char *const *want, size_t nwant)
+{
+	struct secret *s = secret_store_find(f->st, name);
+	char buf[1024], *tok, *save = NULL;
+	const uint8_t *v;
+	size_t len, i, seen = 0;
+
+	assert_non_null(s);
+	v = secret_value(s, &len);
+	assert_non_null(v);
+	assert_true(len < sizeof(buf));
+	memcpy(buf, v, len);
+	buf[len] = '\0';
+	for (tok = strtok_r(buf, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < nwant; i++)
+			if (strcmp(tok, want[i]) == 0)
+				break;
+		if (i == nwant)
+			fail_msg("the helper got variable %s", tok);
+		seen++;
+	}
+	assert_int_equal(seen, nwant);
+}
+
+/*
+ * The helper gets PATH, HOME, LANG and what its rule names; not the rest
+ * of pinhole's environment, and never an env secret's variable.
+ */
+static void
+test_exec_env_minimal(void **state)
+{
+	static const char *const want[] = {
+	    "PATH", "HOME", "LANG", "PH_ALLOWED"};
+	static const char *const names[] = {"PH_ALLOWED", "PH_UNSET_VAR"};
+	struct fixture *f = *state;
+
+	assert_int_equal(setenv("HOME", "/nowhere", 1), 0);
+	assert_int_equal(setenv("LANG", "C.UTF-8", 1), 0);
+	assert_int_equal(setenv("PH_ALLOWED", "yes", 1), 0);
+	assert_int_equal(setenv("PH_OTHER", "leak", 1), 0);
+	assert_int_equal(setenv("PH_TEST_ENV_SECRET", VALUE, 1), 0);
+	assert_int_equal(
+	    define(f, "envtok", SECRET_ENV, "PH_TEST_ENV_SECRET", NULL), 0);
+	assert_int_equal(
+	    define(f, "names", SECRET_EXEC, "awk",
+	        "BEGIN { for (k in ENVIRON) printf \"%s,\", k }", NULL),
+	    0);
+	assert_int_equal(
+	    secret_set_exec_env(secret_store_find(f->st, "names"), names, 2),
+	    0);
+	assert_int_equal(load(f), 0);
+	assert_env_names(f, "names", want, 4);
+	unsetenv("PH_ALLOWED");
+	unsetenv("PH_OTHER");
+	unsetenv("PH_TEST_ENV_SECRET");
+}
+
+/* A rule that names an env secret's variable for its helper fails. */
+static void
+test_exec_env_names_env_secret(void **state)
+{
+	static const char *const names[] = {"PH_TEST_ENV_SECRET"};
+	struct fixture *f = *state;
+
+	assert_int_equal(setenv("PH_TEST_ENV_SECRET", VALUE, 1), 0);
+	assert_int_equal(
+	    define(f, "envtok", SECRET_ENV, "PH_TEST_ENV_SECRET", NULL), 0);
+	assert_int_equal(
+	    define(f, "tok", SECRET_EXEC, "/bin/echo", "x", NULL), 0);
+	assert_int_equal(
+	    secret_set_exec_env(secret_store_find(f->st, "tok"), names, 1), 0);
+	load_fails(f, PH_ERR_INVALID);
+	assert_unloaded(f, "tok");
+	assert_msg(f, 0, "secret tok: ", "PH_TEST_ENV_SECRET", "envtok", NULL);
+	unsetenv("PH_TEST_ENV_SECRET");
+}
+
+static void
+test_exec_env_invalid(void **state)
+{
+	static const char *const bad[] = {"A=B"};
+	static const char *const digit[] = {"1A"};
+	static const char *const ok[] = {"_A1"};
+	struct fixture *f = *state;
+	size_t i;
+	const char *many_ok[SECRET_EXEC_ENV_MAX + 1];
+
+	for (i = 0; i <= SECRET_EXEC_ENV_MAX; i++)
+		many_ok[i] = "A";
+	assert_int_equal(define(f, "tok", SECRET_EXEC, "/bin/echo", NULL), 0);
+	assert_int_equal(define(f, "file", SECRET_FILE, "/x", NULL), 0);
+	assert_int_equal(
+	    secret_set_exec_env(secret_store_find(f->st, "tok"), bad, 1),
+	    PH_ERR_INVALID);
+	assert_int_equal(
+	    secret_set_exec_env(secret_store_find(f->st, "tok"), digit, 1),
+	    PH_ERR_INVALID);
+	assert_int_equal(secret_set_exec_env(secret_store_find(f->st, "tok"),
+	                     many_ok, SECRET_EXEC_ENV_MAX + 1),
+	    PH_ERR_INVALID);
+	assert_int_equal(
+	    secret_set_exec_env(secret_store_find(f->st, "file"), ok, 1),
+	    PH_ERR_INVALID);
+	assert_int_equal(
+	    secret_set_exec_env(secret_store_find(f->st, "tok"), ok, 1), 0);
+}
+
+/* A readable cancel descriptor stops a slow helper at once. */
+static void
+test_exec_cancel(void **state)
+{
+	struct fixture *f = *state;
+	int p[2];
+	double t0;
+
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	secret_store_set_cancel_fd(f->st, p[0]);
+	assert_int_equal(
+	    define(f, "tok", SECRET_EXEC, "/bin/sleep", "60", NULL), 0);
+	t0 = now();
+	assert_int_not_equal(load(f), 0);
+	assert_true(now() - t0 < 5.0);
+	assert_msg(f, 0, "helper /bin/sleep", "cancelled", NULL);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* store */
 
 static void
@@ -964,6 +1135,12 @@ main(void)
 	    T(test_exec_nonexistent),
 	    T(test_exec_too_large),
 	    T(test_exec_stdio),
+	    T(test_exec_closes_stdout_and_runs),
+	    T(test_exec_grandchild_holds_stdout),
+	    T(test_exec_env_minimal),
+	    T(test_exec_env_names_env_secret),
+	    T(test_exec_env_invalid),
+	    T(test_exec_cancel),
 	    T(test_define),
 	    T(test_accessors),
 	    T(test_load_continues),
