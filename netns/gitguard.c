@@ -471,12 +471,28 @@ dotgit(struct gitguard *g, int dfd, unsigned depth)
 		aside(g, dfd, ".git");
 }
 
-/* Every directory below FD (closed), for .git entries. */
+/* Which of HEAD, objects and refs NAME is, as a bit. */
+static unsigned
+bare_part(const char *name)
+{
+	if (strcmp(name, "HEAD") == 0)
+		return 1;
+	if (strcmp(name, "objects") == 0)
+		return 2;
+	return strcmp(name, "refs") == 0 ? 4 : 0;
+}
+
+/*
+ * Every directory below FD (closed), for .git entries, and for
+ * directories that git takes for a bare repository (HEAD, objects/ and
+ * refs/: git run there or below reads their config and hooks).
+ */
 static void
 walk(struct gitguard *g, int fd, unsigned depth)
 {
 	struct dirent *de;
 	struct ent e;
+	unsigned bare = 0;
 	size_t old;
 	DIR *d;
 
@@ -492,6 +508,7 @@ walk(struct gitguard *g, int fd, unsigned depth)
 			continue;
 		if (count(g) != 0)
 			break;
+		bare |= bare_part(de->d_name);
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN &&
 		    strcmp(de->d_name, ".git") != 0)
 			continue;
@@ -510,6 +527,10 @@ walk(struct gitguard *g, int fd, unsigned depth)
 	}
 	if (errno != 0 && !g->stopped)
 		say(g, 1, "cannot read %s: %s", g->path, strerror(errno));
+	else if (bare == 7 && !g->stopped && look(g, dirfd(d), ".", &e) == 0)
+		gitdir(g,
+		    openat(dirfd(d), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+		    GITDIR, e.isnew && !e.mnt, depth);
 	closedir(d);
 }
 

@@ -355,6 +355,27 @@ test_nested_changed(void **state)
 	assert_kept("old/.git/hooks");
 }
 
+/* A bare repository made in the tree: git run in it reads its config. */
+static void
+test_bare_new(void **state)
+{
+	struct fixture *f = *state;
+
+	start_run(f);
+	make_dir("src/b");
+	make_file("src/b/HEAD", "ref: refs/heads/main\n");
+	make_dir("src/b/objects");
+	make_dir("src/b/refs");
+	make_file("src/b/config", "[core]\n\tfsmonitor = evil\n");
+	make_dir("src/b/hooks");
+	make_dir("src/b/refs/.git");
+	assert_int_equal(sweep(f), 0);
+	assert_moved("src/b", "config");
+	assert_moved("src/b", "hooks");
+	assert_kept("src/b/HEAD");
+	assert_kept("src/b/refs/.git");
+}
+
 /*
  * A submodule's git directory (modules/m) and a linked worktree's
  * (worktrees/w), reached through modules/ and worktrees/.
@@ -523,6 +544,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_nested_new, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_nested_changed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bare_new, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_modules_worktrees, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
