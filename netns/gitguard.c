@@ -86,6 +86,7 @@ static const char *const inert_gitdir[] = {
     "REVERT_HEAD",
     "SQUASH_MSG",
     "TAG_EDITMSG",
+    "branches",
     "description",
     "index",
     "lfs",
@@ -288,6 +289,21 @@ aside(struct gitguard *g, int dfd, const char *name)
 
 /* --- git directories ------------------------------------------------------ */
 
+/* NAME ends in .pinhole-quarantine-<16 hex digits>. */
+static int
+is_quarantine(const char *name)
+{
+	size_t n = strlen(name), q = strlen(QUARANTINE);
+
+	return n >= q + 16 && strncmp(name + n - q - 16, QUARANTINE, q) == 0 &&
+	    strspn(name + n - 16, "0123456789abcdef") == 16;
+}
+
+/*
+ * Git reads fixed names in a git directory: none ends as a quarantine
+ * name does, whoever made it (a name moved aside by the previous run
+ * is not moved again; its ctime is that of the rename).
+ */
 static int
 is_inert(enum kind k, const char *name)
 {
@@ -296,6 +312,8 @@ is_inert(enum kind k, const char *name)
 	    n = k == GITDIR ? sizeof(inert_gitdir) / sizeof(inert_gitdir[0])
 	                    : sizeof(inert_info) / sizeof(inert_info[0]);
 
+	if (is_quarantine(name))
+		return 1;
 	for (i = 0; i < n; i++)
 		if (strcmp(name, v[i]) == 0)
 			return 1;
