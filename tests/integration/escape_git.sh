@@ -137,10 +137,14 @@ printf '#!/bin/sh\ntouch $M/mod-hook\n' >.git/modules/sub/hooks/pre-commit &&
 chmod +x .git/modules/sub/hooks/pre-commit &&
 git config -f .gitmodules submodule.sub.update '!touch $M/gitmodules-update' &&
 echo planted" . sub
-# What git does with update = !cmd in .gitmodules: it refuses it.
+# update = !cmd in .gitmodules (left there by the control run): git
+# refuses it (CVE-2019-19604), even when the submodule must be checked
+# out again.
 rm -f "$M"/*
-(cd "$W" && git submodule update --init) >/dev/null 2>&1
+gm=$(cd "$W" && rm -rf sub && mkdir sub &&
+	git submodule update --init 2>&1 >/dev/null)
 equal ".gitmodules update = !cmd: git does not run it" "$(markers)" ""
+expect ".gitmodules update = !cmd: git refuses it" "$gm" "invalid value for 'submodule\.sub\.update'"
 
 # --- a linked worktree (outside the work directory): worktrees/*/commondir ----
 worktree() { git -C "$W" worktree add -q "$T/wt-$1" 2>/dev/null; }
