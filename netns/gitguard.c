@@ -489,21 +489,33 @@ dotgit(struct gitguard *g, int dfd, unsigned depth)
 		aside(g, dfd, ".git");
 }
 
-/* Which of HEAD, objects and refs NAME is, as a bit. */
+/* Which of HEAD, objects, refs and commondir NAME is, as a bit. */
 static unsigned
 bare_part(const char *name)
 {
-	if (strcmp(name, "HEAD") == 0)
-		return 1;
-	if (strcmp(name, "objects") == 0)
-		return 2;
-	return strcmp(name, "refs") == 0 ? 4 : 0;
+	static const char *const parts[] = {
+	    "HEAD", "objects", "refs", "commondir"};
+	unsigned i;
+
+	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (strcmp(name, parts[i]) == 0)
+			return 1u << i;
+	return 0;
+}
+
+/* What git takes for a git directory: HEAD, and objects and refs here or
+ * in the directory commondir names (setup.c, is_git_directory). */
+static int
+is_bare(unsigned parts)
+{
+	return (parts & 1) && ((parts & 6) == 6 || (parts & 8));
 }
 
 /*
  * Every directory below FD (closed), for .git entries, and for
  * directories that git takes for a bare repository (HEAD, objects/ and
- * refs/: git run there or below reads their config and hooks).
+ * refs/, or HEAD and commondir: git run there or below reads their
+ * config and hooks).
  */
 static void
 walk(struct gitguard *g, int fd, unsigned depth)
@@ -545,7 +557,8 @@ walk(struct gitguard *g, int fd, unsigned depth)
 	}
 	if (errno != 0 && !g->stopped)
 		say(g, 1, "cannot read %s: %s", g->path, strerror(errno));
-	else if (bare == 7 && !g->stopped && look(g, dirfd(d), ".", &e) == 0)
+	else if (is_bare(bare) && !g->stopped &&
+	    look(g, dirfd(d), ".", &e) == 0)
 		gitdir(g,
 		    openat(dirfd(d), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC),
 		    GITDIR, e.isnew && !e.mnt, depth);

@@ -378,6 +378,23 @@ test_bare_new(void **state)
 	assert_kept("src/b/refs/.git");
 }
 
+/* HEAD and commondir are enough for git to take a directory as one. */
+static void
+test_bare_commondir(void **state)
+{
+	struct fixture *f = *state;
+
+	start_run(f);
+	make_dir("src/w");
+	make_file("src/w/HEAD", "ref: refs/heads/main\n");
+	make_file("src/w/commondir", "../../evil\n");
+	make_file("src/w/config.worktree", "[core]\n\tpager = evil\n");
+	assert_int_equal(sweep(f), 0);
+	assert_moved("src/w", "commondir");
+	assert_moved("src/w", "config.worktree");
+	assert_kept("src/w/HEAD");
+}
+
 /*
  * A submodule's git directory (modules/m) and a linked worktree's
  * (worktrees/w), reached through modules/ and worktrees/.
@@ -555,6 +572,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(
 	        test_nested_changed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bare_new, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_bare_commondir, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_modules_worktrees, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
