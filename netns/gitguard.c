@@ -68,6 +68,7 @@ struct gitguard {
 /* What statx says of one entry. */
 struct ent {
 	int dir, mnt, isnew;
+	unsigned mode;
 };
 
 /* Names in a git directory that git runs nothing from. */
@@ -182,6 +183,7 @@ look(struct gitguard *g, int dfd, const char *name, struct ent *e)
 	        STATX_TYPE | STATX_CTIME, &sx) != 0)
 		return -1;
 	e->dir = S_ISDIR(sx.stx_mode);
+	e->mode = sx.stx_mode & 07777;
 	e->mnt = (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
 	    (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 	e->isnew = c->tv_sec > g->since.tv_sec ||
@@ -213,10 +215,10 @@ names_free(struct names *l)
 
 /*
  * The names in directory FD (left open), read in full before anything in
- * it is renamed.  Returns 0, or -1 with the failure said.
+ * it is renamed.  Returns 0, or -1, with the failure said when SAY_IT.
  */
 static int
-list(struct gitguard *g, int fd, struct names *l)
+list(struct gitguard *g, int fd, struct names *l, int say_it)
 {
 	struct dirent *de;
 	DIR *d;
@@ -226,7 +228,9 @@ list(struct gitguard *g, int fd, struct names *l)
 	l->n = 0;
 	if ((dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (d = fdopendir(dfd)) == NULL) {
-		say(g, 1, "cannot read %s: %s", g->path, strerror(errno));
+		if (say_it)
+			say(g, 1, "cannot read %s: %s", g->path,
+			    strerror(errno));
 		if (dfd >= 0)
 			close(dfd);
 		return -1;
@@ -240,12 +244,17 @@ list(struct gitguard *g, int fd, struct names *l)
 		l->v = xreallocarray(l->v, l->n + 1, sizeof(*l->v));
 		l->v[l->n++] = xstrdup(de->d_name);
 	}
-	if (errno != 0)
-		say(g, 1, "cannot read %s: %s", g->path, strerror(errno));
-	else
+	if (errno == 0)
 		r = 0;
+	else if (say_it)
+		say(g, 1, "cannot read %s: %s", g->path, strerror(errno));
 out:
 	closedir(d);
+	if (r != 0) {
+		names_free(l);
+		l->v = NULL;
+		l->n = 0;
+	}
 	return r;
 }
 
@@ -329,7 +338,8 @@ changed_below(struct gitguard *g, int fd, unsigned depth)
 	size_t i;
 	int r = 1;
 
-	if (fd < 0 || depth > g->depth_max || list(g, fd, &l) != 0)
+	/* What cannot be read goes aside whole: no failure then. */
+	if (fd < 0 || depth > g->depth_max || list(g, fd, &l, 0) != 0)
 		goto out;
 	for (i = 0, r = 0; i < l.n && r == 0; i++) {
 		if (look(g, fd, l.v[i], &e) != 0)
@@ -385,7 +395,7 @@ holder(struct gitguard *g, int fd, int taint, unsigned depth)
 		say(g, 1, "cannot read %s: %s", g->path, strerror(errno));
 		return;
 	}
-	if (too_deep(g, depth) || list(g, fd, &l) != 0)
+	if (too_deep(g, depth) || list(g, fd, &l, 1) != 0)
 		goto out;
 	for (i = 0; i < l.n && !g->stopped; i++) {
 		old = push(g, l.v[i]);
@@ -431,7 +441,7 @@ gitdir(struct gitguard *g, int fd, enum kind k, int taint, unsigned depth)
 		return;
 	}
 	if (too_deep(g, depth) || (k == GITDIR && seen(g, fd)) ||
-	    list(g, fd, &l) != 0)
+	    list(g, fd, &l, 1) != 0)
 		goto out;
 	for (i = 0; i < l.n && !g->stopped; i++) {
 		if (is_inert(k, l.v[i]))
@@ -511,6 +521,24 @@ is_bare(unsigned parts)
 	return (parts & 1) && ((parts & 6) == 6 || (parts & 8));
 }
 
+static void walk(struct gitguard *, int, unsigned);
+
+/*
+ * Directory NAME in DFD, walked.  One it cannot read is a failure, but
+ * for an old one that nobody may search (no x bit): the command could
+ * not have reached into it without a chmod, which would make it new.
+ */
+static void
+subdir(struct gitguard *g, int dfd, const char *name, const struct ent *e,
+    unsigned depth)
+{
+	int fd = opendir_at(dfd, name);
+
+	if (fd < 0 && errno == EACCES && !e->isnew && (e->mode & 0111) == 0)
+		return;
+	walk(g, fd, depth);
+}
+
 /*
  * Every directory below FD (closed), for .git entries, and for
  * directories that git takes for a bare repository (HEAD, objects/ and
@@ -550,7 +578,7 @@ walk(struct gitguard *g, int fd, unsigned depth)
 				say(g, 1, "cannot check %s: %s", g->path,
 				    strerror(errno));
 		} else if (e.dir && !e.mnt && !too_deep(g, depth + 1))
-			walk(g, opendir_at(dirfd(d), de->d_name), depth + 1);
+			subdir(g, dirfd(d), de->d_name, &e, depth + 1);
 		pop(g, old);
 		if (g->stopped)
 			break;
