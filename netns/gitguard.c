@@ -198,6 +198,16 @@ opendir_at(int dfd, const char *name)
 	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 }
 
+/*
+ * An old directory that nobody may search: the command could not have
+ * reached into it without a chmod, which would have made it new.
+ */
+static int
+sealed(const struct ent *e)
+{
+	return !e->isnew && (e->mode & 0111) == 0;
+}
+
 struct names {
 	char **v;
 	size_t n;
@@ -348,7 +358,7 @@ changed_below(struct gitguard *g, int fd, unsigned depth)
 			continue;
 		else if (e.isnew)
 			r = 1;
-		else if (e.dir)
+		else if (e.dir && !sealed(&e))
 			r = changed_below(g, opendir_at(fd, l.v[i]), depth + 1);
 	}
 	names_free(&l);
@@ -379,6 +389,29 @@ seen(struct gitguard *g, int fd)
 static void gitdir(struct gitguard *, int, enum kind, int, unsigned);
 
 /*
+ * Directory NAME of git's (entry E, new or in something new: NW), opened
+ * to look inside; or -1 when there is nothing to look at: it is sealed,
+ * or it cannot be read and, being new, went aside whole; or it cannot
+ * be read (said).
+ */
+static int
+enter(
+    struct gitguard *g, int dfd, const char *name, const struct ent *e, int nw)
+{
+	int fd;
+
+	if (!nw && sealed(e))
+		return -1;
+	if ((fd = opendir_at(dfd, name)) >= 0)
+		return fd;
+	if (nw)
+		aside(g, dfd, name);
+	else
+		say(g, 1, "cannot read %s: %s", g->path, strerror(errno));
+	return -1;
+}
+
+/*
  * modules/ and worktrees/ (and a submodule name's leading directories):
  * a directory holding HEAD is a git directory, any other is walked the
  * same way, and a new file is moved aside.  FD is closed.
@@ -389,12 +422,8 @@ holder(struct gitguard *g, int fd, int taint, unsigned depth)
 	struct names l;
 	struct ent e;
 	size_t i, old;
-	int sub;
+	int sub, nw;
 
-	if (fd < 0) {
-		say(g, 1, "cannot read %s: %s", g->path, strerror(errno));
-		return;
-	}
 	if (too_deep(g, depth) || list(g, fd, &l, 1) != 0)
 		goto out;
 	for (i = 0; i < l.n && !g->stopped; i++) {
@@ -406,14 +435,14 @@ holder(struct gitguard *g, int fd, int taint, unsigned depth)
 		} else if (e.mnt) {
 			/* a read-only guard, or the user's own mount */
 		} else if (e.dir) {
-			sub = opendir_at(fd, l.v[i]);
-			if (sub >= 0 &&
-			    faccessat(sub, "HEAD", F_OK, AT_SYMLINK_NOFOLLOW) ==
-			        0)
-				gitdir(g, sub, GITDIR, taint || e.isnew,
-				    depth + 1);
+			nw = taint || e.isnew;
+			if ((sub = enter(g, fd, l.v[i], &e, nw)) < 0)
+				; /* sealed, aside, or said */
+			else if (faccessat(sub, "HEAD", F_OK,
+			             AT_SYMLINK_NOFOLLOW) == 0)
+				gitdir(g, sub, GITDIR, nw, depth + 1);
 			else
-				holder(g, sub, taint || e.isnew, depth + 1);
+				holder(g, sub, nw, depth + 1);
 		} else if (taint || e.isnew)
 			aside(g, fd, l.v[i]);
 		pop(g, old);
@@ -434,12 +463,8 @@ gitdir(struct gitguard *g, int fd, enum kind k, int taint, unsigned depth)
 	struct names l;
 	struct ent e;
 	size_t i, old;
-	int nw;
+	int nw, sub;
 
-	if (fd < 0) {
-		say(g, 1, "cannot read %s: %s", g->path, strerror(errno));
-		return;
-	}
 	if (too_deep(g, depth) || (k == GITDIR && seen(g, fd)) ||
 	    list(g, fd, &l, 1) != 0)
 		goto out;
@@ -459,10 +484,15 @@ gitdir(struct gitguard *g, int fd, enum kind k, int taint, unsigned depth)
 			; /* a read-only guard: hooks, config */
 		else if (k == GITDIR && e.dir &&
 		    (strcmp(l.v[i], "modules") == 0 ||
-		        strcmp(l.v[i], "worktrees") == 0))
-			holder(g, opendir_at(fd, l.v[i]), nw, depth + 1);
-		else if (k == GITDIR && e.dir && strcmp(l.v[i], "info") == 0)
-			gitdir(g, opendir_at(fd, l.v[i]), INFO, nw, depth + 1);
+		        strcmp(l.v[i], "worktrees") == 0)) {
+			if ((sub = enter(g, fd, l.v[i], &e, nw)) >= 0)
+				holder(g, sub, nw, depth + 1);
+		} else if (k == GITDIR && e.dir &&
+		    strcmp(l.v[i], "info") == 0) {
+			if ((sub = enter(g, fd, l.v[i], &e, nw)) >= 0)
+				gitdir(g, sub, INFO, nw, depth + 1);
+		} else if (e.dir && !nw && sealed(&e))
+			; /* nothing in it can have changed */
 		else if (nw ||
 		    (e.dir &&
 		        changed_below(g, opendir_at(fd, l.v[i]), depth + 1)))
@@ -485,6 +515,7 @@ static void
 dotgit(struct gitguard *g, int dfd, unsigned depth)
 {
 	struct ent e;
+	int fd, nw;
 
 	if (look(g, dfd, ".git", &e) != 0) {
 		if (errno != ENOENT)
@@ -492,10 +523,11 @@ dotgit(struct gitguard *g, int dfd, unsigned depth)
 			    strerror(errno));
 		return;
 	}
-	if (e.dir)
-		gitdir(g, opendir_at(dfd, ".git"), GITDIR, !e.mnt && e.isnew,
-		    depth + 1);
-	else if (!e.mnt && e.isnew)
+	if (e.dir) {
+		nw = !e.mnt && e.isnew;
+		if ((fd = enter(g, dfd, ".git", &e, nw)) >= 0)
+			gitdir(g, fd, GITDIR, nw, depth + 1);
+	} else if (!e.mnt && e.isnew)
 		aside(g, dfd, ".git");
 }
 
@@ -532,11 +564,8 @@ static void
 subdir(struct gitguard *g, int dfd, const char *name, const struct ent *e,
     unsigned depth)
 {
-	int fd = opendir_at(dfd, name);
-
-	if (fd < 0 && errno == EACCES && !e->isnew && (e->mode & 0111) == 0)
-		return;
-	walk(g, fd, depth);
+	if (!sealed(e))
+		walk(g, opendir_at(dfd, name), depth);
 }
 
 /*
@@ -586,10 +615,10 @@ walk(struct gitguard *g, int fd, unsigned depth)
 	if (errno != 0 && !g->stopped)
 		say(g, 1, "cannot read %s: %s", g->path, strerror(errno));
 	else if (is_bare(bare) && !g->stopped &&
-	    look(g, dirfd(d), ".", &e) == 0)
-		gitdir(g,
-		    openat(dirfd(d), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC),
-		    GITDIR, e.isnew && !e.mnt, depth);
+	    look(g, dirfd(d), ".", &e) == 0 &&
+	    (fd = openat(dirfd(d), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >=
+	        0)
+		gitdir(g, fd, GITDIR, e.isnew && !e.mnt, depth);
 	closedir(d);
 }
 

@@ -556,6 +556,26 @@ test_unreadable(void **state)
 	assert_int_equal(chmod(P("locked"), 0755), 0);
 }
 
+/* A new .git that cannot be read goes aside whole: neutralised. */
+static void
+test_unreadable_dotgit(void **state)
+{
+	struct fixture *f = *state;
+
+	start_run(f);
+	make_dir("n");
+	make_dir("n/.git");
+	make_file("n/.git/config", "[core]\n\tfsmonitor = evil\n");
+	assert_int_equal(chmod(P("n/.git"), 0), 0);
+	assert_int_equal(sweep(f), 0);
+	assert_int_equal(f->fails, 0);
+	if (geteuid() == 0) {
+		assert_moved("n/.git", "config");
+		return;
+	}
+	assert_moved("n", ".git");
+}
+
 /* A root that is gone: said, not a crash. */
 static void
 test_add_root_missing(void **state)
@@ -591,6 +611,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(
 	        test_entries_bound, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unreadable, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_unreadable_dotgit, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_add_root_missing, setup, teardown),
 	};
