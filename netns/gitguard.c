@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common/ph_err.h"
@@ -512,12 +513,12 @@ out:
  * new file or symbolic link (gitdir: elsewhere) goes aside.
  */
 static void
-dotgit(struct gitguard *g, int dfd, unsigned depth)
+dotgit(struct gitguard *g, int dfd, const char *name, unsigned depth)
 {
 	struct ent e;
 	int fd, nw;
 
-	if (look(g, dfd, ".git", &e) != 0) {
+	if (look(g, dfd, name, &e) != 0) {
 		if (errno != ENOENT)
 			say(g, 1, "cannot check %s: %s", g->path,
 			    strerror(errno));
@@ -525,10 +526,20 @@ dotgit(struct gitguard *g, int dfd, unsigned depth)
 	}
 	if (e.dir) {
 		nw = !e.mnt && e.isnew;
-		if ((fd = enter(g, dfd, ".git", &e, nw)) >= 0)
+		if ((fd = enter(g, dfd, name, &e, nw)) >= 0)
 			gitdir(g, fd, GITDIR, nw, depth + 1);
 	} else if (!e.mnt && e.isnew)
-		aside(g, dfd, ".git");
+		aside(g, dfd, name);
+}
+
+/*
+ * In a case-folding directory (ext4, f2fs with +F) git's ".git" finds
+ * ".GIT": any case counts, here and for what makes a bare repository.
+ */
+static int
+is_dotgit(const char *name)
+{
+	return strcasecmp(name, ".git") == 0;
 }
 
 /* Which of HEAD, objects, refs and commondir NAME is, as a bit. */
@@ -540,7 +551,7 @@ bare_part(const char *name)
 	unsigned i;
 
 	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
-		if (strcmp(name, parts[i]) == 0)
+		if (strcasecmp(name, parts[i]) == 0)
 			return 1u << i;
 	return 0;
 }
@@ -597,11 +608,11 @@ walk(struct gitguard *g, int fd, unsigned depth)
 			break;
 		bare |= bare_part(de->d_name);
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN &&
-		    strcmp(de->d_name, ".git") != 0)
+		    !is_dotgit(de->d_name))
 			continue;
 		old = push(g, de->d_name);
-		if (strcmp(de->d_name, ".git") == 0)
-			dotgit(g, dirfd(d), depth);
+		if (is_dotgit(de->d_name))
+			dotgit(g, dirfd(d), de->d_name, depth);
 		else if (look(g, dirfd(d), de->d_name, &e) != 0) {
 			if (errno != ENOENT)
 				say(g, 1, "cannot check %s: %s", g->path,

@@ -327,6 +327,7 @@ test_nested_new(void **state)
 	make_dir("deep");
 	make_dir("deep/er");
 	make_file("deep/er/.git", "gitdir: ../../elsewhere\n");
+	make_file("deep/.GIT", "gitdir: ../elsewhere\n");
 	assert_int_equal(symlink("../mod/.git", P("src/.git")), 0);
 	assert_int_equal(sweep(f), 0);
 	assert_moved("vendor/lib/.git", "config");
@@ -334,6 +335,7 @@ test_nested_new(void **state)
 	assert_kept("vendor/lib/.git/HEAD");
 	assert_kept("vendor/lib/.git/objects");
 	assert_moved("deep/er", ".git");
+	assert_moved("deep", ".GIT");
 	assert_moved("src", ".git");
 	assert_kept("old/.git/config");
 	assert_kept("old/.git/hooks/pre-commit.sample");
