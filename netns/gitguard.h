@@ -9,14 +9,17 @@
  * renamed with RENAME_NOREPLACE).
  *
  * Below each writable root it looks for every .git entry (the root's own
- * and nested ones): a .git file or symbolic link that is new is moved
- * aside; in a .git directory (and in each repository below its modules/
- * and worktrees/) everything but git's inert data (objects, refs, logs,
- * HEAD, index, packed-refs, info/exclude, ...) that is new, or lies in
- * something new, is moved aside: config, config.worktree, commondir,
- * gitdir, hooks/, info/attributes, unknown names.  Read-only guards (mount
- * points) are left alone.  The walk is bounded; hitting a bound, an
- * unreadable directory or a failed rename is a failure to neutralise.
+ * and nested ones, in any case) and every directory git would take for a
+ * bare repository: a .git file or symbolic link that is new is moved
+ * aside; in a git directory (and in each one below its modules/ and
+ * worktrees/) everything but git's inert data (objects, refs, logs,
+ * HEAD, index, packed-refs, info/exclude, ...) that is new, lies in
+ * something new or holds something new is moved aside: config,
+ * config.worktree, commondir, gitdir, hooks/, info/attributes, unknown
+ * names.  Mount points (the read-only guards, the pinned .git's own
+ * entry, other mounts) are not moved nor entered.  The walk is bounded;
+ * hitting a bound, a directory it cannot read (but an old one nobody may
+ * search) or a failed rename is a failure to neutralise.
  */
 #ifndef PH_GITGUARD_H
 #define PH_GITGUARD_H
