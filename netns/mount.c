@@ -41,7 +41,6 @@ struct mnt_plan {
 	struct mnt_op *ops;
 	size_t nops;
 	int allow_git_config;
-	unsigned *git_before; /* per writable root: guards present at start */
 };
 
 /*
@@ -62,8 +61,6 @@ static const struct {
     {".git/config.worktree", 1},
 };
 #define GIT_GUARDS (sizeof(git_guards) / sizeof(git_guards[0]))
-/* Files the sandbox could create to redirect git; checked after a run. */
-#define GIT_LATE_MASK ((1u << 3) | (1u << 4))
 
 /* Devices of the minimal /dev, bound from the host's. */
 static const char *const dev_nodes[] = {
@@ -129,7 +126,6 @@ mnt_plan_free(struct mnt_plan *p)
 	}
 	free(p->ops);
 	free(p->cwd);
-	free(p->git_before);
 	free(p);
 }
 
@@ -223,122 +219,54 @@ mnt_plan_is_writable(const struct mnt_plan *p, const char *path)
 	return 0;
 }
 
-/* Which guards of SRC exist now, as a bit mask. */
-static unsigned
-git_present(const char *src)
-{
-	char path[PATH_MAX];
-	struct stat sb;
-	unsigned mask = 0;
-	size_t i;
-
-	for (i = 0; i < GIT_GUARDS; i++) {
-		snprintf(path, sizeof(path), "%s/%s", src, git_guards[i].name);
-		if (lstat(path, &sb) == 0)
-			mask |= 1u << i;
-	}
-	return mask;
-}
-
 static int
-prepare_git(const char *src, unsigned *before, char *err, size_t errlen)
+prepare_git(const char *src, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	struct stat sb;
 
 	snprintf(path, sizeof(path), "%s/.git", src);
-	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+	if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
 		snprintf(path, sizeof(path), "%s/.git/hooks", src);
 		if (mkdir(path, 0755) != 0 && errno != EEXIST) {
 			ph_errf(err, errlen, "%s: %s", path, strerror(errno));
 			return -1;
 		}
 	}
-	*before = git_present(src);
 	return 0;
-}
-
-/*
- * Calls FN(ARG, PATH, I) for each writable root I (the cwd is 0), PATH
- * as the host sees it, or with INSIDE as the sandbox does.
- */
-static void
-each_writable(const struct mnt_plan *p, int inside,
-    void (*fn)(const struct mnt_plan *, const char *, size_t, void *),
-    void *arg)
-{
-	size_t i, n = 1;
-
-	fn(p, p->cwd, 0, arg);
-	for (i = 0; i < p->nops; i++)
-		if (p->ops[i].kind == MNT_BIND)
-			fn(p, inside ? p->ops[i].dst : p->ops[i].src, n++, arg);
-}
-
-struct git_walk {
-	char *err;
-	size_t errlen;
-	int failed;
-	void (*warn)(void *, const char *);
-	void *warn_arg;
-};
-
-static void
-prepare_one(const struct mnt_plan *p, const char *src, size_t i, void *arg)
-{
-	struct git_walk *w = arg;
-
-	if (!w->failed &&
-	    prepare_git(src, &p->git_before[i], w->err, w->errlen) != 0)
-		w->failed = 1;
 }
 
 int
 mnt_plan_prepare_git(struct mnt_plan *p, char *err, size_t errlen)
 {
-	struct git_walk w = {err, errlen, 0, NULL, NULL};
+	size_t i;
 
 	if (p->allow_git_config)
 		return 0;
-	free(p->git_before);
-	p->git_before = xcalloc(p->nops + 1, sizeof(*p->git_before));
-	each_writable(p, 0, prepare_one, &w);
-	return w.failed ? -1 : 0;
+	if (prepare_git(p->cwd, err, errlen) != 0)
+		return -1;
+	for (i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == MNT_BIND &&
+		    prepare_git(p->ops[i].src, err, errlen) != 0)
+			return -1;
+	return 0;
 }
 
-/* A guard file that appeared during the run is moved aside. */
-static void
-recheck_one(const struct mnt_plan *p, const char *src, size_t i, void *arg)
+int
+mnt_plan_git_roots(const struct mnt_plan *p,
+    int (*fn)(void *, const char *, const char *), void *arg)
 {
-	struct git_walk *w = arg;
-	unsigned now = git_present(src), late;
-	char path[PATH_MAX], aside[PATH_MAX + 32], msg[2 * PATH_MAX + 96];
-	size_t k;
+	size_t i;
 
-	late = now & ~p->git_before[i] & GIT_LATE_MASK;
-	for (k = 0; k < GIT_GUARDS; k++) {
-		if (!(late & (1u << k)))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", src, git_guards[k].name);
-		snprintf(aside, sizeof(aside), "%s.pinhole-quarantine", path);
-		snprintf(msg, sizeof(msg), "%s appeared during the run%s %s",
-		    path,
-		    rename(path, aside) == 0 ? "; moved to"
-		                             : ", and could not be moved to",
-		    aside);
-		w->warn(w->warn_arg, msg);
-	}
-}
-
-void
-mnt_plan_recheck_git(
-    const struct mnt_plan *p, void (*warn)(void *, const char *), void *arg)
-{
-	struct git_walk w = {NULL, 0, 0, warn, arg};
-
-	if (p->allow_git_config || p->git_before == NULL)
-		return;
-	each_writable(p, 1, recheck_one, &w);
+	if (p->allow_git_config)
+		return 0;
+	if (fn(arg, p->cwd, p->cwd) != 0)
+		return -1;
+	for (i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == MNT_BIND &&
+		    fn(arg, p->ops[i].dst, p->ops[i].src) != 0)
+			return -1;
+	return 0;
 }
 
 void
@@ -434,8 +362,20 @@ failed(struct view *v, const char *what, const char *path)
 	return -1;
 }
 
-/* Captures .git/hooks and .git/config of writable bind SRC, read-only. */
-static void
+static int
+git_failed(struct view *v, const char *path, const char *why)
+{
+	ph_errf(v->err, v->errlen, "git guard %s: %s", path, why);
+	return -1;
+}
+
+/*
+ * Captures the git guards of writable bind SRC (read-only but for .git).
+ * A guard is there and copied, or absent (the post-run sweep covers what
+ * appears later), or the run stops: a symbolic link would be followed by
+ * git to where no guard is, so it is refused rather than left out.
+ */
+static int
 capture_git(struct view *v, const char *src)
 {
 	char path[PATH_MAX];
@@ -448,17 +388,30 @@ capture_git(struct view *v, const char *src)
 	v->ngit += GIT_GUARDS;
 	for (i = 0; i < GIT_GUARDS; i++)
 		g[i] = -1;
-	snprintf(path, sizeof(path), "%s/.git", src);
-	if (v->p->allow_git_config || lstat(path, &sb) != 0)
-		return;
-	/* A worktree's .git is a file naming its git dir: read-only. */
-	file = !S_ISDIR(sb.st_mode);
+	if (v->p->allow_git_config)
+		return 0;
 	for (i = 0; i < GIT_GUARDS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", src, git_guards[i].name);
-		g[i] = tree_clone(path, git_guards[i].ro || file, 1);
+		if (lstat(path, &sb) != 0) {
+			if (errno == ENOENT && i == 0)
+				return 0; /* not a repository */
+			if (errno == ENOENT)
+				continue;
+			return git_failed(v, path, strerror(errno));
+		}
+		if (S_ISLNK(sb.st_mode))
+			return git_failed(v, path,
+			    "a symbolic link, which a guard cannot pin "
+			    "(make it a real file or directory, or use "
+			    "--allow-git-config)");
+		/* A worktree's .git is a file naming its git dir: read-only. */
+		file = i == 0 && !S_ISDIR(sb.st_mode);
+		if ((g[i] = tree_clone(path, git_guards[i].ro || file, 1)) < 0)
+			return git_failed(v, path, strerror(errno));
 		if (file)
 			break;
 	}
+	return 0;
 }
 
 /* A read-only tmpfs holding an empty directory and an empty file. */
@@ -494,7 +447,8 @@ capture(struct view *v)
 		return failed(v, "copy", "/");
 	if ((v->cwd = tree_clone(v->p->cwd, 0, 1)) < 0)
 		return failed(v, "copy", v->p->cwd);
-	capture_git(v, v->p->cwd);
+	if (capture_git(v, v->p->cwd) != 0)
+		return -1;
 	for (i = 0; i < sizeof(dev_nodes) / sizeof(dev_nodes[0]); i++) {
 		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
 		v->dev[i] = tree_clone(path, 0, 0); /* -1: not on this host */
@@ -506,8 +460,8 @@ capture(struct view *v)
 		if ((op->tree = tree_clone(
 		         op->src, op->kind == MNT_RO_BIND, 1)) < 0)
 			return failed(v, "copy", op->src);
-		if (op->kind == MNT_BIND)
-			capture_git(v, op->src);
+		if (op->kind == MNT_BIND && capture_git(v, op->src) != 0)
+			return -1;
 	}
 	return make_empty(v);
 }
@@ -746,20 +700,31 @@ out:
 	return r;
 }
 
-/* .git/hooks and .git/config of writable bind DST, read-only again. */
+/*
+ * The git guards of writable bind DST, attached where they were copied
+ * from; never through a symbolic link (one there now is not what was
+ * copied).
+ */
 static int
 protect_git(struct view *v, const char *dst, int *g)
 {
 	char path[PATH_MAX];
+	struct stat sb;
 	size_t i;
 
 	for (i = 0; i < GIT_GUARDS; i++) {
 		if (g[i] < 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dst, git_guards[i].name);
+		if (lstat(path, &sb) != 0)
+			return failed(v, "guard git's", path);
+		if (S_ISLNK(sb.st_mode)) {
+			errno = ELOOP;
+			return failed(v, "guard git's", path);
+		}
 		if (attach(g[i], path) != 0) {
 			g[i] = -1;
-			return failed(v, "protect", path);
+			return failed(v, "guard git's", path);
 		}
 		g[i] = -1;
 	}

@@ -8,8 +8,9 @@
  *   /tmp         a fresh tmpfs
  *   CWD          the start directory, read-write (even under /tmp)
  *   then the user's --bind, --ro-bind, --tmpfs, in order
- *   then hidden paths (they appear empty), then .git/hooks and
- *   .git/config inside writable binds, read-only again.
+ *   then hidden paths (they appear empty), then the git guards of
+ *   writable binds: .git pinned, its hooks, config, commondir and
+ *   config.worktree read-only again (a symbolic link there: refused).
  *
  * A plan is made outside, before any namespace, from paths as the caller
  * sees them; mnt_apply() carries it out inside.
@@ -68,22 +69,20 @@ int mnt_plan_is_writable(const struct mnt_plan *, const char *path);
 
 /*
  * Makes sure each writable bind that holds a Git repository has a
- * .git/hooks directory to cover (creating it, as git init would), and
- * notes which of .git/commondir and .git/config.worktree exist.  Outside,
- * before the sandbox starts.  Returns 0 or -1 with ERR.
+ * .git/hooks directory to cover (creating it, as git init would).
+ * Outside, before the sandbox starts.  Returns 0 or -1 with ERR.
  */
 int mnt_plan_prepare_git(struct mnt_plan *, char *err, size_t errlen);
 
 /*
- * After the run, in the sandbox's PID 1 once nothing else runs there (the
- * proxy side may no longer write): a .git/commondir or
- * .git/config.worktree that appeared meanwhile (it would point git at
- * hooks and config the sandbox wrote) is renamed to
- * NAME.pinhole-quarantine, and WARN says so.  Paths as the sandbox sees
- * them.
+ * Calls FN(ARG, INSIDE, HOST) for each writable root whose git plants the
+ * post-run sweep (gitguard.h) must look for: the start directory, then
+ * each writable bind, as the sandbox sees it and as the host does; none
+ * with --allow-git-config.  Stops at the first FN that does not return 0
+ * and returns -1, else 0.
  */
-void mnt_plan_recheck_git(const struct mnt_plan *,
-    void (*warn)(void *arg, const char *msg), void *arg);
+int mnt_plan_git_roots(const struct mnt_plan *,
+    int (*fn)(void *arg, const char *inside, const char *host), void *arg);
 
 /*
  * The directories the sandbox may write to, as it sees them: the start

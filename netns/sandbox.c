@@ -35,6 +35,7 @@
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "netns/caps.h"
+#include "netns/gitguard.h"
 #include "netns/init.h"
 #include "netns/landlock.h"
 #include "netns/mount.h"
@@ -174,16 +175,48 @@ child_network(int sock)
 }
 
 static void
-git_warning(void *arg, const char *msg)
+git_say(void *arg, int fail, const char *msg)
 {
 	(void)arg;
-	fprintf(stderr, "pinhole: warning: %s\n", msg);
+	fprintf(stderr, "pinhole: git guard: %s%s\n",
+	    fail ? "cannot neutralise: " : "", msg);
+}
+
+struct git_roots {
+	struct gitguard *gg;
+	char *err;
+	size_t errlen;
+};
+
+static int
+git_root(void *arg, const char *inside, const char *host)
+{
+	struct git_roots *r = arg;
+
+	return gitguard_add_root(r->gg, inside, host, r->err, r->errlen);
+}
+
+/*
+ * After the command and everything it started are gone: git plants are
+ * moved aside, and when one cannot be, the run's status says so.
+ */
+static int
+git_sweep(struct gitguard *gg, int status)
+{
+	if (gitguard_sweep(gg, git_say, NULL) == 0)
+		return status;
+	fprintf(stderr,
+	    "pinhole: git guard: planted git files may remain (see above); "
+	    "exit status %d instead of the command's %d\n",
+	    GITGUARD_EXIT, status);
+	return GITGUARD_EXIT;
 }
 
 static void __attribute__((noreturn))
 child_main(const struct sbx_config *c, int sock)
 {
 	char go, err[512];
+	struct git_roots gr = {NULL, err, sizeof(err)};
 	sigset_t old;
 	pid_t cmd;
 	int sfd, status;
@@ -208,6 +241,10 @@ child_main(const struct sbx_config *c, int sock)
 	child_network(sock);
 	if (mnt_apply(c->plan, err, sizeof(err)) != 0)
 		child_fail(sock, "%s", err);
+	/* The roots are opened now: the command could move a path later. */
+	gr.gg = gitguard_new();
+	if (mnt_plan_git_roots(c->plan, git_root, &gr) != 0)
+		child_fail(sock, "%s", err);
 	if ((sfd = init_signals(&old)) < 0)
 		child_fail(sock, "signalfd: %s", strerror(errno));
 	if ((cmd = fork()) < 0)
@@ -224,8 +261,7 @@ child_main(const struct sbx_config *c, int sock)
 	status = init_loop(sfd, cmd);
 	/* Nothing left running may plant a file after the check. */
 	init_kill_all();
-	mnt_plan_recheck_git(c->plan, git_warning, NULL);
-	_exit(status);
+	_exit(git_sweep(gr.gg, status));
 }
 
 /* --- outside -------------------------------------------------------------- */

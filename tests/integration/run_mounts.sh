@@ -128,9 +128,9 @@ check ".git still in place" test -d "$W/.git/hooks"
 # wrote) is moved aside once the command ends.
 prun -- sh -c 'mkdir -p evil/hooks && echo "$PWD/evil" >.git/commondir'
 check "planted commondir moved aside" test ! -e "$W/.git/commondir"
-check "planted commondir kept for review" test -e "$W/.git/commondir.pinhole-quarantine"
-expect "planted commondir: warned" "$ERR" 'warning: .*\.git/commondir appeared during the run'
-rm -rf "$W/evil" "$W/.git/commondir.pinhole-quarantine"
+check "planted commondir kept for review" sh -c 'ls "$1"/.git/commondir.pinhole-quarantine-* >/dev/null' - "$W"
+expect "planted commondir: said" "$ERR" 'git guard: .*\.git/commondir is new or changed since the run started.*moved to commondir\.pinhole-quarantine-[0-9a-f]{16}$'
+rm -rf "$W/evil" "$W"/.git/commondir.pinhole-quarantine-*
 prun --allow-git-config -- sh -c 'echo "#!/bin/sh" >.git/hooks/pre-commit && echo hooks-rw'
 expect "--allow-git-config" "$OUT" '^hooks-rw$'
 

@@ -1029,6 +1029,76 @@ test_apply_source_gone(void **state)
 	mnt_plan_free(p);
 }
 
+/*
+ * A git guard that cannot apply stops the view, naming it: a symbolic
+ * link (dangling or not) is never followed nor left out.
+ */
+static void
+test_apply_git_guard_symlink(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+	char err[512] = "", want[PATH_MAX + 64];
+	int w;
+
+	(void)state;
+	assert_int_equal(symlink(P("nowhere"), P("a/.git/hooks")), 0);
+	assert_int_equal(mnt_plan_prepare_git(p, err, sizeof(err)), 0);
+	snprintf(want, sizeof(want), "git guard %s: a symbolic link",
+	    P("a/.git/hooks"));
+	w = in_view(p, NULL, want);
+	assert_true(WIFEXITED(w));
+	assert_int_equal(WEXITSTATUS(w), 0);
+	assert_int_equal(unlink(P("a/.git/hooks")), 0);
+	assert_int_equal(rename(P("a/.git/config"), P("a/config-real")), 0);
+	assert_int_equal(symlink("../config-real", P("a/.git/config")), 0);
+	snprintf(want, sizeof(want), "git guard %s: a symbolic link",
+	    P("a/.git/config"));
+	w = in_view(p, NULL, want);
+	assert_true(WIFEXITED(w));
+	assert_int_equal(WEXITSTATUS(w), 0);
+	mnt_plan_free(p);
+}
+
+struct roots {
+	char seen[4][2][PATH_MAX];
+	int n;
+};
+
+static int
+note_root(void *arg, const char *inside, const char *host)
+{
+	struct roots *r = arg;
+
+	snprintf(r->seen[r->n][0], PATH_MAX, "%s", inside);
+	snprintf(r->seen[r->n][1], PATH_MAX, "%s", host);
+	return ++r->n > 3 ? -1 : 0;
+}
+
+/* The sweep's roots: the start directory, then writable binds only. */
+static void
+test_git_roots(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+	struct roots r;
+
+	(void)state;
+	add(p, MNT_RO_BIND, P("ro"), NULL);
+	add(p, MNT_BIND, P("rw"), "/opt/rw");
+	add(p, MNT_TMPFS, NULL, P("t"));
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(mnt_plan_git_roots(p, note_root, &r), 0);
+	assert_int_equal(r.n, 2);
+	assert_string_equal(r.seen[0][0], P("a"));
+	assert_string_equal(r.seen[0][1], P("a"));
+	assert_string_equal(r.seen[1][0], "/opt/rw");
+	assert_string_equal(r.seen[1][1], P("rw"));
+	memset(&r, 0, sizeof(r));
+	mnt_plan_allow_git_config(p);
+	assert_int_equal(mnt_plan_git_roots(p, note_root, &r), 0);
+	assert_int_equal(r.n, 0);
+	mnt_plan_free(p);
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -1054,6 +1124,8 @@ main(void)
 	    T(test_apply_tmp_empty),
 	    T(test_apply_bad_destination),
 	    T(test_apply_source_gone),
+	    T(test_apply_git_guard_symlink),
+	    T(test_git_roots),
 	};
 
 	return cmocka_run_group_tests_name("mount", tests, NULL, NULL);

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -40,6 +41,7 @@
 #include <cmocka.h>
 
 #include "netns/caps.h"
+#include "netns/gitguard.h"
 #include "netns/landlock.h"
 #include "netns/mount.h"
 #include "netns/net.h"
@@ -703,6 +705,21 @@ test_git_hooks_stay_closed(void **state)
 	assert_int_equal(access(in_dir(f, ".git/hooks/pre-commit"), F_OK), -1);
 }
 
+/* How many entries of DIR have a name that starts with PREFIX. */
+static int
+count_prefixed(const char *dir, const char *prefix)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL)
+		n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+	closedir(d);
+	return n;
+}
+
 /*
  * Nor by pointing git elsewhere: a .git/commondir file makes git take
  * its hooks and config from the directory it names (gitrepository-
@@ -728,16 +745,38 @@ test_git_commondir_closed(void **state)
 	assert_int_equal(mnt_plan_prepare_git(f->plan, err, sizeof(err)), 0);
 	s = start(f, argv);
 	wait_exec_ok(s);
-	wait_end(s);
+	assert_int_equal(wait_end(s), 0);
 	sbx_free(s);
 	/*
 	 * A file may always be made in a writable .git; what counts is that
-	 * it is gone before git runs outside again: PID 1 moves it aside
-	 * once the rest of the sandbox is gone.
+	 * it is gone before git runs outside again: PID 1 moves it aside,
+	 * under a name of its own making, once the rest of the sandbox is
+	 * gone (netns/gitguard.c).
 	 */
 	assert_int_equal(access(in_dir(f, ".git/commondir"), F_OK), -1);
 	assert_int_equal(
-	    access(in_dir(f, ".git/commondir.pinhole-quarantine"), F_OK), 0);
+	    count_prefixed(in_dir(f, ".git"), "commondir.pinhole-quarantine-"),
+	    1);
+}
+
+/*
+ * A plant the sweep cannot reach (past its depth bound) makes the run's
+ * status GITGUARD_EXIT, though the command exited 0.
+ */
+static void
+test_git_sweep_fails(void **state)
+{
+	struct fixture *f = *state;
+	char *argv[] = {"/bin/sh", "-c",
+	    "d=.; i=0; while [ $i -lt 260 ]; do d=$d/d; i=$((i + 1)); done; "
+	    "mkdir -p $d && echo 'gitdir: /x' >$d/.git",
+	    NULL};
+	struct sbx *s;
+
+	s = start(f, argv);
+	wait_exec_ok(s);
+	assert_int_equal(wait_end(s), GITGUARD_EXIT);
+	sbx_free(s);
 }
 
 /* --- sbx_shed ------------------------------------------------------------ */
@@ -848,6 +887,7 @@ main(void)
 	    T(test_free_closes_listeners),
 	    T(test_git_hooks_stay_closed),
 	    T(test_git_commondir_closed),
+	    T(test_git_sweep_fails),
 	    T(test_shed),
 	    T(test_shed_no_landlock),
 	};
