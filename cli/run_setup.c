@@ -280,14 +280,21 @@ out:
 
 /* --- the mount plan ------------------------------------------------------- */
 
-static void
+/* Every hide applies or the run stops (a missing file has nothing). */
+static int
 hide_file(struct run *r, const char *path)
 {
-	char *real = realpath(path, NULL);
+	char *real = realpath(path, NULL), err[PATH_MAX + 64];
+	int rc = 0;
 
-	if (real != NULL)
-		(void)mnt_plan_add(r->plan, MNT_HIDE, NULL, real, NULL, 0);
+	if (real != NULL &&
+	    mnt_plan_add(r->plan, MNT_HIDE, NULL, real, err, sizeof(err)) !=
+	        0) {
+		log_warnx("run: cannot hide %s: %s", path, err);
+		rc = -1;
+	}
 	free(real);
+	return rc;
 }
 
 /*
@@ -321,7 +328,7 @@ plan_hides(struct run *r)
 	struct secret_store *ss = policy_secrets(r->policy);
 	struct passwd *pw = getpwuid(getuid());
 	const char *f, *cert, *key;
-	char *real;
+	char *real, err[PATH_MAX + 64];
 	size_t i;
 	int bad = 0;
 
@@ -335,28 +342,65 @@ plan_hides(struct run *r)
 			    f);
 			bad = -1;
 		}
-		(void)mnt_plan_add(r->plan, MNT_HIDE, NULL, real, NULL, 0);
+		if (hide_file(r, real) != 0)
+			bad = -1;
 		free(real);
 	}
 	for (i = 0; i < secret_store_count(ss); i++)
-		if (secret_source(secret_store_get(ss, i)) == SECRET_FILE)
-			hide_file(r, secret_origin(secret_store_get(ss, i)));
-	if (policy_ca(r->policy, &cert, &key))
-		hide_file(r, key);
+		if (secret_source(secret_store_get(ss, i)) == SECRET_FILE &&
+		    hide_file(r, secret_origin(secret_store_get(ss, i))) != 0)
+			bad = -1;
+	if (policy_ca(r->policy, &cert, &key) && hide_file(r, key) != 0)
+		bad = -1;
 	if (strcmp(r->logpath, "stderr") != 0 && log_writable(r))
 		bad = -1;
-	else if (strcmp(r->logpath, "stderr") != 0)
-		hide_file(r, r->logpath);
-	mnt_plan_hide_home(r->plan, pw != NULL ? pw->pw_dir : NULL);
+	else if (strcmp(r->logpath, "stderr") != 0 &&
+	    hide_file(r, r->logpath) != 0)
+		bad = -1;
+	if (mnt_plan_hide_defaults(r->plan, pw != NULL ? pw->pw_dir : NULL,
+	        NULL, err, sizeof(err)) != 0) {
+		log_warnx("run: hiding the credential files: %s", err);
+		bad = -1;
+	}
 	return bad;
+}
+
+/*
+ * The start directory must not hold the invoking user's home (by the
+ * password database and by $HOME; for root under sudo, the sudoer's):
+ * dot files there run code outside later.
+ */
+static int
+check_home(struct run *r)
+{
+	const char *homes[3] = {NULL, getenv("HOME"), NULL};
+	struct passwd *pw = getpwuid(getuid());
+	char err[3 * PATH_MAX + 256], *sudo = getenv("SUDO_UID"), *end;
+	unsigned long uid;
+	size_t i;
+
+	if (pw != NULL)
+		homes[0] = pw->pw_dir;
+	if (getuid() == 0 && sudo != NULL && *sudo != '\0') {
+		uid = strtoul(sudo, &end, 10);
+		if (*end == '\0' && (pw = getpwuid((uid_t)uid)) != NULL)
+			homes[2] = pw->pw_dir;
+	}
+	for (i = 0; i < 3; i++)
+		if (mnt_plan_check_home(r->plan, homes[i], err, sizeof(err)) !=
+		    0) {
+			log_warnx("run: %s", err);
+			return -1;
+		}
+	return 0;
 }
 
 int
 run_setup(struct run *r)
 {
-	if (load_policy(r) != 0 || guard_env_secrets(r) != 0 ||
-	    open_log(r) != 0 || plan_hides(r) != 0 ||
-	    setup_interception(r) != 0)
+	if (check_home(r) != 0 || load_policy(r) != 0 ||
+	    guard_env_secrets(r) != 0 || open_log(r) != 0 ||
+	    plan_hides(r) != 0 || setup_interception(r) != 0)
 		return -1;
 	return 0;
 }

@@ -844,7 +844,7 @@ check_full_view(void)
 	    errno == EROFS);
 	/* Not there: skipped, and still not there. */
 	CHECK(!exists(P("a/nothere")));
-	/* What mnt_plan_hide_home names under HOME. */
+	/* What mnt_plan_hide_defaults names under HOME. */
 	CHECK(strcmp(list_dir(P("a/home/.ssh"), got, sizeof(got)), "") == 0);
 	CHECK(file_is(P("a/home/.netrc"), ""));
 	/* The read-only bind: readable, not writable. */
@@ -876,7 +876,9 @@ test_apply(void **state)
 	add(p, MNT_HIDE, NULL, P("a/secret"));
 	add(p, MNT_HIDE, NULL, P("a/secret.txt"));
 	add(p, MNT_HIDE, NULL, P("a/nothere"));
-	mnt_plan_hide_home(p, P("a/home"));
+	assert_int_equal(mnt_plan_hide_defaults(p, P("a/home"),
+	                     "/nonexistent-root", err, sizeof(err)),
+	    0);
 	assert_int_equal(mnt_plan_prepare_git(p, err, sizeof(err)), 0);
 	assert_view(p, check_full_view);
 	/* What the view wrote is on the host; what it hid is untouched. */
