@@ -26,6 +26,7 @@
 #include "netns/mount.h"
 #include "netns/net.h"
 #include "netns/sandbox.h"
+#include "netns/stdio.h"
 #include "policy/policy.h"
 #include "proxy/audit.h"
 #include "proxy/ca.h"
@@ -238,6 +239,11 @@ prepare(struct run *r, int argc, char **argv)
 	char cwd[PATH_MAX], err[PATH_MAX + 64];
 	int rc;
 
+	/* First: nothing pinhole opens may land on a closed 0, 1 or 2. */
+	if (stdio_check(err, sizeof(err)) != 0) {
+		log_warnx("run: %s", err);
+		return RUN_FAILED;
+	}
 	if (getcwd(cwd, sizeof(cwd)) == NULL) {
 		log_warn("run: current directory");
 		return RUN_FAILED;
