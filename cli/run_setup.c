@@ -6,6 +6,7 @@
  * placeholder stand-ins.
  */
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <limits.h>
@@ -366,6 +367,50 @@ plan_hides(struct run *r)
 }
 
 /*
+ * A machine id of this run's own (32 hex digits, as systemd writes it)
+ * over the host's, wherever the host has one: it names the machine to
+ * whatever the command talks to.
+ */
+static int
+plan_machine_id(struct run *r)
+{
+	static const char *const files[] = {
+	    "/etc/machine-id",
+	    "/var/lib/dbus/machine-id",
+	};
+	unsigned char raw[16];
+	char id[34], err[PATH_MAX + 64], *real, *done = NULL;
+	struct stat sb;
+	size_t i;
+	int rc = 0;
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		fatal("getrandom");
+	for (i = 0; i < sizeof(raw); i++)
+		snprintf(id + 2 * i, 3, "%02x", raw[i]);
+	id[32] = '\n';
+	id[33] = '\0';
+	for (i = 0; rc == 0 && i < sizeof(files) / sizeof(files[0]); i++) {
+		/* The second is often a link to the first: once is enough. */
+		if ((real = realpath(files[i], NULL)) == NULL ||
+		    stat(real, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+		    (done != NULL && strcmp(done, real) == 0)) {
+			free(real);
+			continue;
+		}
+		if (mnt_plan_add_file(
+		        r->plan, real, id, 33, err, sizeof(err)) != 0) {
+			log_warnx("run: machine id: %s", err);
+			rc = -1;
+		}
+		free(done);
+		done = real;
+	}
+	free(done);
+	return rc;
+}
+
+/*
  * The start directory must not hold the invoking user's home (by the
  * password database and by $HOME; for root under sudo, the sudoer's):
  * dot files there run code outside later.
@@ -400,7 +445,8 @@ run_setup(struct run *r)
 {
 	if (check_home(r) != 0 || load_policy(r) != 0 ||
 	    guard_env_secrets(r) != 0 || open_log(r) != 0 ||
-	    plan_hides(r) != 0 || setup_interception(r) != 0)
+	    plan_hides(r) != 0 || plan_machine_id(r) != 0 ||
+	    setup_interception(r) != 0)
 		return -1;
 	return 0;
 }

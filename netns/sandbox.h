@@ -25,6 +25,8 @@ struct sbx_config {
 	const char *chdir; /* start directory inside; NULL: the plan's */
 	sigset_t mask; /* the command's signal mask */
 	int verbose; /* say what Landlock and seccomp applied */
+	unsigned long limit_pids; /* 0: none (limits.h) */
+	unsigned long long limit_memory; /* bytes, per process; 0: none */
 	/* Called first thing in the sandbox: wipe what it must not hold. */
 	void (*scrub)(void *arg);
 	void *scrub_arg;
