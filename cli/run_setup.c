@@ -328,7 +328,7 @@ plan_hides(struct run *r)
 {
 	struct secret_store *ss = policy_secrets(r->policy);
 	struct passwd *pw = getpwuid(getuid());
-	const char *f, *cert, *key;
+	const char *f, *cert, *key, *home = getenv("HOME");
 	char *real, err[PATH_MAX + 64];
 	size_t i;
 	int bad = 0;
@@ -358,8 +358,12 @@ plan_hides(struct run *r)
 	else if (strcmp(r->logpath, "stderr") != 0 &&
 	    hide_file(r, r->logpath) != 0)
 		bad = -1;
-	if (mnt_plan_hide_defaults(r->plan, pw != NULL ? pw->pw_dir : NULL,
-	        NULL, err, sizeof(err)) != 0) {
+	/* The password database's home, and $HOME where it differs. */
+	if (mnt_plan_hide_defaults(r->plan, pw != NULL ? pw->pw_dir : NULL, "",
+	        err, sizeof(err)) != 0 ||
+	    (home != NULL && (pw == NULL || strcmp(home, pw->pw_dir) != 0) &&
+	        mnt_plan_hide_defaults(r->plan, home, NULL, err, sizeof(err)) !=
+	            0)) {
 		log_warnx("run: hiding the credential files: %s", err);
 		bad = -1;
 	}

@@ -296,8 +296,10 @@ mnt_plan_hide_defaults(struct mnt_plan *p, const char *home, const char *root,
 				continue;
 			base = home;
 			e += 1;
-		} else
-			base = root ? root : "";
+		} else if (root != NULL)
+			base = root;
+		else
+			continue;
 		n = snprintf(path, sizeof(path), "%s%s",
 		    strcmp(base, "/") == 0 ? "" : base, e);
 		if (n < 0 || (size_t)n >= sizeof(path)) {

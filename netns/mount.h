@@ -63,8 +63,8 @@ void mnt_plan_allow_git_config(struct mnt_plan *);
 
 /*
  * Hides the default credential files: those under "~/" in HOME (skipped
- * when HOME is NULL or relative), the others below ROOT ("" or NULL: the
- * host's /; tests give a fake tree), glob patterns expanded now.
+ * when HOME is NULL or relative), the others below ROOT ("": the host's
+ * /; tests give a fake tree; NULL: skipped), glob patterns expanded now.
  * Returns 0, or -1 with ERR.
  */
 int mnt_plan_hide_defaults(struct mnt_plan *, const char *home,
