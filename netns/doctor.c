@@ -10,6 +10,7 @@
  */
 #include <sys/types.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -567,14 +568,14 @@ probe_network(struct doctor_result *r, struct doctor_ctx *c)
 
 /*
  * Binds the fresh proc's sys over itself read-only, as the mount view
- * does, and checks that a sysctl then refuses writing with EROFS (the
- * file is opened, never written).  Returns 0, or -1 with errno.
+ * does, and checks that the mount says so.  Returns 0, or -1 with errno.
  */
 static int
 proc_sys_readonly(void)
 {
 	struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
-	int t, fd, ret = -1;
+	struct statvfs sv;
+	int t, ret = -1;
 
 	t = open_tree(AT_FDCWD, PROBE_DIR "/proc/sys",
 	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -584,13 +585,11 @@ proc_sys_readonly(void)
 	        sizeof(attr)) == 0 &&
 	    move_mount(t, "", AT_FDCWD, PROBE_DIR "/proc/sys",
 	        MOVE_MOUNT_F_EMPTY_PATH) == 0) {
-		fd = open(PROBE_DIR "/proc/sys/kernel/core_pattern",
-		    O_WRONLY | O_CLOEXEC);
-		if (fd != -1) {
-			close(fd);
-			errno = EPERM; /* still writable: not what run needs */
-		} else if (errno == EROFS)
+		if (statvfs(PROBE_DIR "/proc/sys", &sv) == 0 &&
+		    (sv.f_flag & ST_RDONLY) != 0)
 			ret = 0;
+		else
+			errno = EPERM; /* still writable: not what run needs */
 	}
 	close(t);
 	return ret;
