@@ -175,6 +175,9 @@ resolve_host(const char *path, int follow)
 		return xstrdup(path);
 	if (follow && (real = realpath(path, NULL)) != NULL)
 		return real;
+	/* Closed to pinhole: as it stands (inside it stays closed, hide()). */
+	if (follow && errno == EACCES)
+		return xstrdup(path);
 	/* A missing or dangling last component: resolve the rest. */
 	if (follow && errno != ENOENT && errno != ENOTDIR)
 		return NULL;
