@@ -144,23 +144,28 @@ apply_pids(unsigned long pids, char *report, size_t reportlen, char *err,
 }
 
 int
-limits_apply(const struct limits *l, char *report, size_t reportlen, char *err,
-    size_t errlen)
+limits_apply_pids(const struct limits *l, char *report, size_t reportlen,
+    char *err, size_t errlen)
 {
 	char pids[192] = "pids: no limit", mem[96] = "memory: no limit";
 
 	if (l->pids > 0 &&
 	    apply_pids(l->pids, pids, sizeof(pids), err, errlen) != 0)
 		return -1;
-	if (l->memory > 0) {
-		if (lower(RLIMIT_AS, (rlim_t)l->memory) != 0) {
-			ph_errf(err, errlen, "RLIMIT_AS: %s", strerror(errno));
-			return -1;
-		}
+	if (l->memory > 0)
 		ph_errf(mem, sizeof(mem),
 		    "memory: %llu MiB per process (RLIMIT_AS)",
 		    l->memory >> 20);
-	}
 	ph_errf(report, reportlen, "limits: %s; %s", pids, mem);
+	return 0;
+}
+
+int
+limits_apply_memory(const struct limits *l, char *err, size_t errlen)
+{
+	if (l->memory > 0 && lower(RLIMIT_AS, (rlim_t)l->memory) != 0) {
+		ph_errf(err, errlen, "RLIMIT_AS: %s", strerror(errno));
+		return -1;
+	}
 	return 0;
 }

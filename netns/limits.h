@@ -41,11 +41,18 @@ int limits_pidns_max(void);
 
 /*
  * In the sandbox's PID 1, in its new user and PID namespaces, before the
- * command exists, with the host's /proc still mounted.  Sets what L asks
- * and says in REPORT what binds (and what does not, e.g. no pids limit
- * for root on an old kernel).  Returns 0, or -1 with ERR.
+ * command exists, with the host's /proc still mounted: sets the pids
+ * limit of L and says in REPORT what binds, both limits (and what does
+ * not, e.g. no pids limit for root on an old kernel).  Returns 0, or -1
+ * with ERR.
  */
-int limits_apply(const struct limits *l, char *report, size_t reportlen,
+int limits_apply_pids(const struct limits *l, char *report, size_t reportlen,
     char *err, size_t errlen);
+
+/*
+ * In the command, just before it is executed (PID 1 keeps its memory):
+ * sets the memory limit of L.  Returns 0, or -1 with ERR.
+ */
+int limits_apply_memory(const struct limits *l, char *err, size_t errlen);
 
 #endif /* PH_LIMITS_H */

@@ -148,6 +148,9 @@ command_main(const struct sbx_config *c, int sock)
 	 */
 	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
 		child_fail(sock, "close_range: %s", strerror(errno));
+	if (limits_apply_memory(
+	        &(struct limits){0, c->limit_memory}, err, sizeof(err)) != 0)
+		child_fail(sock, "%s", err);
 	/* execvp searches the PATH of the environment it runs with. */
 	environ = c->envp;
 	execvp(c->argv[0], c->argv);
@@ -211,7 +214,8 @@ sandbox_identity(const struct sbx_config *c, int sock)
 	char err[256], report[320];
 
 	if (hostinfo_uts(err, sizeof(err)) != 0 ||
-	    limits_apply(&l, report, sizeof(report), err, sizeof(err)) != 0)
+	    limits_apply_pids(&l, report, sizeof(report), err, sizeof(err)) !=
+	        0)
 		child_fail(sock, "%s", err);
 	if (c->verbose)
 		fprintf(stderr, "pinhole: %s\n", report);

@@ -18,6 +18,11 @@
 struct mnt_plan;
 struct sbx;
 
+/*
+ * PID 1 overwrites pinhole's own argv strings (hostinfo_title): it copies
+ * ARGV and CHDIR first; any other field that may point into argv must be
+ * copied there too (sandbox_identity in sandbox.c).
+ */
 struct sbx_config {
 	const struct mnt_plan *plan;
 	char *const *argv; /* the command */
