@@ -102,6 +102,7 @@ static const char *const default_hidden[] = {
     "~/.my.cnf",
     "~/.config/hub",
     "~/.terraform.d/credentials.tfrc.json",
+    "/run/user/%u/gnupg", /* gpg's agent sockets, of the caller's uid */
     "/etc/shadow", /* what a root run could read */
     "/etc/gshadow",
     "/etc/ssh/*_key",
@@ -283,6 +284,18 @@ hide_glob(struct mnt_plan *p, const char *pattern, char *err, size_t errlen)
 	return r;
 }
 
+/* BASE then ENTRY into BUF, "%u" in ENTRY the caller's uid; snprintf's. */
+static int
+expand(char *buf, size_t len, const char *base, const char *entry)
+{
+	const char *u = strstr(entry, "%u");
+
+	if (u == NULL)
+		return snprintf(buf, len, "%s%s", base, entry);
+	return snprintf(buf, len, "%s%.*s%u%s", base, (int)(u - entry), entry,
+	    (unsigned)getuid(), u + 2);
+}
+
 int
 mnt_plan_hide_defaults(struct mnt_plan *p, const char *home, const char *root,
     char *err, size_t errlen)
@@ -303,8 +316,8 @@ mnt_plan_hide_defaults(struct mnt_plan *p, const char *home, const char *root,
 			base = root;
 		else
 			continue;
-		n = snprintf(path, sizeof(path), "%s%s",
-		    strcmp(base, "/") == 0 ? "" : base, e);
+		n = expand(
+		    path, sizeof(path), strcmp(base, "/") == 0 ? "" : base, e);
 		if (n < 0 || (size_t)n >= sizeof(path)) {
 			ph_errf(err, errlen, "%s%s: path too long", base, e);
 			return -1;

@@ -1149,11 +1149,15 @@ make_hidden_entries(void)
 		assert_true(nhidden_made + 2 <= HIDDEN_MAX);
 		/* Directories by convention have no dot-suffix file name. */
 		dir = strstr(e, ".ssh") || strstr(e, ".aws") ||
-		    strstr(e, ".gnupg") || strstr(e, ".config/") ||
+		    strstr(e, "gnupg") || strstr(e, ".config/") ||
 		    strstr(e, ".kube") || strstr(e, ".azure");
 		if (strncmp(e, "~/", 2) == 0)
 			snprintf(
 			    path, sizeof(path), "%s/a/h/%s", topdir, e + 2);
+		else if (strstr(e, "%u") != NULL) /* the caller's uid */
+			snprintf(path, sizeof(path), "%s/a/r%.*s%u%s", topdir,
+			    (int)(strstr(e, "%u") - e), e, (unsigned)getuid(),
+			    strstr(e, "%u") + 2);
 		else
 			snprintf(path, sizeof(path), "%s/a/r%s", topdir, e);
 		if (strchr(path, '*') != NULL) {
@@ -1178,7 +1182,7 @@ make_hidden_entries(void)
 		snprintf(hidden_made[nhidden_made], sizeof(hidden_made[0]),
 		    "%s", path);
 		put_secret(path, dir);
-		if (strstr(e, ".gnupg") != NULL) {
+		if (strstr(e, "gnupg") != NULL) {
 			snprintf(sock, sizeof(sock), "%s/S.gpg-agent", path);
 			put_socket(sock);
 		}
@@ -1247,6 +1251,7 @@ test_hidden_table(void **state)
 	    "~/.my.cnf",
 	    "~/.config/hub",
 	    "~/.terraform.d/credentials.tfrc.json",
+	    "/run/user/%u/gnupg",
 	    "/etc/shadow",
 	    "/etc/gshadow",
 	    "/etc/ssh/*_key",
