@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "netns/env.h"
+#include "netns/hostinfo.h"
 #include "netns/mount.h"
 #include "policy/policy.h"
 #include "policy/secret.h"
@@ -414,6 +415,24 @@ plan_machine_id(struct run *r)
 	return rc;
 }
 
+/* /etc/hostname says what the UTS namespace says (hostinfo.h). */
+static int
+plan_hostname(struct run *r)
+{
+	char err[PATH_MAX + 64], *real = realpath("/etc/hostname", NULL);
+	struct stat sb;
+	int rc = 0;
+
+	if (real != NULL && stat(real, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    mnt_plan_add_file(r->plan, real, HOSTINFO_HOSTNAME "\n",
+	        sizeof(HOSTINFO_HOSTNAME), err, sizeof(err)) != 0) {
+		log_warnx("run: hostname: %s", err);
+		rc = -1;
+	}
+	free(real);
+	return rc;
+}
+
 /*
  * The start directory must not hold the invoking user's home (by the
  * password database and by $HOME; for root under sudo, the sudoer's):
@@ -450,7 +469,7 @@ run_setup(struct run *r)
 	if (check_home(r) != 0 || load_policy(r) != 0 ||
 	    guard_env_secrets(r) != 0 || open_log(r) != 0 ||
 	    plan_hides(r) != 0 || plan_machine_id(r) != 0 ||
-	    setup_interception(r) != 0)
+	    plan_hostname(r) != 0 || setup_interception(r) != 0)
 		return -1;
 	return 0;
 }

@@ -190,13 +190,15 @@ equal "limits: a bad value: 125" "$RC" 125
 # --- what the sandbox learns about the host --------------------------------------------
 printf 'allow example.test:443\n' >"$T/secret-named-policy.conf"
 prun -p "$T/secret-named-policy.conf" -- sh -c '
-	hostname; cat /etc/machine-id; tr "\0" "|" </proc/1/cmdline; echo; cat /proc/1/comm'
+	hostname; cat /etc/machine-id; tr "\0" "|" </proc/1/cmdline; echo; cat /proc/1/comm
+	[ -f /etc/hostname ] && echo "file $(cat /etc/hostname)"; true'
 equal "hostinfo: status" "$RC" 0
 expect "hostinfo: hostname" "$OUT" '^pinhole$'
 refuse "hostinfo: not the host's name" "$OUT" "^$(hostname)\$"
 refuse "hostinfo: PID 1 does not name the policy" "$OUT" 'secret-named-policy'
 expect "hostinfo: PID 1's command line" "$OUT" '^pinhole-init\|+$'
 expect "hostinfo: PID 1's name" "$OUT" '^pinhole-init$'
+[ -f /etc/hostname ] && expect "hostinfo: /etc/hostname" "$OUT" '^file pinhole$'
 id1=$(sed -n 2p <<<"$OUT")
 if [ -r /etc/machine-id ]; then
 	expect "hostinfo: a machine id" "$id1" '^[0-9a-f]{32}$'
