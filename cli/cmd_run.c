@@ -23,9 +23,11 @@
 #include "cli/run.h"
 #include "common/log.h"
 #include "netns/env.h"
+#include "netns/limits.h"
 #include "netns/mount.h"
 #include "netns/net.h"
 #include "netns/sandbox.h"
+#include "netns/stdio.h"
 #include "policy/policy.h"
 #include "proxy/audit.h"
 #include "proxy/ca.h"
@@ -172,6 +174,8 @@ start_sandbox(struct run *r, const sigset_t *mask)
 	c.chdir = r->chdir;
 	c.mask = *mask;
 	c.verbose = r->verbose;
+	c.limit_pids = r->limit_pids;
+	c.limit_memory = r->limit_memory;
 	c.scrub = scrub;
 	c.scrub_arg = r;
 	if (mnt_plan_prepare_git(r->plan, err, sizeof(err)) != 0 ||
@@ -238,6 +242,11 @@ prepare(struct run *r, int argc, char **argv)
 	char cwd[PATH_MAX], err[PATH_MAX + 64];
 	int rc;
 
+	/* First: nothing pinhole opens may land on a closed 0, 1 or 2. */
+	if (stdio_check(err, sizeof(err)) != 0) {
+		log_warnx("run: %s", err);
+		return RUN_FAILED;
+	}
 	if (getcwd(cwd, sizeof(cwd)) == NULL) {
 		log_warn("run: current directory");
 		return RUN_FAILED;
@@ -247,6 +256,7 @@ prepare(struct run *r, int argc, char **argv)
 		return RUN_FAILED;
 	}
 	r->env = env_new(environ);
+	r->limit_pids = LIMITS_PIDS_DEFAULT;
 	/* A usage error is pinhole's failure too: 125, as for env(1). */
 	if ((rc = run_parse_opts(r, argc, argv)) != 0)
 		return rc > 0 ? -1 : RUN_FAILED;

@@ -40,6 +40,8 @@ struct run {
 	const char *keep[RUN_KEEP_MAX];
 	size_t nkeep;
 	int verbose;
+	unsigned long limit_pids; /* --limit-pids; 0: none */
+	unsigned long long limit_memory; /* --limit-memory; 0: none */
 	char **argv;
 	struct mnt_plan *plan;
 	struct env *env;

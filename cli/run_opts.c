@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "netns/env.h"
+#include "netns/limits.h"
 #include "netns/mount.h"
 
 static void
@@ -41,6 +42,12 @@ run_usage(FILE *f)
 	    "      --keep-env VAR     keep VAR from pinhole's environment\n"
 	    "      --allow-git-config let the command write .git/hooks and "
 	    ".git/config\n"
+	    "      --limit-pids N     at most N processes and threads "
+	    "(default 4096;\n"
+	    "                         none: no limit)\n"
+	    "      --limit-memory SIZE  at most SIZE (K, M, G) of address "
+	    "space per\n"
+	    "                         process (default: no limit)\n"
 	    "  -v, --verbose          say what the sandbox applied; one line "
 	    "per decision\n"
 	    "  -h, --help             this text\n\n"
@@ -147,6 +154,28 @@ mount_or_env_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 	return 1;
 }
 
+/* --limit-pids N|none, --limit-memory SIZE.  Returns 1 if taken. */
+static int
+limit_opt(struct run *r, int argc, char **argv, int *i, int *bad)
+{
+	const char *o = argv[*i], *v;
+
+	if (strcmp(o, "--limit-pids") != 0 && strcmp(o, "--limit-memory") != 0)
+		return 0;
+	if ((*bad = need(argc, argv, *i, 1)) != 0)
+		return 1;
+	v = argv[++*i];
+	if (strcmp(o, "--limit-memory") == 0)
+		*bad = limits_parse_size(v, &r->limit_memory);
+	else if (strcmp(v, "none") == 0)
+		r->limit_pids = 0;
+	else
+		*bad = limits_parse_pids(v, &r->limit_pids);
+	if (*bad)
+		log_warnx("run: %s: bad value '%s'", o, v);
+	return 1;
+}
+
 /* Simple options.  Returns 1 if taken. */
 static int
 plain_opt(struct run *r, int argc, char **argv, int *i, int *bad)
@@ -203,6 +232,7 @@ run_parse_opts(struct run *r, int argc, char **argv)
 			return -1;
 		}
 		if (!plain_opt(r, argc, argv, &i, &bad) &&
+		    !limit_opt(r, argc, argv, &i, &bad) &&
 		    !mount_or_env_opt(r, argc, argv, &i, &bad)) {
 			if (argv[i][0] != '-')
 				break; /* the command, without "--" */

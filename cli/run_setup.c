@@ -6,6 +6,7 @@
  * placeholder stand-ins.
  */
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <limits.h>
@@ -20,6 +21,7 @@
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "netns/env.h"
+#include "netns/hostinfo.h"
 #include "netns/mount.h"
 #include "policy/policy.h"
 #include "policy/secret.h"
@@ -280,14 +282,21 @@ out:
 
 /* --- the mount plan ------------------------------------------------------- */
 
-static void
+/* Every hide applies or the run stops (a missing file has nothing). */
+static int
 hide_file(struct run *r, const char *path)
 {
-	char *real = realpath(path, NULL);
+	char *real = realpath(path, NULL), err[PATH_MAX + 64];
+	int rc = 0;
 
-	if (real != NULL)
-		(void)mnt_plan_add(r->plan, MNT_HIDE, NULL, real, NULL, 0);
+	if (real != NULL &&
+	    mnt_plan_add(r->plan, MNT_HIDE, NULL, real, err, sizeof(err)) !=
+	        0) {
+		log_warnx("run: cannot hide %s: %s", path, err);
+		rc = -1;
+	}
 	free(real);
+	return rc;
 }
 
 /*
@@ -320,8 +329,8 @@ plan_hides(struct run *r)
 {
 	struct secret_store *ss = policy_secrets(r->policy);
 	struct passwd *pw = getpwuid(getuid());
-	const char *f, *cert, *key;
-	char *real;
+	const char *f, *cert, *key, *home = getenv("HOME");
+	char *real, err[PATH_MAX + 64];
 	size_t i;
 	int bad = 0;
 
@@ -335,28 +344,132 @@ plan_hides(struct run *r)
 			    f);
 			bad = -1;
 		}
-		(void)mnt_plan_add(r->plan, MNT_HIDE, NULL, real, NULL, 0);
+		if (hide_file(r, real) != 0)
+			bad = -1;
 		free(real);
 	}
 	for (i = 0; i < secret_store_count(ss); i++)
-		if (secret_source(secret_store_get(ss, i)) == SECRET_FILE)
-			hide_file(r, secret_origin(secret_store_get(ss, i)));
-	if (policy_ca(r->policy, &cert, &key))
-		hide_file(r, key);
+		if (secret_source(secret_store_get(ss, i)) == SECRET_FILE &&
+		    hide_file(r, secret_origin(secret_store_get(ss, i))) != 0)
+			bad = -1;
+	if (policy_ca(r->policy, &cert, &key) && hide_file(r, key) != 0)
+		bad = -1;
 	if (strcmp(r->logpath, "stderr") != 0 && log_writable(r))
 		bad = -1;
-	else if (strcmp(r->logpath, "stderr") != 0)
-		hide_file(r, r->logpath);
-	mnt_plan_hide_home(r->plan, pw != NULL ? pw->pw_dir : NULL);
+	else if (strcmp(r->logpath, "stderr") != 0 &&
+	    hide_file(r, r->logpath) != 0)
+		bad = -1;
+	/* The password database's home, and $HOME where it differs. */
+	if (mnt_plan_hide_defaults(r->plan, pw != NULL ? pw->pw_dir : NULL, "",
+	        err, sizeof(err)) != 0 ||
+	    (home != NULL && (pw == NULL || strcmp(home, pw->pw_dir) != 0) &&
+	        mnt_plan_hide_defaults(r->plan, home, NULL, err, sizeof(err)) !=
+	            0)) {
+		log_warnx("run: hiding the credential files: %s", err);
+		bad = -1;
+	}
 	return bad;
+}
+
+/*
+ * A machine id of this run's own (32 hex digits, as systemd writes it)
+ * over the host's, wherever the host has one: it names the machine to
+ * whatever the command talks to.
+ */
+static int
+plan_machine_id(struct run *r)
+{
+	static const char *const files[] = {
+	    "/etc/machine-id",
+	    "/var/lib/dbus/machine-id",
+	};
+	unsigned char raw[16];
+	char id[34], err[PATH_MAX + 64], *real, *done = NULL;
+	struct stat sb;
+	size_t i;
+	int rc = 0;
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		fatal("getrandom");
+	for (i = 0; i < sizeof(raw); i++)
+		snprintf(id + 2 * i, 3, "%02x", raw[i]);
+	id[32] = '\n';
+	id[33] = '\0';
+	for (i = 0; rc == 0 && i < sizeof(files) / sizeof(files[0]); i++) {
+		/* The second is often a link to the first: once is enough. */
+		if ((real = realpath(files[i], NULL)) == NULL ||
+		    stat(real, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+		    (done != NULL && strcmp(done, real) == 0)) {
+			free(real);
+			continue;
+		}
+		if (mnt_plan_add_file(
+		        r->plan, real, id, 33, err, sizeof(err)) != 0) {
+			log_warnx("run: machine id: %s", err);
+			rc = -1;
+		}
+		free(done);
+		done = real;
+	}
+	free(done);
+	return rc;
+}
+
+/* /etc/hostname says what the UTS namespace says (hostinfo.h). */
+static int
+plan_hostname(struct run *r)
+{
+	char err[PATH_MAX + 64], *real = realpath("/etc/hostname", NULL);
+	struct stat sb;
+	int rc = 0;
+
+	if (real != NULL && stat(real, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    mnt_plan_add_file(r->plan, real, HOSTINFO_HOSTNAME "\n",
+	        sizeof(HOSTINFO_HOSTNAME), err, sizeof(err)) != 0) {
+		log_warnx("run: hostname: %s", err);
+		rc = -1;
+	}
+	free(real);
+	return rc;
+}
+
+/*
+ * The start directory must not hold the invoking user's home (by the
+ * password database and by $HOME; for root under sudo, the sudoer's):
+ * dot files there run code outside later.
+ */
+static int
+check_home(struct run *r)
+{
+	const char *homes[3] = {NULL, getenv("HOME"), NULL};
+	struct passwd *pw = getpwuid(getuid());
+	char err[3 * PATH_MAX + 256], *sudo = getenv("SUDO_UID"), *end;
+	unsigned long uid;
+	size_t i;
+
+	if (pw != NULL)
+		homes[0] = pw->pw_dir;
+	if (getuid() == 0 && sudo != NULL && *sudo != '\0') {
+		uid = strtoul(sudo, &end, 10);
+		if (*end == '\0' && (pw = getpwuid((uid_t)uid)) != NULL)
+			homes[2] = pw->pw_dir;
+	}
+	for (i = 0; i < 3; i++)
+		if (mnt_plan_check_home(r->plan, homes[i], err, sizeof(err)) !=
+		    0) {
+			log_warnx("run: %s", err);
+			return -1;
+		}
+	return 0;
 }
 
 int
 run_setup(struct run *r)
 {
-	if (load_policy(r) != 0 || guard_env_secrets(r) != 0 ||
-	    open_log(r) != 0 || plan_hides(r) != 0 ||
-	    setup_interception(r) != 0)
+	if (check_home(r) != 0 || load_policy(r) != 0 ||
+	    guard_env_secrets(r) != 0 || open_log(r) != 0 ||
+	    plan_hides(r) != 0 || plan_machine_id(r) != 0 ||
+	    plan_hostname(r) != 0 || setup_interception(r) != 0)
 		return -1;
 	return 0;
 }

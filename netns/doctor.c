@@ -10,6 +10,7 @@
  */
 #include <sys/types.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -566,6 +567,35 @@ probe_network(struct doctor_result *r, struct doctor_ctx *c)
 /* --- mounts -------------------------------------------------------------- */
 
 /*
+ * Binds the fresh proc's sys over itself read-only, as the mount view
+ * does, and checks that the mount says so.  Returns 0, or -1 with errno.
+ */
+static int
+proc_sys_readonly(void)
+{
+	struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+	struct statvfs sv;
+	int t, ret = -1;
+
+	t = open_tree(AT_FDCWD, PROBE_DIR "/proc/sys",
+	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (t == -1)
+		return -1;
+	if (mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+	        sizeof(attr)) == 0 &&
+	    move_mount(t, "", AT_FDCWD, PROBE_DIR "/proc/sys",
+	        MOVE_MOUNT_F_EMPTY_PATH) == 0) {
+		if (statvfs(PROBE_DIR "/proc/sys", &sv) == 0 &&
+		    (sv.f_flag & ST_RDONLY) != 0)
+			ret = 0;
+		else
+			errno = EPERM; /* still writable: not what run needs */
+	}
+	close(t);
+	return ret;
+}
+
+/*
  * Mounts a fresh proc on a fresh tmpfs, as PID 1 of a new pid namespace,
  * and checks that its /proc/self is 1.  Returns 0, or -1 with R filled.
  */
@@ -600,6 +630,10 @@ fresh_proc(struct doctor_result *r)
 		    self);
 		return -1;
 	}
+	/* The view binds /proc/sys over itself read-only (no Landlock needed). */
+	what = "binding /proc/sys read-only";
+	if (proc_sys_readonly() == -1)
+		goto fail;
 	return 0;
 fail:
 	err = errno;
@@ -635,8 +669,8 @@ readonly_view(struct doctor_result *r)
 		    strerror(errno));
 	else
 		verdict(r, DOCTOR_YES, "",
-		    "fresh /proc as PID 1; / cloned read-only (open_tree, "
-		    "mount_setattr)");
+		    "fresh /proc as PID 1, its sys read-only; / cloned "
+		    "read-only (open_tree, mount_setattr)");
 	if (fd != -1)
 		close(fd);
 }
@@ -695,14 +729,16 @@ landlock_missing(struct doctor_result *r, int err)
 	if (err == EOPNOTSUPP) {
 		lsm_list(lsm, sizeof(lsm));
 		verdict(r, DOCTOR_NO, "",
-		    "Landlock is built in but not enabled at boot");
+		    "Landlock is built in but not enabled at boot; writes are "
+		    "stopped by the read-only mounts alone");
 		advise(r, "boot with lsm=%s,landlock (pinhole runs without it)",
 		    lsm);
 	} else if (err == ENOSYS)
 		verdict(r, DOCTOR_NO,
 		    "use Linux 5.13+ built with CONFIG_SECURITY_LANDLOCK=y "
 		    "(pinhole runs without it)",
-		    "this kernel has no Landlock (ENOSYS)");
+		    "this kernel has no Landlock (ENOSYS); writes are stopped "
+		    "by the read-only mounts alone");
 	else
 		verdict(r, DOCTOR_NO, err == EPERM ? ADVICE_OUTER_EPERM : "",
 		    "landlock_create_ruleset: %s", strerror(err));

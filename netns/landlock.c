@@ -312,7 +312,9 @@ report_unavailable(const struct ll_rules *r, char *buf, size_t len)
 		break;
 	}
 	snprintf(buf, len,
-	    "landlock: not available (%s); the mount view still applies", why);
+	    "landlock: not available (%s); the mount view still applies "
+	    "(/, /proc/sys and the rest read-only)",
+	    why);
 }
 
 static void

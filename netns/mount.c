@@ -10,12 +10,14 @@
  * adds the flag and leaves the others (nosuid, nodev, noexec, atime),
  * which the kernel locks in a user namespace anyway.
  */
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,18 +74,44 @@ static const char *const dev_nodes[] = {
     "tty",
 };
 
-/* Credential and key files of the invoking user (DESIGN.md). */
-static const char *const home_secrets[] = {
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".config/gh",
-    ".docker/config.json",
-    ".npmrc",
-    ".pypirc",
-    ".kube",
+/*
+ * Credential and key files hidden by default (they appear empty): "~/"
+ * is the invoking user's home, a glob pattern is expanded when the plan
+ * is made.  The one list: the man page and test_mount.c follow it.
+ */
+static const char *const default_hidden[] = {
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg", /* keys, and the agent's sockets kept there */
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/gh",
+    "~/.docker/config.json",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.kube",
+    "~/.vault-token",
+    "~/.cargo/credentials.toml",
+    "~/.cargo/credentials",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.pgpass",
+    "~/.my.cnf",
+    "~/.config/hub",
+    "~/.terraform.d/credentials.tfrc.json",
+    "/run/user/%u/gnupg", /* gpg's agent sockets, of the caller's uid */
+    "/etc/shadow", /* what a root run could read */
+    "/etc/gshadow",
+    "/etc/ssh/*_key",
+};
+#define DEFAULT_HIDDEN (sizeof(default_hidden) / sizeof(default_hidden[0]))
+
+/* /proc entries that change the host (bubblewrap's list), read-only. */
+static const char *const proc_ro[] = {
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/irq",
+    "/proc/bus",
 };
 
 /* --- the plan (outside) --------------------------------------------------- */
@@ -129,6 +157,39 @@ mnt_plan_free(struct mnt_plan *p)
 	free(p);
 }
 
+/*
+ * PATH as the host sees it: every symbolic link resolved, those of its
+ * last component too when FOLLOW; what does not exist (yet) is kept as
+ * written below the deepest part that does.  NULL on another error.
+ */
+static char *
+resolve_host(const char *path, int follow)
+{
+	const char *slash = strrchr(path, '/'), *base = slash + 1;
+	char *parent, *real, *r;
+
+	if (strcmp(path, "/") == 0)
+		return xstrdup(path);
+	if (follow && (real = realpath(path, NULL)) != NULL)
+		return real;
+	/* Closed to pinhole: as it stands (inside it stays closed, hide()). */
+	if (follow && errno == EACCES)
+		return xstrdup(path);
+	/* A missing or dangling last component: resolve the rest. */
+	if (follow && errno != ENOENT && errno != ENOTDIR)
+		return NULL;
+	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return follow ? NULL : resolve_host(path, 1);
+	parent = slash == path ? xstrdup("/") : xstrndup(path, slash - path);
+	real = resolve_host(parent, 1);
+	free(parent);
+	if (real == NULL)
+		return NULL;
+	r = xasprintf("%s/%s", strcmp(real, "/") == 0 ? "" : real, base);
+	free(real);
+	return r;
+}
+
 int
 mnt_plan_add(struct mnt_plan *p, enum mnt_kind kind, const char *src,
     const char *dst, char *err, size_t errlen)
@@ -152,7 +213,17 @@ mnt_plan_add(struct mnt_plan *p, enum mnt_kind kind, const char *src,
 		free(op.src);
 		return -1;
 	}
-	op.dst = xstrdup(dst);
+	/*
+	 * Hidden or replaced: what the path names as the host sees it (a
+	 * link's target); elsewhere the last component is a mount point, which
+	 * must not be a link when it is attached.
+	 */
+	if ((op.dst = resolve_host(
+	         dst, kind == MNT_HIDE || kind == MNT_FILE)) == NULL) {
+		ph_errf(err, errlen, "%s: %s", dst, strerror(errno));
+		free(op.src);
+		return -1;
+	}
 	p->ops = xreallocarray(p->ops, p->nops + 1, sizeof(*p->ops));
 	p->ops[p->nops++] = op;
 	return 0;
@@ -179,19 +250,78 @@ mnt_plan_allow_git_config(struct mnt_plan *p)
 	p->allow_git_config = 1;
 }
 
-void
-mnt_plan_hide_home(struct mnt_plan *p, const char *home)
+size_t
+mnt_hidden_count(void)
+{
+	return DEFAULT_HIDDEN;
+}
+
+const char *
+mnt_hidden_at(size_t i)
+{
+	return i < DEFAULT_HIDDEN ? default_hidden[i] : NULL;
+}
+
+/* Hides every path PATTERN matches now (a plain path: that path). */
+static int
+hide_glob(struct mnt_plan *p, const char *pattern, char *err, size_t errlen)
+{
+	glob_t g;
+	size_t i;
+	int r = 0;
+
+	if (strpbrk(pattern, "*?[") == NULL)
+		return mnt_plan_add(p, MNT_HIDE, NULL, pattern, err, errlen);
+	if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+		return 0; /* no match, or an unreadable directory */
+	for (i = 0; r == 0 && i < g.gl_pathc; i++)
+		r = mnt_plan_add(p, MNT_HIDE, NULL, g.gl_pathv[i], err, errlen);
+	globfree(&g);
+	return r;
+}
+
+/* BASE then ENTRY into BUF, "%u" in ENTRY the caller's uid; snprintf's. */
+static int
+expand(char *buf, size_t len, const char *base, const char *entry)
+{
+	const char *u = strstr(entry, "%u");
+
+	if (u == NULL)
+		return snprintf(buf, len, "%s%s", base, entry);
+	return snprintf(buf, len, "%s%.*s%u%s", base, (int)(u - entry), entry,
+	    (unsigned)getuid(), u + 2);
+}
+
+int
+mnt_plan_hide_defaults(struct mnt_plan *p, const char *home, const char *root,
+    char *err, size_t errlen)
 {
 	char path[PATH_MAX];
+	const char *e, *base;
 	size_t i;
+	int n;
 
-	if (home == NULL || home[0] != '/')
-		return;
-	for (i = 0; i < sizeof(home_secrets) / sizeof(home_secrets[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s",
-		    strcmp(home, "/") == 0 ? "" : home, home_secrets[i]);
-		(void)mnt_plan_add(p, MNT_HIDE, NULL, path, NULL, 0);
+	for (i = 0; i < DEFAULT_HIDDEN; i++) {
+		e = default_hidden[i];
+		if (strncmp(e, "~/", 2) == 0) {
+			if (home == NULL || home[0] != '/')
+				continue;
+			base = home;
+			e += 1;
+		} else if (root != NULL)
+			base = root;
+		else
+			continue;
+		n = expand(
+		    path, sizeof(path), strcmp(base, "/") == 0 ? "" : base, e);
+		if (n < 0 || (size_t)n >= sizeof(path)) {
+			ph_errf(err, errlen, "%s%s: path too long", base, e);
+			return -1;
+		}
+		if (hide_glob(p, path, err, errlen) != 0)
+			return -1;
 	}
+	return 0;
 }
 
 /* PATH is DIR or lies beneath it (both absolute and resolved). */
@@ -217,6 +347,37 @@ mnt_plan_is_writable(const struct mnt_plan *p, const char *path)
 		if (p->ops[i].kind == MNT_BIND && beneath(path, p->ops[i].src))
 			return 1;
 	return 0;
+}
+
+int
+mnt_plan_check_home(
+    const struct mnt_plan *p, const char *home, char *err, size_t errlen)
+{
+	char *real;
+	size_t i;
+	int r = 0;
+
+	if (home == NULL || home[0] != '/' ||
+	    (real = realpath(home, NULL)) == NULL)
+		return 0;
+	if (!beneath(real, p->cwd))
+		goto out;
+	/* Made writable on purpose: --bind of the start directory. */
+	for (i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == MNT_BIND &&
+		    strcmp(p->ops[i].src, p->cwd) == 0)
+			goto out;
+	ph_errf(err, errlen,
+	    "the start directory %s holds the home directory %s, which would "
+	    "let the sandbox plant ~/.bashrc, ~/.gitconfig, "
+	    "~/.config/systemd/user or ~/.local/bin for code that runs "
+	    "outside later; cd to a project directory, or give --bind %s to "
+	    "make it writable on purpose",
+	    p->cwd, real, p->cwd);
+	r = -1;
+out:
+	free(real);
+	return r;
 }
 
 static int
@@ -337,6 +498,39 @@ attach(int tree, const char *dst)
 	    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_SYMLINKS);
 	int saved = errno;
 
+	close(tree);
+	errno = saved;
+	return r;
+}
+
+/*
+ * DST in the view, with no symbolic link on the way (O_PATH): what the
+ * plan names was resolved outside, so a link there now was planted or
+ * made by a bind.  -1 with errno (ELOOP for a link).
+ */
+static int
+open_dst(const char *dst)
+{
+	struct open_how how = {
+	    .flags = O_PATH | O_CLOEXEC,
+	    .resolve = RESOLVE_NO_SYMLINKS,
+	};
+
+	return (int)syscall(SYS_openat2, AT_FDCWD, dst, &how, sizeof(how));
+}
+
+/* Attaches detached TREE at DST, following no symbolic link. */
+static int
+attach_nofollow(int tree, const char *dst)
+{
+	int fd = open_dst(dst), r = -1, saved;
+
+	if (fd >= 0)
+		r = move_mount(tree, "", fd, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
 	close(tree);
 	errno = saved;
 	return r;
@@ -511,13 +705,16 @@ mountpoint(const char *path, int dir)
 	struct stat sb;
 	int fd;
 
-	if (stat(path, &sb) == 0)
+	/* A link stays and is refused when attached (open_dst). */
+	if (lstat(path, &sb) == 0)
 		return 0;
 	if (make_parents(path) != 0)
 		return -1;
 	if (dir)
 		return mkdir(path, 0755);
-	if ((fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)) < 0)
+	if ((fd = open(path,
+	         O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, 0644)) <
+	    0)
 		return -1;
 	close(fd);
 	return 0;
@@ -584,6 +781,30 @@ mount_dev(struct view *v)
 	return 0;
 }
 
+/*
+ * What in /proc writes to the host (sysctls, sysrq, interrupts, PCI),
+ * bound over itself read-only: the mount refuses the write even where
+ * Landlock is missing and the command is root.  An entry this kernel
+ * lacks is not there to protect.
+ */
+static int
+proc_readonly(struct view *v)
+{
+	size_t i;
+	int t;
+
+	for (i = 0; i < sizeof(proc_ro) / sizeof(proc_ro[0]); i++) {
+		if ((t = tree_clone(proc_ro[i], 1, 1)) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return failed(v, "make read-only", proc_ro[i]);
+		}
+		if (attach_nofollow(t, proc_ro[i]) != 0)
+			return failed(v, "make read-only", proc_ro[i]);
+	}
+	return 0;
+}
+
 static int
 mount_base(struct view *v)
 {
@@ -592,7 +813,7 @@ mount_base(struct view *v)
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	        NULL) != 0)
 		return failed(v, "mount", "/proc");
-	if (mount_dev(v) != 0)
+	if (proc_readonly(v) != 0 || mount_dev(v) != 0)
 		return -1;
 	if ((tmp = tmpfs_new("1777", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) <
 	        0 ||
@@ -601,7 +822,7 @@ mount_base(struct view *v)
 	/* Under /tmp, the start directory needs a mount point again. */
 	if (mountpoint(v->p->cwd, 1) != 0)
 		return failed(v, "make a mount point at", v->p->cwd);
-	if (attach(v->cwd, v->p->cwd) != 0) {
+	if (attach_nofollow(v->cwd, v->p->cwd) != 0) {
 		v->cwd = -1;
 		return failed(v, "bind", v->p->cwd);
 	}
@@ -609,22 +830,45 @@ mount_base(struct view *v)
 	return 0;
 }
 
-/* DST appears empty: a read-only empty directory or file over it. */
+/*
+ * DST appears empty: a read-only empty directory or file over it.  DST
+ * was resolved outside (mnt_plan_add); it is attached through no link.
+ * Skipped only when there is nothing to hide: the path does not exist,
+ * a component is not a directory, it is a link to nothing, or a
+ * directory on the way is closed to pinhole (EACCES: the command, the
+ * same uid with no capability, cannot pass it or change its mode).
+ * Anything else stops the run.
+ */
 static int
 hide(struct view *v, const char *dst)
 {
 	struct stat sb;
-	int t;
+	int fd, t;
 
-	/* What pinhole cannot reach, the sandbox cannot either. */
-	if (stat(dst, &sb) != 0)
-		return errno == ENOENT || errno == ENOTDIR || errno == EACCES
-		    ? 0
-		    : failed(v, "hide", dst);
+	if ((fd = open_dst(dst)) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR || errno == EACCES)
+			return 0;
+		if (errno == ELOOP && stat(dst, &sb) != 0 && errno == ENOENT)
+			return 0;
+		/* ELOOP: a link appeared there since the plan. */
+		return failed(v, "hide", dst);
+	}
+	if (fstat(fd, &sb) != 0) {
+		close(fd);
+		return failed(v, "hide", dst);
+	}
 	t = open_tree(v->empty, S_ISDIR(sb.st_mode) ? "dir" : "file",
 	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (t < 0 || attach(t, dst) != 0)
+	if (t < 0 ||
+	    move_mount(t, "", fd, "",
+	        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+		if (t >= 0)
+			close(t);
+		close(fd);
 		return failed(v, "hide", dst);
+	}
+	close(t);
+	close(fd);
 	return 0;
 }
 
@@ -641,7 +885,7 @@ user_step(struct view *v, struct mnt_op *op)
 		if (fstat(op->tree, &sb) != 0 ||
 		    mountpoint(op->dst, S_ISDIR(sb.st_mode)) != 0)
 			return failed(v, "make a mount point at", op->dst);
-		if (attach(op->tree, op->dst) != 0) {
+		if (attach_nofollow(op->tree, op->dst) != 0) {
 			op->tree = -1;
 			return failed(v, "bind", op->dst);
 		}
@@ -653,7 +897,7 @@ user_step(struct view *v, struct mnt_op *op)
 			return failed(v, "make a mount point at", op->dst);
 		if ((t = tmpfs_new(
 		         "0755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0 ||
-		    attach(t, op->dst) != 0)
+		    attach_nofollow(t, op->dst) != 0)
 			return failed(v, "mount a tmpfs at", op->dst);
 		return 0;
 	case MNT_HIDE:
@@ -688,7 +932,7 @@ put_file(struct view *v, const struct mnt_op *op)
 		failed(v, "put a file at", op->dst);
 		goto out;
 	}
-	r = attach(f, op->dst);
+	r = attach_nofollow(f, op->dst);
 	f = -1;
 	if (r != 0)
 		failed(v, "put a file at", op->dst);

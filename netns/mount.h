@@ -2,7 +2,8 @@
  * mount.h: the sandbox's mount view (DESIGN.md, "run" defaults).
  *
  *   /            the host's tree, read-only (flags the kernel locks kept)
- *   /proc        a new proc for the new PID namespace
+ *   /proc        a new proc for the new PID namespace; sys,
+ *                sysrq-trigger, irq and bus in it read-only
  *   /dev         tmpfs with null, zero, full, random, urandom, tty,
  *                a private devpts (pts, ptmx) and shm
  *   /tmp         a fresh tmpfs
@@ -39,8 +40,13 @@ void mnt_plan_free(struct mnt_plan *);
 
 /*
  * Adds a step.  SRC (binds only) must exist and is resolved; DST defaults
- * to SRC and must be absolute.  For MNT_HIDE a missing path is skipped
- * when it is applied.  Returns 0, or -1 with the reason in ERR.
+ * to SRC and must be absolute.  DST is resolved as the host sees it now:
+ * wholly for MNT_HIDE and MNT_FILE (a link's target is what is hidden),
+ * but for its last component otherwise; inside, no symbolic link is
+ * followed to reach it, so a link found there stops the view.  For
+ * MNT_HIDE a path with nothing to hide (missing, a dangling link, behind
+ * a directory pinhole may not search) is skipped when it is applied;
+ * any other failure stops the view.  Returns 0, or -1 with ERR.
  */
 int mnt_plan_add(struct mnt_plan *, enum mnt_kind, const char *src,
     const char *dst, char *err, size_t errlen);
@@ -57,9 +63,25 @@ int mnt_plan_add_file(struct mnt_plan *, const char *dst, const void *data,
 void mnt_plan_allow_git_config(struct mnt_plan *);
 
 /*
- * Hides what DESIGN.md lists under HOME (~/.ssh, ~/.aws, ...).
+ * Hides the default credential files: those under "~/" in HOME (skipped
+ * when HOME is NULL or relative), the others below ROOT ("": the host's
+ * /; tests give a fake tree; NULL: skipped), glob patterns expanded now.
+ * Returns 0, or -1 with ERR.
  */
-void mnt_plan_hide_home(struct mnt_plan *, const char *home);
+int mnt_plan_hide_defaults(struct mnt_plan *, const char *home,
+    const char *root, char *err, size_t errlen);
+
+/* The default hidden list: entry I (e.g. "~/.ssh"; may be a glob), or NULL. */
+size_t mnt_hidden_count(void);
+const char *mnt_hidden_at(size_t i);
+
+/*
+ * Refuses a start directory that is HOME or holds it (the sandbox could
+ * plant ~/.bashrc and the like), unless a --bind of the start directory
+ * asks for it.  Returns 0, or -1 with the reason and the way out in ERR.
+ */
+int mnt_plan_check_home(
+    const struct mnt_plan *, const char *home, char *err, size_t errlen);
 
 /*
  * Returns 1 when host path PATH (resolved) lies beneath a writable bind

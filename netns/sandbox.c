@@ -36,8 +36,10 @@
 #include "common/xmalloc.h"
 #include "netns/caps.h"
 #include "netns/gitguard.h"
+#include "netns/hostinfo.h"
 #include "netns/init.h"
 #include "netns/landlock.h"
+#include "netns/limits.h"
 #include "netns/mount.h"
 #include "netns/net.h"
 #include "netns/sandbox.h"
@@ -147,6 +149,9 @@ command_main(const struct sbx_config *c, int sock)
 	 */
 	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
 		child_fail(sock, "close_range: %s", strerror(errno));
+	if (limits_apply_memory(
+	        &(struct limits){0, c->limit_memory}, err, sizeof(err)) != 0)
+		child_fail(sock, "%s", err);
 	/* execvp searches the PATH of the environment it runs with. */
 	environ = c->envp;
 	execvp(c->argv[0], c->argv);
@@ -212,6 +217,48 @@ git_sweep(struct gitguard *gg, int status)
 	return GITGUARD_EXIT;
 }
 
+/* A heap copy of ARGV: the strings it points into are about to go. */
+static char **
+copy_argv(char *const *argv)
+{
+	size_t i, n = 0;
+	char **v;
+
+	while (argv[n] != NULL)
+		n++;
+	v = xcalloc(n + 1, sizeof(*v));
+	for (i = 0; i < n; i++)
+		v[i] = xstrdup(argv[i]);
+	return v;
+}
+
+/*
+ * What the sandbox learns of the host: a neutral hostname, PID 1's
+ * command line (pinhole run's, with the policy path) a plain name, and
+ * the limits, set here while the host's /proc is still mounted.
+ * Returns C, or a copy of it whose strings survive the new title.
+ */
+static const struct sbx_config *
+sandbox_identity(const struct sbx_config *c, int sock)
+{
+	static struct sbx_config own;
+	struct limits l = {c->limit_pids, c->limit_memory};
+	char err[256], report[320];
+
+	if (hostinfo_uts(err, sizeof(err)) != 0 ||
+	    limits_apply_pids(&l, report, sizeof(report), err, sizeof(err)) !=
+	        0)
+		child_fail(sock, "%s", err);
+	if (c->verbose)
+		fprintf(stderr, "pinhole: %s\n", report);
+	own = *c;
+	own.argv = copy_argv(c->argv);
+	own.chdir = c->chdir ? xstrdup(c->chdir) : NULL;
+	if (hostinfo_title(err, sizeof(err)) != 0)
+		child_fail(sock, "%s", err);
+	return &own;
+}
+
 static void __attribute__((noreturn))
 child_main(const struct sbx_config *c, int sock)
 {
@@ -239,6 +286,7 @@ child_main(const struct sbx_config *c, int sock)
 	if (recv(sock, &go, 1, 0) != 1 || go != 'G')
 		_exit(125); /* pinhole run is gone, or gave up */
 	child_network(sock);
+	c = sandbox_identity(c, sock);
 	if (mnt_apply(c->plan, err, sizeof(err)) != 0)
 		child_fail(sock, "%s", err);
 	/* The roots are opened now: the command could move a path later. */

@@ -18,6 +18,11 @@
 struct mnt_plan;
 struct sbx;
 
+/*
+ * PID 1 overwrites pinhole's own argv strings (hostinfo_title): it copies
+ * ARGV and CHDIR first; any other field that may point into argv must be
+ * copied there too (sandbox_identity in sandbox.c).
+ */
 struct sbx_config {
 	const struct mnt_plan *plan;
 	char *const *argv; /* the command */
@@ -25,6 +30,8 @@ struct sbx_config {
 	const char *chdir; /* start directory inside; NULL: the plan's */
 	sigset_t mask; /* the command's signal mask */
 	int verbose; /* say what Landlock and seccomp applied */
+	unsigned long limit_pids; /* 0: none (limits.h) */
+	unsigned long long limit_memory; /* bytes, per process; 0: none */
 	/* Called first thing in the sandbox: wipe what it must not hold. */
 	void (*scrub)(void *arg);
 	void *scrub_arg;

@@ -20,6 +20,8 @@
  * it with status 1 and one line on stderr, and the parent asserts 0.
  */
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -844,7 +846,7 @@ check_full_view(void)
 	    errno == EROFS);
 	/* Not there: skipped, and still not there. */
 	CHECK(!exists(P("a/nothere")));
-	/* What mnt_plan_hide_home names under HOME. */
+	/* What mnt_plan_hide_defaults names under HOME. */
 	CHECK(strcmp(list_dir(P("a/home/.ssh"), got, sizeof(got)), "") == 0);
 	CHECK(file_is(P("a/home/.netrc"), ""));
 	/* The read-only bind: readable, not writable. */
@@ -876,7 +878,9 @@ test_apply(void **state)
 	add(p, MNT_HIDE, NULL, P("a/secret"));
 	add(p, MNT_HIDE, NULL, P("a/secret.txt"));
 	add(p, MNT_HIDE, NULL, P("a/nothere"));
-	mnt_plan_hide_home(p, P("a/home"));
+	assert_int_equal(mnt_plan_hide_defaults(p, P("a/home"),
+	                     "/nonexistent-root", err, sizeof(err)),
+	    0);
 	assert_int_equal(mnt_plan_prepare_git(p, err, sizeof(err)), 0);
 	assert_view(p, check_full_view);
 	/* What the view wrote is on the host; what it hid is untouched. */
@@ -1059,6 +1063,328 @@ test_apply_git_guard_symlink(void **state)
 	mnt_plan_free(p);
 }
 
+/* --- the start directory and the home ---------------------------------- */
+
+static void
+test_check_home(void **state)
+{
+	struct mnt_plan *p;
+	char err[1024];
+
+	(void)state;
+	make_dir("a/home/proj");
+	/* The home itself, and a directory holding it. */
+	p = plan_at(P("a/home"));
+	err[0] = '\0';
+	assert_int_equal(
+	    mnt_plan_check_home(p, P("a/home"), err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "~/.bashrc"));
+	assert_non_null(strstr(err, "--bind"));
+	/* Named through a link, the same home. */
+	assert_int_equal(symlink("a/home", P("homelink")), 0);
+	assert_int_equal(
+	    mnt_plan_check_home(p, P("homelink"), err, sizeof(err)), -1);
+	mnt_plan_free(p);
+	p = plan_at(P("a"));
+	assert_int_equal(
+	    mnt_plan_check_home(p, P("a/home"), err, sizeof(err)), -1);
+	/* --bind of the start directory: on purpose. */
+	add(p, MNT_BIND, P("a"), NULL);
+	assert_int_equal(
+	    mnt_plan_check_home(p, P("a/home"), err, sizeof(err)), 0);
+	mnt_plan_free(p);
+	/* A project inside the home, a sibling, no home: fine. */
+	p = plan_at(P("a/home/proj"));
+	assert_int_equal(
+	    mnt_plan_check_home(p, P("a/home"), err, sizeof(err)), 0);
+	assert_int_equal(mnt_plan_check_home(p, NULL, err, sizeof(err)), 0);
+	assert_int_equal(
+	    mnt_plan_check_home(p, "relative", err, sizeof(err)), 0);
+	assert_int_equal(
+	    mnt_plan_check_home(p, P("missing"), err, sizeof(err)), 0);
+	mnt_plan_free(p);
+	p = plan_at(P("ab"));
+	assert_int_equal(mnt_plan_check_home(p, P("a"), err, sizeof(err)), 0);
+	mnt_plan_free(p);
+}
+
+/* --- hidden by default: one check per entry of the table ----------------- */
+
+/*
+ * Each entry is made in a fake home (TOP/a/h) or root (TOP/a/r) holding
+ * "SECRET" (a directory: a file "key" in it, and for ~/.gnupg the
+ * agent's socket too); a glob gets two matches and one near miss.
+ */
+#define HIDDEN_MAX 64
+static char hidden_made[HIDDEN_MAX][PATH_MAX + 64];
+static int hidden_dir[HIDDEN_MAX];
+static size_t nhidden_made;
+static char near_miss[PATH_MAX + 64];
+
+static void
+mkdirs_for(const char *path)
+{
+	char buf[PATH_MAX], *q;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (q = buf + strlen(topdir) + 1; (q = strchr(q, '/')) != NULL; q++) {
+		*q = '\0';
+		(void)mkdir(buf, 0755);
+		*q = '/';
+	}
+}
+
+static void
+put_secret(const char *path, int dir)
+{
+	char key[PATH_MAX + 8];
+	int fd;
+
+	mkdirs_for(path);
+	if (dir) {
+		assert_int_equal(mkdir(path, 0700), 0);
+		snprintf(key, sizeof(key), "%s/key", path);
+		path = key;
+	}
+	assert_true((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	                 0600)) >= 0);
+	assert_int_equal(write(fd, "SECRET", 6), 6);
+	close(fd);
+}
+
+/* A listening Unix socket at PATH (left behind as a socket file). */
+static void
+put_socket(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	assert_true(strlen(path) < sizeof(sa.sun_path));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_true((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+}
+
+static void
+make_hidden_entries(void)
+{
+	char path[PATH_MAX], sock[PATH_MAX + 16];
+	const char *e;
+	size_t i;
+	int dir;
+
+	nhidden_made = 0;
+	for (i = 0; (e = mnt_hidden_at(i)) != NULL; i++) {
+		assert_true(nhidden_made + 2 <= HIDDEN_MAX);
+		/* Directories by convention have no dot-suffix file name. */
+		dir = strstr(e, ".ssh") || strstr(e, ".aws") ||
+		    strstr(e, "gnupg") || strstr(e, ".config/") ||
+		    strstr(e, ".kube") || strstr(e, ".azure");
+		if (strncmp(e, "~/", 2) == 0)
+			snprintf(
+			    path, sizeof(path), "%s/a/h/%s", topdir, e + 2);
+		else if (strstr(e, "%u") != NULL) /* the caller's uid */
+			snprintf(path, sizeof(path), "%s/a/r%.*s%u%s", topdir,
+			    (int)(strstr(e, "%u") - e), e, (unsigned)getuid(),
+			    strstr(e, "%u") + 2);
+		else
+			snprintf(path, sizeof(path), "%s/a/r%s", topdir, e);
+		if (strchr(path, '*') != NULL) {
+			/* A glob (etc/ssh/...): two keys; the .pub stays. */
+			char *star = strchr(path, '*'), pre[PATH_MAX / 2];
+
+			snprintf(
+			    pre, sizeof(pre), "%.*s", (int)(star - path), path);
+			snprintf(hidden_made[nhidden_made], PATH_MAX + 64,
+			    "%sssh_host_rsa%s", pre, star + 1);
+			put_secret(hidden_made[nhidden_made], 0);
+			hidden_dir[nhidden_made++] = 0;
+			snprintf(hidden_made[nhidden_made], PATH_MAX + 64,
+			    "%sssh_host_ed25519%s", pre, star + 1);
+			put_secret(hidden_made[nhidden_made], 0);
+			hidden_dir[nhidden_made++] = 0;
+			snprintf(near_miss, sizeof(near_miss),
+			    "%sssh_host_rsa%s.pub", pre, star + 1);
+			put_secret(near_miss, 0);
+			continue;
+		}
+		snprintf(hidden_made[nhidden_made], sizeof(hidden_made[0]),
+		    "%s", path);
+		put_secret(path, dir);
+		if (strstr(e, "gnupg") != NULL) {
+			snprintf(sock, sizeof(sock), "%s/S.gpg-agent", path);
+			put_socket(sock);
+		}
+		hidden_dir[nhidden_made++] = dir;
+	}
+}
+
+static void
+check_hidden_entries(void)
+{
+	char got[256];
+	size_t i;
+
+	for (i = 0; i < nhidden_made; i++) {
+		if (hidden_dir[i]) {
+			list_dir(hidden_made[i], got, sizeof(got));
+			if (got[0] != '\0')
+				fprintf(
+				    stderr, "%s: %s\n", hidden_made[i], got);
+			CHECK(got[0] == '\0');
+		} else {
+			if (!file_is(hidden_made[i], ""))
+				fprintf(
+				    stderr, "%s not empty\n", hidden_made[i]);
+			CHECK(file_is(hidden_made[i], ""));
+		}
+	}
+	/* What the glob does not match stays. */
+	CHECK(file_is(near_miss, "SECRET"));
+}
+
+static void
+test_apply_hidden_defaults(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+	char err[512] = "", home[PATH_MAX], root[PATH_MAX];
+
+	(void)state;
+	make_hidden_entries();
+	/* Every entry of the table, and the glob's two. */
+	assert_int_equal(nhidden_made, mnt_hidden_count() + 1);
+	/* In the start directory: the rest of /tmp is not in the view. */
+	snprintf(home, sizeof(home), "%s/a/h", topdir);
+	snprintf(root, sizeof(root), "%s/a/r", topdir);
+	assert_int_equal(
+	    mnt_plan_hide_defaults(p, home, root, err, sizeof(err)), 0);
+	assert_view(p, check_hidden_entries);
+	mnt_plan_free(p);
+}
+
+/* The entries the issue names are in the table. */
+static void
+test_hidden_table(void **state)
+{
+	static const char *const want[] = {
+	    "~/.ssh",
+	    "~/.aws",
+	    "~/.gnupg",
+	    "~/.netrc",
+	    "~/.vault-token",
+	    "~/.cargo/credentials.toml",
+	    "~/.cargo/credentials",
+	    "~/.config/gcloud",
+	    "~/.azure",
+	    "~/.pgpass",
+	    "~/.my.cnf",
+	    "~/.config/hub",
+	    "~/.terraform.d/credentials.tfrc.json",
+	    "/run/user/%u/gnupg",
+	    "/etc/shadow",
+	    "/etc/gshadow",
+	    "/etc/ssh/*_key",
+	};
+	size_t i, k;
+	int found;
+
+	(void)state;
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		for (k = 0, found = 0; mnt_hidden_at(k) != NULL; k++)
+			found |= strcmp(mnt_hidden_at(k), want[i]) == 0;
+		if (!found)
+			fail_msg("%s is not hidden by default", want[i]);
+	}
+	assert_null(mnt_hidden_at(mnt_hidden_count()));
+}
+
+/* --- /proc ---------------------------------------------------------------- */
+
+/* Read-only by its mount: EROFS, whatever Landlock would say. */
+static void
+check_proc_ro(void)
+{
+	static const char *const ro[] = {
+	    "/proc/sys", "/proc/irq", "/proc/bus", "/proc/sysrq-trigger"};
+	struct statvfs sv;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
+		if (!exists(ro[i]))
+			continue;
+		CHECK(statvfs(ro[i], &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0);
+	}
+	/* Opened, never written: on a broken view this is the host's. */
+	fd = open("/proc/sys/kernel/core_pattern", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	/* Not root: the file's mode may say no first. */
+	CHECK(fd == -1 &&
+	    (errno == EROFS || (geteuid() != 0 && errno == EACCES)));
+	/* The rest of /proc is as before. */
+	CHECK(statvfs("/proc", &sv) == 0 && (sv.f_flag & ST_RDONLY) == 0);
+	CHECK(file_is("/proc/self/comm", "test_mount\n") ||
+	    exists("/proc/self/comm"));
+}
+
+static void
+test_apply_proc_ro(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+
+	(void)state;
+	assert_view(p, check_proc_ro);
+	mnt_plan_free(p);
+}
+
+/* --- hides and binds through links ---------------------------------------- */
+
+/* A hidden link hides its target as the host sees it. */
+static void
+check_link_target_hidden(void)
+{
+	CHECK(file_is(P("ro/real-secret"), ""));
+	CHECK(file_is(P("a/secret-link"), ""));
+	CHECK(file_is(P("ro/f"), "ro-data"));
+}
+
+static void
+test_apply_hide_link(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+
+	(void)state;
+	make_file("ro/real-secret", "SECRET");
+	assert_int_equal(symlink("../ro/real-secret", P("a/secret-link")), 0);
+	add(p, MNT_RO_BIND, P("ro"), NULL);
+	/* And a dangling one: nothing to hide, no failure. */
+	assert_int_equal(symlink("../nowhere", P("a/dangling")), 0);
+	add(p, MNT_HIDE, NULL, P("a/secret-link"));
+	add(p, MNT_HIDE, NULL, P("a/dangling"));
+	assert_view(p, check_link_target_hidden);
+	assert_true(file_is(P("ro/real-secret"), "SECRET"));
+	mnt_plan_free(p);
+}
+
+/* A link planted on the way after the plan: the run stops, saying so. */
+static void
+test_apply_hide_link_planted(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+	int w;
+
+	(void)state;
+	add(p, MNT_HIDE, NULL, P("a/secret/key"));
+	assert_int_equal(rename(P("a/secret"), P("a/secret2")), 0);
+	assert_int_equal(symlink("secret2", P("a/secret")), 0);
+	w = in_view(p, NULL, "hide");
+	assert_true(WIFEXITED(w));
+	assert_int_equal(WEXITSTATUS(w), 0);
+	mnt_plan_free(p);
+}
+
 struct roots {
 	char seen[4][2][PATH_MAX];
 	int n;
@@ -1099,6 +1425,67 @@ test_git_roots(void **state)
 	mnt_plan_free(p);
 }
 
+/* A bind's destination that is a link: refused, not followed. */
+static void
+test_apply_bind_dst_link(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+	int w;
+
+	(void)state;
+	assert_int_equal(symlink("../ab", P("a/dst")), 0);
+	add(p, MNT_RO_BIND, P("ro"), P("a/dst"));
+	w = in_view(p, NULL, P("a/dst"));
+	assert_true(WIFEXITED(w));
+	assert_int_equal(WEXITSTATUS(w), 0);
+	mnt_plan_free(p);
+	/* Dangling: not created through the link either. */
+	p = plan_at(P("a"));
+	assert_int_equal(symlink("../made-here", P("a/dst2")), 0);
+	add(p, MNT_TMPFS, NULL, P("a/dst2"));
+	w = in_view(p, NULL, P("a/dst2"));
+	assert_true(WIFEXITED(w));
+	assert_int_equal(WEXITSTATUS(w), 0);
+	assert_false(exists(P("made-here")));
+	mnt_plan_free(p);
+}
+
+/*
+ * Behind a directory pinhole may not search (another user's, 0700), a
+ * hidden path is skipped: the command, the same uid with no capability,
+ * cannot reach it either, nor change the directory's mode.  Needs root
+ * to make a directory of another owner.
+ */
+static void
+check_closed(void)
+{
+	CHECK(open(P("a/closed/secret"), O_RDONLY | O_CLOEXEC) == -1 &&
+	    errno == EACCES);
+	CHECK(chmod(P("a/closed"), 0755) == -1);
+}
+
+static void
+test_apply_hide_eacces(void **state)
+{
+	struct mnt_plan *p;
+
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("skipped: needs root to make a directory of "
+		              "another owner (runs as root in CI)\n");
+		skip();
+	}
+	make_dir("a/closed");
+	make_file("a/closed/secret", "SECRET");
+	assert_int_equal(chown(P("a/closed/secret"), 12345, 12345), 0);
+	assert_int_equal(chown(P("a/closed"), 12345, 12345), 0);
+	assert_int_equal(chmod(P("a/closed"), 0700), 0);
+	p = plan_at(P("a"));
+	add(p, MNT_HIDE, NULL, P("a/closed/secret"));
+	assert_view(p, check_closed);
+	mnt_plan_free(p);
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -1126,6 +1513,14 @@ main(void)
 	    T(test_apply_source_gone),
 	    T(test_apply_git_guard_symlink),
 	    T(test_git_roots),
+	    T(test_check_home),
+	    T(test_hidden_table),
+	    T(test_apply_hidden_defaults),
+	    T(test_apply_proc_ro),
+	    T(test_apply_hide_link),
+	    T(test_apply_hide_link_planted),
+	    T(test_apply_bind_dst_link),
+	    T(test_apply_hide_eacces),
 	};
 
 	return cmocka_run_group_tests_name("mount", tests, NULL, NULL);

@@ -861,6 +861,48 @@ test_shed_no_landlock(void **state)
 	run_shed(*state, 0);
 }
 
+/*
+ * What the command learns of the host: the hostname is "pinhole", PID
+ * 1's command line and name "pinhole-init" (not the test's argv), and
+ * the limits of the config hold: RLIMIT_NPROC and RLIMIT_AS as asked.
+ * The command's own argv and start directory survive PID 1's new title.
+ */
+static void
+test_identity_and_limits(void **state)
+{
+	struct fixture *f = *state;
+	char *argv[] = {"/bin/sh", "-c",
+	    "hostname >host; tr '\\0' '|' </proc/1/cmdline >cmdline; "
+	    "cat /proc/1/comm >comm; "
+	    "grep -E 'Max (processes|address space)' /proc/self/limits "
+	    ">limits; echo \"$0 $1\" >args; pwd >pwd",
+	    "arg0-kept", "arg1-kept", NULL};
+	char buf[1024], want[PATH_MAX + 8];
+	struct sbx *s;
+
+	f->c.limit_pids = 77;
+	f->c.limit_memory = 512ULL << 20;
+	f->c.chdir = f->dir;
+	s = start(f, argv);
+	wait_exec_ok(s);
+	assert_int_equal(wait_end(s), 0);
+	sbx_free(s);
+	assert_string_equal(
+	    read_back(f, "host", buf, sizeof(buf)), "pinhole\n");
+	assert_non_null(
+	    strstr(read_back(f, "cmdline", buf, sizeof(buf)), "pinhole-init|"));
+	assert_null(strstr(buf, "test_sandbox"));
+	assert_string_equal(
+	    read_back(f, "comm", buf, sizeof(buf)), "pinhole-init\n");
+	read_back(f, "limits", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "Max processes             77"));
+	assert_non_null(strstr(buf, "Max address space         536870912"));
+	assert_string_equal(
+	    read_back(f, "args", buf, sizeof(buf)), "arg0-kept arg1-kept\n");
+	snprintf(want, sizeof(want), "%s\n", f->dir);
+	assert_string_equal(read_back(f, "pwd", buf, sizeof(buf)), want);
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -868,6 +910,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(test_exit_status),
+	    T(test_identity_and_limits),
 	    T(test_reap_while_running),
 	    T(test_not_found),
 	    T(test_not_executable),
