@@ -69,6 +69,7 @@ struct gitguard {
 /* What statx says of one entry. */
 struct ent {
 	int dir, mnt, isnew;
+	int closed; /* another owner's directory the command cannot search */
 	unsigned mode;
 };
 
@@ -181,9 +182,17 @@ look(struct gitguard *g, int dfd, const char *name, struct ent *e)
 	const struct statx_timestamp *c = &sx.stx_ctime;
 
 	if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-	        STATX_TYPE | STATX_CTIME, &sx) != 0)
+	        STATX_TYPE | STATX_MODE | STATX_UID | STATX_CTIME, &sx) != 0)
 		return -1;
 	e->dir = S_ISDIR(sx.stx_mode);
+	/*
+	 * This process has the command's credentials and no capability: a
+	 * directory of another owner that it may not search, the command
+	 * could neither enter nor chmod, whenever it was changed.
+	 */
+	e->closed = e->dir && sx.stx_uid != geteuid() &&
+	    faccessat(dfd, name, X_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0 &&
+	    errno == EACCES;
 	e->mode = sx.stx_mode & 07777;
 	e->mnt = (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
 	    (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
@@ -201,12 +210,13 @@ opendir_at(int dfd, const char *name)
 
 /*
  * An old directory that nobody may search: the command could not have
- * reached into it without a chmod, which would have made it new.
+ * reached into it without a chmod, which would have made it new; or
+ * another owner's that the command could not search at all.
  */
 static int
 sealed(const struct ent *e)
 {
-	return !e->isnew && (e->mode & 0111) == 0;
+	return e->closed || (!e->isnew && (e->mode & 0111) == 0);
 }
 
 struct names {
