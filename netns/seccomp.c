@@ -14,6 +14,9 @@
  */
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+
+#include <linux/netlink.h>
 
 #include <errno.h>
 #include <sched.h>
@@ -37,6 +40,9 @@ enum kind {
 	IOCTL, /* ioctl with request ARG */
 	NEWUSER, /* with CLONE_NEWUSER among the flags */
 	PERSONALITY, /* other than 0, PER_LINUX32 and the query */
+	FAMILY, /* socket: a family other than those of families[] */
+	NLPROTO, /* socket(AF_NETLINK): a protocol not in nlprotos[] */
+	PAIR, /* socketpair: a family other than AF_UNIX */
 };
 
 struct deny {
@@ -83,7 +89,41 @@ static const struct deny denies[] = {
     {"open_by_handle_at", ALWAYS, EPERM, 0, NULL},
     {"name_to_handle_at", ALWAYS, EPERM, 0, NULL},
     {"lookup_dcookie", ALWAYS, EPERM, 0, NULL},
+    {"socket", FAMILY, EAFNOSUPPORT, 0,
+        "socket other than AF_UNIX, AF_INET, AF_INET6, AF_NETLINK "
+        "(EAFNOSUPPORT)"},
+    {"socket", NLPROTO, EPROTONOSUPPORT, 0,
+        "socket AF_NETLINK other than ROUTE, SOCK_DIAG, KOBJECT_UEVENT "
+        "(EPROTONOSUPPORT)"},
+    {"socketpair", PAIR, EAFNOSUPPORT, 0,
+        "socketpair other than AF_UNIX (EAFNOSUPPORT)"},
+    /* i386: its arguments are behind a pointer, out of a filter's sight. */
+    {"socketcall", ALWAYS, ENOSYS, 0, "socketcall (i386, ENOSYS)"},
 };
+
+/*
+ * The socket families the command may use: the network namespace scopes
+ * each of them (its own lo, its own Unix sockets, its own routes).  Every
+ * other family is refused: vsock's port table is the host's, and the rest
+ * (Bluetooth, ALG, CAN, XDP, KEY, PACKET, TIPC, RDS...) are kernel attack
+ * surface no build needs.
+ */
+static const uint32_t families[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+static const uint32_t pair_families[] = {AF_UNIX};
+
+/*
+ * Netlink protocols: routes and links (ip, getifaddrs), sock_diag (ss;
+ * it lists the namespace's own sockets only) and uevents (udev clients).
+ * Not audit, xfrm, netfilter, generic netlink and the rest.
+ */
+static const uint32_t nlprotos[] = {
+    NETLINK_ROUTE, NETLINK_SOCK_DIAG, NETLINK_KOBJECT_UEVENT};
+
+/*
+ * Values at or above this take the bit rules of add_not_in; families
+ * (AF_MAX) and netlink protocols (MAX_LINKS) are below it.
+ */
+#define SMALL 64
 
 #define NDENIES (sizeof(denies) / sizeof(denies[0]))
 
@@ -135,6 +175,50 @@ add_personality(scmp_filter_ctx ctx, uint32_t act, int nr)
 	return r;
 }
 
+static int
+in_set(uint32_t v, const uint32_t *set, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (set[i] == v)
+			return 1;
+	return 0;
+}
+
+/*
+ * Adds rules that take ACT when the low 32 bits of argument ARG (the
+ * kernel reads an int) are none of the N values of SET, all below SMALL,
+ * and, when PRE is not NULL, PRE holds too.  "None of" is a union of
+ * rules: one per value below SMALL that is not in SET, one per bit at or
+ * above SMALL's that is set.
+ */
+static int
+add_not_in(scmp_filter_ctx ctx, uint32_t act, int nr, unsigned arg,
+    const uint32_t *set, size_t n, const struct scmp_arg_cmp *pre)
+{
+	struct scmp_arg_cmp c[2];
+	unsigned npre = pre != NULL ? 1 : 0;
+	uint32_t v;
+	int r = 0;
+
+	if (pre != NULL)
+		c[0] = *pre;
+	for (v = 0; v < SMALL && r == 0; v++) {
+		if (in_set(v, set, n))
+			continue;
+		c[npre] = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, 0xffffffff, v);
+		r = seccomp_rule_add_array(ctx, act, nr, npre + 1, c);
+	}
+	for (v = SMALL; v != 0 && r == 0; v <<= 1) {
+		c[npre] = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, v, v);
+		r = seccomp_rule_add_array(ctx, act, nr, npre + 1, c);
+	}
+	return r;
+}
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
 /* Adds the rules for D, call number NR.  Returns 0 or -errno. */
 static int
 add_rules(scmp_filter_ctx ctx, const struct deny *d, int nr)
@@ -159,6 +243,18 @@ add_rules(scmp_filter_ctx ctx, const struct deny *d, int nr)
 		break;
 	case PERSONALITY:
 		r = add_personality(ctx, act, nr);
+		break;
+	case FAMILY:
+		r = add_not_in(
+		    ctx, act, nr, 0, families, NELEM(families), NULL);
+		break;
+	case NLPROTO:
+		r = add_not_in(ctx, act, nr, 2, nlprotos, NELEM(nlprotos),
+		    &SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffff, AF_NETLINK));
+		break;
+	case PAIR:
+		r = add_not_in(
+		    ctx, act, nr, 0, pair_families, NELEM(pair_families), NULL);
 		break;
 	}
 	return r;
