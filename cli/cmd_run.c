@@ -172,6 +172,8 @@ start_sandbox(struct run *r, const sigset_t *mask)
 	c.chdir = r->chdir;
 	c.mask = *mask;
 	c.verbose = r->verbose;
+	c.unix_allow = r->unix_allow;
+	c.nunix_allow = r->nunix_allow;
 	c.scrub = scrub;
 	c.scrub_arg = r;
 	if (mnt_plan_prepare_git(r->plan, err, sizeof(err)) != 0 ||

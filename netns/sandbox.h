@@ -17,6 +17,7 @@
 
 struct mnt_plan;
 struct sbx;
+struct sockguard_allow;
 
 struct sbx_config {
 	const struct mnt_plan *plan;
@@ -25,6 +26,9 @@ struct sbx_config {
 	const char *chdir; /* start directory inside; NULL: the plan's */
 	sigset_t mask; /* the command's signal mask */
 	int verbose; /* say what Landlock and seccomp applied */
+	/* Host Unix sockets the command may reach (--unix-socket). */
+	const struct sockguard_allow *unix_allow;
+	size_t nunix_allow;
 	/* Called first thing in the sandbox: wipe what it must not hold. */
 	void (*scrub)(void *arg);
 	void *scrub_arg;

@@ -302,8 +302,35 @@ add_arches(scmp_filter_ctx ctx, char *err, size_t len)
 	return 0;
 }
 
-int
-sc_apply(char *err, size_t errlen)
+/*
+ * The calls the supervisor (sockguard.c) answers: every connect, every
+ * sendto that names an address (send() and sendto(..., NULL, 0) stay
+ * untrapped), every sendmsg and sendmmsg (their address is behind a
+ * pointer).
+ */
+static int
+add_notify(scmp_filter_ctx ctx, char *err, size_t len)
+{
+	int r;
+
+	r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 0);
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1,
+		    SCMP_A4(SCMP_CMP_NE, 0));
+	if (r == 0)
+		r = seccomp_rule_add(
+		    ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendmsg), 0);
+	if (r == 0)
+		r = seccomp_rule_add(
+		    ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendmmsg), 0);
+	if (r != 0)
+		snprintf(err, len, "seccomp: the supervised calls: %s",
+		    strerror(-r));
+	return r == 0 ? 0 : -1;
+}
+
+static int
+apply(int *listener, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx;
 	size_t i;
@@ -318,6 +345,8 @@ sc_apply(char *err, size_t errlen)
 	for (i = 0; i < NDENIES; i++)
 		if (add_deny(ctx, &denies[i], err, errlen) == -1)
 			goto out;
+	if (listener != NULL && add_notify(ctx, err, errlen) == -1)
+		goto out;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
 		snprintf(err, errlen, "seccomp: prctl(PR_SET_NO_NEW_PRIVS): %s",
 		    strerror(errno));
@@ -328,8 +357,24 @@ sc_apply(char *err, size_t errlen)
 		    strerror(-r));
 		goto out;
 	}
+	if (listener != NULL && (*listener = seccomp_notify_fd(ctx)) < 0) {
+		snprintf(err, errlen, "seccomp: no notification descriptor");
+		goto out;
+	}
 	ret = 0;
 out:
 	seccomp_release(ctx);
 	return ret;
+}
+
+int
+sc_apply(char *err, size_t errlen)
+{
+	return apply(NULL, err, errlen);
+}
+
+int
+sc_apply_guarded(int *listener, char *err, size_t errlen)
+{
+	return apply(listener, err, errlen);
 }

@@ -24,6 +24,16 @@
 int sc_apply(char *err, size_t errlen);
 
 /*
+ * sc_apply, plus the calls that name a socket address (connect, sendto
+ * with an address, sendmsg, sendmmsg) sent to a supervisor by seccomp
+ * user notification (see sockguard.h): *LISTENER receives the
+ * notification descriptor, which must be handed to the supervisor before
+ * the caller makes any such call, or the call waits forever.  Returns 0,
+ * or -1 with the reason in ERR.
+ */
+int sc_apply_guarded(int *listener, char *err, size_t errlen);
+
+/*
  * Returns the I-th of the denied calls as one short line, such as
  * "keyctl" or "ioctl TIOCSTI", for `pinhole doctor` and the manual; NULL
  * when I is past the end.

@@ -1,0 +1,804 @@
+/*
+ * sockguard.c: the supervisor of the command's socket addresses (see
+ * sockguard.h for what it promises).
+ *
+ * One thread reads notifications; each is answered by a worker thread of
+ * a bounded pool, since an emulated call may block (a connect to a full
+ * backlog, a send to a full buffer) and may be waiting for another thread
+ * of the sandbox whose own call is queued here.  When a notification's
+ * target is interrupted (its ID is no longer valid) while its worker is
+ * blocked, the reader interrupts that worker with a signal (INTR_SIG,
+ * handled without SA_RESTART), so nothing stays stuck.
+ *
+ * Each worker: pidfd of the target thread, pidfd_getfd of its socket,
+ * one copy of the address, data and control from its memory
+ * (process_vm_readv), and only then SECCOMP_IOCTL_NOTIF_ID_VALID: what
+ * was read belongs to the target as it was when it made the call (its
+ * PID was not reused).  From there on only the copies are used.
+ */
+#include <linux/seccomp.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <seccomp.h>
+
+#define SOCKGUARD_INTERNAL
+#include "netns/sockguard.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
+#define WORKERS_MAX 64
+#define DATA_MAX (256 * 1024) /* bytes of one emulated send */
+#define CONTROL_MAX 4096 /* SCM_MAX_FD (253) descriptors fit */
+#define MMSG_MAX 64 /* messages of one emulated sendmmsg */
+#define WATCH_MS 100
+#define INTR_SIG SIGURG
+
+enum op { OP_OTHER, OP_CONNECT, OP_SENDTO, OP_SENDMSG, OP_SENDMMSG };
+
+/* One notification, as a worker needs it. */
+struct call {
+	uint64_t id;
+	pid_t pid;
+	uint32_t arch;
+	enum op op;
+	uint64_t args[6];
+};
+
+struct slot {
+	struct sockguard *g;
+	pthread_t t;
+	int used;
+	struct call c;
+	char *data; /* DATA_MAX, kept between calls */
+};
+
+struct sockguard {
+	int fd;
+	struct sockguard_allow *allow;
+	size_t nallow;
+	struct seccomp_notif_sizes sizes;
+	pthread_mutex_t lock;
+	unsigned busy;
+	struct slot slots[WORKERS_MAX];
+};
+
+/* What a worker took from the target. */
+struct target {
+	pid_t pid;
+	int pidfd, sock, cwd;
+};
+
+/* --- the decision ---------------------------------------------------------- */
+
+int
+sockguard_allow_path(const char *path, struct sockguard_allow *a)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		errno = ENOTSOCK;
+		return -1;
+	}
+	a->dev = st.st_dev;
+	a->ino = st.st_ino;
+	return 0;
+}
+
+/* Does the dump in BUF (N bytes) name (KDEV, INO)?  1, 0, or -errno. */
+static int
+diag_scan(const char *buf, size_t n, uint32_t kdev, uint64_t ino, int *done)
+{
+	const struct nlmsghdr *h = (const void *)buf;
+	const struct unix_diag_vfs *v;
+	const struct rtattr *a;
+	int len;
+
+	for (; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+		if (h->nlmsg_type == NLMSG_DONE) {
+			*done = 1;
+			return 0;
+		}
+		if (h->nlmsg_type == NLMSG_ERROR)
+			return -EPROTO;
+		len = (int)(h->nlmsg_len -
+		    NLMSG_LENGTH(sizeof(struct unix_diag_msg)));
+		a = (const void *)((const char *)NLMSG_DATA(h) +
+		    NLMSG_ALIGN(sizeof(struct unix_diag_msg)));
+		for (; RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+			if (a->rta_type != UNIX_DIAG_VFS ||
+			    RTA_PAYLOAD(a) < (int)sizeof(*v))
+				continue;
+			v = RTA_DATA(a);
+			if (v->udiag_vfs_ino == ino && v->udiag_vfs_dev == kdev)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * unix_diag gives the kernel's own dev_t (MAJOR << 20 | MINOR), not the
+ * encoding stat() returns.
+ */
+int
+sockguard_diag_bound(dev_t dev, ino_t ino)
+{
+	struct {
+		struct nlmsghdr h;
+		struct unix_diag_req r;
+	} req;
+	uint32_t kdev = (major(dev) << 20) | minor(dev);
+	long buf[8192 / sizeof(long)];
+	int fd, done = 0, r = -EIO;
+	ssize_t n;
+
+	if ((fd = socket(
+	         AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)) < 0)
+		return -1;
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = sizeof(req);
+	req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.r.sdiag_family = AF_UNIX;
+	req.r.udiag_states = ~0U;
+	req.r.udiag_show = UDIAG_SHOW_VFS;
+	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
+		goto out;
+	r = 0;
+	while (r == 0 && !done) {
+		if ((n = recv(fd, buf, sizeof(buf), 0)) <= 0) {
+			r = n < 0 ? -errno : -EPROTO;
+			break;
+		}
+		r = diag_scan((const char *)buf, (size_t)n, kdev, ino, &done);
+	}
+out:
+	close(fd);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return r;
+}
+
+static int
+allowed_inode(
+    const struct sockguard_allow *allow, size_t nallow, const struct stat *st)
+{
+	size_t i;
+
+	for (i = 0; i < nallow; i++)
+		if (allow[i].dev == st->st_dev && allow[i].ino == st->st_ino)
+			return 1;
+	return sockguard_diag_bound(st->st_dev, st->st_ino);
+}
+
+int
+sockguard_decide_unix(const struct sockguard_allow *allow, size_t nallow,
+    int cwd, const struct sockaddr_un *sun, socklen_t len, int *pathfd)
+{
+	const size_t off = offsetof(struct sockaddr_un, sun_path);
+	char path[sizeof(sun->sun_path) + 1];
+	struct stat st;
+	int fd, r;
+
+	*pathfd = -1;
+	if (len > sizeof(*sun))
+		return EINVAL;
+	if (len <= off || sun->sun_path[0] == '\0')
+		return 0; /* unnamed, or abstract: this namespace's own */
+	memcpy(path, sun->sun_path, len - off);
+	path[len - off] = '\0';
+	fd = openat(path[0] == '/' ? AT_FDCWD : cwd, path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+		r = ECONNREFUSED; /* what the kernel says for a plain file */
+	else if ((r = allowed_inode(allow, nallow, &st)) == 1)
+		r = 0;
+	else
+		r = r == 0 ? ECONNREFUSED : EACCES; /* no answer: fail closed */
+	if (r == 0)
+		*pathfd = fd;
+	else
+		close(fd);
+	return r;
+}
+
+/* --- the target ------------------------------------------------------------ */
+
+static int
+peek(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = {buf, len}, r = {(void *)(uintptr_t)addr, len};
+
+	if (len == 0)
+		return 0;
+	if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)len)
+		return errno == ESRCH || errno == EPERM ? errno : EFAULT;
+	return 0;
+}
+
+static int
+poke(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec l = {(void *)(uintptr_t)buf, len};
+	struct iovec r = {(void *)(uintptr_t)addr, len};
+
+	return process_vm_writev(pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0
+	                                                               : EFAULT;
+}
+
+/* The target thread's pidfd and its socket.  0 or errno. */
+static int
+acquire(const struct call *c, struct target *t)
+{
+	t->pid = c->pid;
+	t->pidfd = (int)syscall(SYS_pidfd_open, c->pid, PIDFD_THREAD);
+	if (t->pidfd < 0 && errno == EINVAL)
+		t->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+	if (t->pidfd < 0)
+		return errno;
+	/* EPERM: the target made itself undumpable; refused, not hung. */
+	t->sock = (int)syscall(SYS_pidfd_getfd, t->pidfd, (int)c->args[0], 0);
+	return t->sock < 0 ? errno : 0;
+}
+
+static void
+release(struct target *t)
+{
+	if (t->cwd >= 0)
+		close(t->cwd);
+	if (t->sock >= 0)
+		close(t->sock);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+}
+
+static int
+still_waiting(const struct sockguard *g, const struct call *c)
+{
+	uint64_t id = c->id;
+
+	return ioctl(g->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+/*
+ * The address a call names: read it (LEN bytes at ADDR), open the
+ * target's working directory when a relative Unix path needs it, check
+ * that the target still waits, decide, and rewrite a Unix path to the
+ * file that was checked.  0 or errno; *PATHFD to close.
+ */
+static int
+vet_addr(struct sockguard *g, const struct call *c, struct target *t,
+    uint64_t addr, uint64_t len, struct sockaddr_storage *ss, socklen_t *sslen,
+    int *pathfd)
+{
+	struct sockaddr_un *sun = (struct sockaddr_un *)ss;
+	char proc[64];
+	int e;
+
+	*pathfd = -1;
+	if (len > sizeof(*ss))
+		return EINVAL;
+	*sslen = (socklen_t)len;
+	memset(ss, 0, sizeof(*ss));
+	if ((e = peek(t->pid, addr, ss, len)) != 0)
+		return e;
+	if (len > offsetof(struct sockaddr_un, sun_path) &&
+	    ss->ss_family == AF_UNIX && sun->sun_path[0] != '\0' &&
+	    sun->sun_path[0] != '/' && t->cwd < 0) {
+		snprintf(proc, sizeof(proc), "/proc/%d/cwd", (int)t->pid);
+		if ((t->cwd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			return errno == ENOENT ? ESRCH : errno;
+	}
+	if (!still_waiting(g, c))
+		return ESRCH;
+	if (ss->ss_family != AF_UNIX)
+		return 0;
+	if ((e = sockguard_decide_unix(
+	         g->allow, g->nallow, t->cwd, sun, *sslen, pathfd)) != 0 ||
+	    *pathfd < 0)
+		return e;
+	memset(sun->sun_path, 0, sizeof(sun->sun_path));
+	snprintf(
+	    sun->sun_path, sizeof(sun->sun_path), "/proc/self/fd/%d", *pathfd);
+	*sslen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+	    strlen(sun->sun_path) + 1);
+	return 0;
+}
+
+/* --- the calls ------------------------------------------------------------- */
+
+static int
+do_connect(
+    struct sockguard *g, const struct call *c, struct target *t, long *ret)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int pathfd, e;
+
+	e = vet_addr(
+	    g, c, t, c->args[1], (uint32_t)c->args[2], &ss, &len, &pathfd);
+	if (e == 0)
+		e = connect(t->sock, (struct sockaddr *)&ss, len) == 0 ? 0
+		                                                       : errno;
+	if (pathfd >= 0)
+		close(pathfd);
+	*ret = 0;
+	return e;
+}
+
+/* A stream socket takes part of a long send; others need all of it. */
+static int
+clip(int sock, size_t *len)
+{
+	int type = 0;
+	socklen_t tl = sizeof(type);
+
+	if (*len <= DATA_MAX)
+		return 0;
+	if (getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &tl) != 0)
+		return errno;
+	if (type != SOCK_STREAM)
+		return EMSGSIZE;
+	*len = DATA_MAX;
+	return 0;
+}
+
+static int
+do_sendto(struct sockguard *g, const struct call *c, struct target *t,
+    char *data, long *ret)
+{
+	struct sockaddr_storage ss;
+	size_t len = c->args[2];
+	socklen_t sslen;
+	ssize_t n;
+	int pathfd = -1, e;
+
+	if ((e = clip(t->sock, &len)) != 0 ||
+	    (e = peek(t->pid, c->args[1], data, len)) != 0)
+		return e;
+	e = vet_addr(
+	    g, c, t, c->args[4], (uint32_t)c->args[5], &ss, &sslen, &pathfd);
+	if (e == 0) {
+		n = sendto(t->sock, data, len, (int)c->args[3],
+		    (struct sockaddr *)&ss, sslen);
+		e = n < 0 ? errno : 0;
+		*ret = (long)n;
+	}
+	if (pathfd >= 0)
+		close(pathfd);
+	return e;
+}
+
+/* Gathers the target's iovecs (IOV, N) into DATA; *LEN their total. */
+static int
+gather(struct target *t, uint64_t iov, size_t n, char *data, size_t *len)
+{
+	struct iovec v[64];
+	size_t i, k, total = 0, take;
+	int e = 0;
+
+	if (n > UIO_MAXIOV)
+		return EMSGSIZE;
+	for (i = 0; i < n && e == 0; i += k) {
+		k = n - i < 64 ? n - i : 64;
+		if ((e = peek(t->pid, iov + i * sizeof(*v), v, k * sizeof(*v))))
+			break;
+		for (size_t j = 0; j < k && e == 0; j++) {
+			take = v[j].iov_len;
+			if (take > DATA_MAX - total)
+				take = DATA_MAX - total;
+			e = peek(t->pid, (uintptr_t)v[j].iov_base, data + total,
+			    take);
+			total += take;
+			if (take < v[j].iov_len)
+				*len = SIZE_MAX; /* more than DATA_MAX */
+		}
+	}
+	if (*len != SIZE_MAX)
+		*len = total;
+	return e;
+}
+
+/*
+ * The target's control messages, with its descriptors taken over
+ * (SCM_RIGHTS) and its credentials left out (SCM_CREDENTIALS: the kernel
+ * would refuse a PID that is not ours; a receiver asking for them gets
+ * PID 1's).  OUT holds CONTROL_MAX bytes; FDS the descriptors to close.
+ */
+static int
+translate_control(struct target *t, struct msghdr *in, char *out,
+    size_t *outlen, int *fds, int *nfds)
+{
+	struct cmsghdr *cm, *o;
+	size_t n, i, at = 0;
+	int *src, *dst;
+
+	for (cm = CMSG_FIRSTHDR(in); cm != NULL; cm = CMSG_NXTHDR(in, cm)) {
+		if (cm->cmsg_len < sizeof(*cm) ||
+		    cm->cmsg_len > in->msg_controllen -
+		            (size_t)((char *)cm - (char *)in->msg_control))
+			return EINVAL;
+		if (cm->cmsg_level == SOL_SOCKET &&
+		    cm->cmsg_type == SCM_CREDENTIALS)
+			continue;
+		if (at + CMSG_ALIGN(cm->cmsg_len) > CONTROL_MAX)
+			return ENOBUFS;
+		o = (struct cmsghdr *)(out + at);
+		memcpy(o, cm, cm->cmsg_len);
+		at += CMSG_ALIGN(cm->cmsg_len);
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		src = (int *)CMSG_DATA(cm);
+		dst = (int *)CMSG_DATA(o);
+		for (i = 0; i < n; i++) {
+			if (*nfds >= CONTROL_MAX / (int)sizeof(int))
+				return ETOOMANYREFS;
+			dst[i] =
+			    (int)syscall(SYS_pidfd_getfd, t->pidfd, src[i], 0);
+			if (dst[i] < 0)
+				return errno;
+			fds[(*nfds)++] = dst[i];
+		}
+	}
+	*outlen = at;
+	return 0;
+}
+
+/*
+ * One sendmsg: M is the target's msghdr, copied; FLAGS its flags.  Reads
+ * what M points to, checks the target still waits, sends.
+ */
+static int
+send_one(struct sockguard *g, const struct call *c, struct target *t,
+    struct msghdr *m, int flags, char *data, long *ret)
+{
+	char inctl[CONTROL_MAX], outctl[CONTROL_MAX];
+	int fds[CONTROL_MAX / sizeof(int)], nfds = 0, pathfd = -1, e;
+	struct sockaddr_storage ss;
+	struct iovec iov;
+	struct msghdr out;
+	size_t len = 0, ctl = 0;
+	ssize_t n;
+
+	memset(&out, 0, sizeof(out));
+	if (m->msg_controllen > CONTROL_MAX)
+		return ENOBUFS;
+	if ((e = gather(t, (uintptr_t)m->msg_iov, m->msg_iovlen, data, &len)))
+		goto out;
+	if (len == SIZE_MAX) {
+		len = SIZE_MAX;
+		if ((e = clip(t->sock, &len)) != 0)
+			goto out;
+	}
+	if ((e = peek(t->pid, (uintptr_t)m->msg_control, inctl,
+	         m->msg_controllen)) != 0)
+		goto out;
+	m->msg_control = m->msg_controllen > 0 ? inctl : NULL;
+	if ((e = translate_control(t, m, outctl, &ctl, fds, &nfds)) != 0)
+		goto out;
+	if (m->msg_name != NULL && m->msg_namelen > 0) {
+		if ((e = vet_addr(g, c, t, (uintptr_t)m->msg_name,
+		         m->msg_namelen, &ss, &out.msg_namelen, &pathfd)) != 0)
+			goto out;
+		out.msg_name = &ss;
+	} else if (!still_waiting(g, c)) {
+		e = ESRCH;
+		goto out;
+	}
+	iov.iov_base = data;
+	iov.iov_len = len;
+	out.msg_iov = &iov;
+	out.msg_iovlen = 1;
+	out.msg_control = ctl > 0 ? outctl : NULL;
+	out.msg_controllen = ctl;
+	n = sendmsg(t->sock, &out, flags);
+	e = n < 0 ? errno : 0;
+	*ret = (long)n;
+out:
+	while (nfds > 0)
+		close(fds[--nfds]);
+	if (pathfd >= 0)
+		close(pathfd);
+	return e;
+}
+
+static int
+do_sendmsg(struct sockguard *g, const struct call *c, struct target *t,
+    char *data, long *ret)
+{
+	struct msghdr m;
+	int e;
+
+	if ((e = peek(t->pid, c->args[1], &m, sizeof(m))) != 0)
+		return e;
+	return send_one(g, c, t, &m, (int)c->args[2], data, ret);
+}
+
+/* Sends up to MMSG_MAX messages; the count, or the first one's error. */
+static int
+do_sendmmsg(struct sockguard *g, const struct call *c, struct target *t,
+    char *data, long *ret)
+{
+	struct mmsghdr mm[MMSG_MAX];
+	size_t n = c->args[2] < MMSG_MAX ? c->args[2] : MMSG_MAX, i;
+	uint64_t at;
+	long sent;
+	int e = 0;
+
+	if ((e = peek(t->pid, c->args[1], mm, n * sizeof(mm[0]))) != 0)
+		return e;
+	for (i = 0; i < n; i++) {
+		if ((e = send_one(g, c, t, &mm[i].msg_hdr, (int)c->args[3],
+		         data, &sent)) != 0)
+			break;
+		mm[i].msg_len = (unsigned)sent;
+		at = c->args[1] + i * sizeof(mm[0]) +
+		    offsetof(struct mmsghdr, msg_len);
+		(void)poke(t->pid, at, &mm[i].msg_len, sizeof(mm[i].msg_len));
+	}
+	*ret = (long)i;
+	return i > 0 ? 0 : e;
+}
+
+/* The answer to C: *VAL, or an errno value. */
+static int
+answer(struct sockguard *g, const struct call *c, char *data, long *val)
+{
+	struct target t = {c->pid, -1, -1, -1};
+	int e;
+
+	*val = 0;
+	if (c->op == OP_OTHER)
+		return ENOSYS; /* sendmsg/sendmmsg of another ABI */
+	if ((e = acquire(c, &t)) == 0)
+		switch (c->op) {
+		case OP_CONNECT:
+			e = do_connect(g, c, &t, val);
+			break;
+		case OP_SENDTO:
+			e = do_sendto(g, c, &t, data, val);
+			break;
+		case OP_SENDMSG:
+			e = do_sendmsg(g, c, &t, data, val);
+			break;
+		default:
+			e = do_sendmmsg(g, c, &t, data, val);
+			break;
+		}
+	release(&t);
+	return e;
+}
+
+/* --- the threads ----------------------------------------------------------- */
+
+static void
+respond(struct sockguard *g, uint64_t id, int err, long val)
+{
+	char buf[256] __attribute__((aligned(8)));
+	struct seccomp_notif_resp *r = (void *)buf;
+
+	memset(buf, 0, sizeof(buf));
+	r->id = id;
+	r->error = err != 0 ? -err : 0;
+	r->val = err != 0 ? 0 : val;
+	/* ENOENT: the target was interrupted, or is gone. */
+	(void)ioctl(g->fd, SECCOMP_IOCTL_NOTIF_SEND, r);
+}
+
+static void *
+worker(void *arg)
+{
+	struct slot *s = arg;
+	struct sockguard *g = s->g;
+	sigset_t set;
+	long val;
+	int e;
+
+	sigemptyset(&set);
+	sigaddset(&set, INTR_SIG);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	e = answer(g, &s->c, s->data, &val);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	respond(g, s->c.id, e, val);
+	pthread_mutex_lock(&g->lock);
+	s->used = 0;
+	g->busy--;
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+static enum op
+op_of(uint32_t arch, int nr)
+{
+	static const struct {
+		const char *name;
+		enum op op;
+	} ops[] = {
+	    {"connect", OP_CONNECT},
+	    {"sendto", OP_SENDTO},
+	    {"sendmsg", OP_SENDMSG},
+	    {"sendmmsg", OP_SENDMMSG},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (seccomp_syscall_resolve_name_arch(arch, ops[i].name) == nr)
+			break;
+	if (i == sizeof(ops) / sizeof(ops[0]))
+		return OP_OTHER;
+	/* Another ABI's msghdr has another layout: not emulated. */
+	if (arch != SCMP_ARCH_NATIVE && arch != seccomp_arch_native() &&
+	    (ops[i].op == OP_SENDMSG || ops[i].op == OP_SENDMMSG))
+		return OP_OTHER;
+	return ops[i].op;
+}
+
+/* Hands notification REQ to a free worker (the caller checked one is). */
+static void
+dispatch(struct sockguard *g, const struct seccomp_notif *req)
+{
+	struct slot *s = NULL;
+	pthread_attr_t attr;
+	size_t i;
+	int e;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < WORKERS_MAX && s == NULL; i++)
+		if (!g->slots[i].used)
+			s = &g->slots[i];
+	s->used = 1;
+	g->busy++;
+	s->c.id = req->id;
+	s->c.pid = (pid_t)req->pid;
+	s->c.arch = req->data.arch;
+	s->c.op = op_of(req->data.arch, req->data.nr);
+	memcpy(s->c.args, req->data.args, sizeof(s->c.args));
+	if (s->data == NULL)
+		s->data = malloc(DATA_MAX);
+	e = s->data == NULL ? ENOMEM : 0;
+	if (e == 0 && (e = pthread_attr_init(&attr)) == 0) {
+		(void)pthread_attr_setdetachstate(
+		    &attr, PTHREAD_CREATE_DETACHED);
+		(void)pthread_attr_setstacksize(&attr, 256 * 1024);
+		e = pthread_create(&s->t, &attr, worker, s);
+		pthread_attr_destroy(&attr);
+	}
+	if (e != 0) {
+		s->used = 0;
+		g->busy--;
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (e != 0)
+		respond(g, req->id, EAGAIN, 0); /* fail closed */
+}
+
+/* Interrupts the workers whose target no longer waits. */
+static void
+watch(struct sockguard *g)
+{
+	size_t i;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < WORKERS_MAX; i++)
+		if (g->slots[i].used && !still_waiting(g, &g->slots[i].c))
+			(void)pthread_kill(g->slots[i].t, INTR_SIG);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void *
+reader(void *arg)
+{
+	struct sockguard *g = arg;
+	struct seccomp_notif *req = calloc(1, g->sizes.seccomp_notif);
+	struct pollfd p;
+	unsigned busy;
+	int n;
+
+	while (req != NULL) {
+		pthread_mutex_lock(&g->lock);
+		busy = g->busy;
+		pthread_mutex_unlock(&g->lock);
+		p.fd = g->fd;
+		p.events = POLLIN;
+		p.revents = 0;
+		n = poll(
+		    &p, busy < WORKERS_MAX ? 1 : 0, busy > 0 ? WATCH_MS : -1);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (busy > 0)
+			watch(g);
+		if (p.revents & POLLIN) {
+			memset(req, 0, g->sizes.seccomp_notif);
+			if (ioctl(g->fd, SECCOMP_IOCTL_NOTIF_RECV, req) == 0)
+				dispatch(g, req);
+		} else if (p.revents & (POLLHUP | POLLERR))
+			break; /* no filtered process left */
+	}
+	free(req);
+	return NULL;
+}
+
+static void
+on_intr(int sig)
+{
+	(void)sig;
+}
+
+struct sockguard *
+sockguard_start(
+    int listener, const struct sockguard_allow *allow, size_t nallow)
+{
+	struct sockguard *g = calloc(1, sizeof(*g));
+	struct sigaction sa;
+	pthread_t t;
+	sigset_t set;
+	int e = ENOMEM;
+
+	if (g == NULL ||
+	    (nallow > 0 && (g->allow = calloc(nallow, sizeof(*allow))) == NULL))
+		goto fail;
+	if (nallow > 0)
+		memcpy(g->allow, allow, nallow * sizeof(*allow));
+	g->nallow = nallow;
+	g->fd = listener;
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &g->sizes) != 0 ||
+	    g->sizes.seccomp_notif_resp > 256) {
+		e = errno != 0 ? errno : ENOTSUP;
+		goto fail;
+	}
+	for (size_t i = 0; i < WORKERS_MAX; i++)
+		g->slots[i].g = g;
+	pthread_mutex_init(&g->lock, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_intr; /* no SA_RESTART: a blocked call ends */
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&set);
+	sigaddset(&set, INTR_SIG);
+	if (sigaction(INTR_SIG, &sa, NULL) != 0 ||
+	    pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) {
+		e = errno;
+		goto fail;
+	}
+	if ((e = pthread_create(&t, NULL, reader, g)) != 0)
+		goto fail;
+	pthread_detach(t);
+	return g;
+fail:
+	close(listener);
+	if (g != NULL)
+		free(g->allow);
+	free(g);
+	errno = e;
+	return NULL;
+}
