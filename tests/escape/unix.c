@@ -7,9 +7,11 @@
  *                   PATH
  *        probe_unix inside      (socketpair, bound inside, abstract, fds)
  *        probe_unix race PATH   (another thread swaps the address)
+ *        probe_unix undumpable  (connect inside after PR_SET_DUMPABLE 0)
  *
  * Prints one line per attempt: "NAME: ok", or "NAME: refused ERRNO-NAME".
  */
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -271,6 +273,13 @@ main(int argc, char **argv)
 
 	if (strcmp(how, "inside") == 0)
 		return do_inside();
+	if (strcmp(how, "undumpable") == 0) {
+		/* Out of the supervisor's reach: refused, never hung. */
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+			return 1;
+		say("undumpable", inside_stream(SOCK_STREAM, "und.sock", 0));
+		return 0;
+	}
 	if (argc != 3) {
 		fprintf(stderr, "usage: probe_unix MODE PATH | inside\n");
 		return 2;
