@@ -60,6 +60,17 @@
 
 enum op { OP_OTHER, OP_CONNECT, OP_SENDTO, OP_SENDMSG, OP_SENDMMSG };
 
+static const struct {
+	const char *name;
+	enum op op;
+} ops[] = {
+    {"connect", OP_CONNECT},
+    {"sendto", OP_SENDTO},
+    {"sendmsg", OP_SENDMSG},
+    {"sendmmsg", OP_SENDMMSG},
+};
+#define NOPS (sizeof(ops) / sizeof(ops[0]))
+
 /* One notification, as a worker needs it. */
 struct call {
 	uint64_t id;
@@ -82,6 +93,7 @@ struct sockguard {
 	struct sockguard_allow *allow;
 	size_t nallow;
 	struct seccomp_notif_sizes sizes;
+	int native[NOPS]; /* the calls' numbers in the native ABI */
 	pthread_mutex_t lock;
 	unsigned busy;
 	struct slot slots[WORKERS_MAX];
@@ -260,6 +272,8 @@ poke(pid_t pid, uint64_t addr, const void *buf, size_t len)
 static int
 acquire(const struct call *c, struct target *t)
 {
+	struct stat st;
+
 	t->pid = c->pid;
 	t->pidfd = (int)syscall(SYS_pidfd_open, c->pid, PIDFD_THREAD);
 	if (t->pidfd < 0 && errno == EINVAL)
@@ -268,7 +282,12 @@ acquire(const struct call *c, struct target *t)
 		return errno;
 	/* EPERM: the target made itself undumpable; refused, not hung. */
 	t->sock = (int)syscall(SYS_pidfd_getfd, t->pidfd, (int)c->args[0], 0);
-	return t->sock < 0 ? errno : 0;
+	if (t->sock < 0)
+		return errno;
+	/* The kernel looks at the descriptor before the address. */
+	if (fstat(t->sock, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return ENOTSOCK;
+	return 0;
 }
 
 static void
@@ -638,30 +657,27 @@ worker(void *arg)
 	return NULL;
 }
 
+/*
+ * Which call NR of ARCH is.  By name: libseccomp gives i386's socket
+ * calls pseudo numbers (their socketcall form) when asked by name.
+ */
 static enum op
-op_of(uint32_t arch, int nr)
+op_of(const struct sockguard *g, uint32_t arch, int nr)
 {
-	static const struct {
-		const char *name;
-		enum op op;
-	} ops[] = {
-	    {"connect", OP_CONNECT},
-	    {"sendto", OP_SENDTO},
-	    {"sendmsg", OP_SENDMSG},
-	    {"sendmmsg", OP_SENDMMSG},
-	};
+	int native = arch == seccomp_arch_native();
+	char *name = native ? NULL : seccomp_syscall_resolve_num_arch(arch, nr);
+	enum op op = OP_OTHER;
 	size_t i;
 
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (seccomp_syscall_resolve_name_arch(arch, ops[i].name) == nr)
-			break;
-	if (i == sizeof(ops) / sizeof(ops[0]))
-		return OP_OTHER;
+	for (i = 0; i < NOPS && op == OP_OTHER; i++)
+		if (native ? g->native[i] == nr
+		           : name != NULL && strcmp(name, ops[i].name) == 0)
+			op = ops[i].op;
+	free(name);
 	/* Another ABI's msghdr has another layout: not emulated. */
-	if (arch != SCMP_ARCH_NATIVE && arch != seccomp_arch_native() &&
-	    (ops[i].op == OP_SENDMSG || ops[i].op == OP_SENDMMSG))
-		return OP_OTHER;
-	return ops[i].op;
+	if (!native && (op == OP_SENDMSG || op == OP_SENDMMSG))
+		op = OP_OTHER;
+	return op;
 }
 
 /* Hands notification REQ to a free worker (the caller checked one is). */
@@ -682,7 +698,7 @@ dispatch(struct sockguard *g, const struct seccomp_notif *req)
 	s->c.id = req->id;
 	s->c.pid = (pid_t)req->pid;
 	s->c.arch = req->data.arch;
-	s->c.op = op_of(req->data.arch, req->data.nr);
+	s->c.op = op_of(g, req->data.arch, req->data.nr);
 	memcpy(s->c.args, req->data.args, sizeof(s->c.args));
 	if (s->data == NULL)
 		s->data = malloc(DATA_MAX);
@@ -779,6 +795,8 @@ sockguard_start(
 	}
 	for (size_t i = 0; i < WORKERS_MAX; i++)
 		g->slots[i].g = g;
+	for (size_t i = 0; i < NOPS; i++)
+		g->native[i] = seccomp_syscall_resolve_name(ops[i].name);
 	pthread_mutex_init(&g->lock, NULL);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_intr; /* no SA_RESTART: a blocked call ends */
