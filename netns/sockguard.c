@@ -2,13 +2,15 @@
  * sockguard.c: the supervisor of the command's socket addresses (see
  * sockguard.h for what it promises).
  *
- * One thread reads notifications; each is answered by a worker thread of
- * a bounded pool, since an emulated call may block (a connect to a full
- * backlog, a send to a full buffer) and may be waiting for another thread
- * of the sandbox whose own call is queued here.  When a notification's
- * target is interrupted (its ID is no longer valid) while its worker is
- * blocked, the reader interrupts that worker with a signal (INTR_SIG,
- * handled without SA_RESTART), so nothing stays stuck.
+ * Workers wait for notifications themselves (the kernel gives each
+ * notification to one of them): no hand-off.  An emulated call may block
+ * (a connect to a full backlog, a send to a full buffer), maybe on
+ * another thread of the sandbox whose own call is queued here, so a
+ * worker that takes a notification when no other waits starts one more,
+ * up to WORKERS_MAX.  When a notification's target is interrupted (its ID
+ * no longer valid) while its worker is blocked, the watcher interrupts
+ * that worker with a signal (INTR_SIG, handled without SA_RESTART), so
+ * nothing stays stuck.
  *
  * Each worker: pidfd of the target thread, pidfd_getfd of its socket,
  * one copy of the address, data and control from its memory
@@ -51,7 +53,7 @@
 #define PIDFD_THREAD O_EXCL
 #endif
 
-#define WORKERS_MAX 64
+#define WORKERS_MAX 64 /* calls answered at once */
 #define DATA_MAX (256 * 1024) /* bytes of one emulated send */
 #define CONTROL_MAX 4096 /* SCM_MAX_FD (253) descriptors fit */
 #define MMSG_MAX 64 /* messages of one emulated sendmmsg */
@@ -83,7 +85,7 @@ struct call {
 struct slot {
 	struct sockguard *g;
 	pthread_t t;
-	int used;
+	int used; /* 0: free, 1: a worker waits, 2: it answers c */
 	struct call c;
 	char *data; /* DATA_MAX, kept between calls */
 };
@@ -95,7 +97,7 @@ struct sockguard {
 	struct seccomp_notif_sizes sizes;
 	int native[NOPS]; /* the calls' numbers in the native ABI */
 	pthread_mutex_t lock;
-	unsigned busy;
+	unsigned idle; /* workers waiting for a notification */
 	struct slot slots[WORKERS_MAX];
 };
 
@@ -635,28 +637,6 @@ respond(struct sockguard *g, uint64_t id, int err, long val)
 	(void)ioctl(g->fd, SECCOMP_IOCTL_NOTIF_SEND, r);
 }
 
-static void *
-worker(void *arg)
-{
-	struct slot *s = arg;
-	struct sockguard *g = s->g;
-	sigset_t set;
-	long val;
-	int e;
-
-	sigemptyset(&set);
-	sigaddset(&set, INTR_SIG);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-	e = answer(g, &s->c, s->data, &val);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	respond(g, s->c.id, e, val);
-	pthread_mutex_lock(&g->lock);
-	s->used = 0;
-	g->busy--;
-	pthread_mutex_unlock(&g->lock);
-	return NULL;
-}
-
 /*
  * Which call NR of ARCH is.  By name: libseccomp gives i386's socket
  * calls pseudo numbers (their socketcall form) when asked by name.
@@ -680,30 +660,103 @@ op_of(const struct sockguard *g, uint32_t arch, int nr)
 	return op;
 }
 
-/* Hands notification REQ to a free worker (the caller checked one is). */
-static void
-dispatch(struct sockguard *g, const struct seccomp_notif *req)
-{
-	struct slot *s = NULL;
-	pthread_attr_t attr;
-	size_t i;
-	int e;
+static int spawn(struct sockguard *g);
 
-	pthread_mutex_lock(&g->lock);
-	for (i = 0; i < WORKERS_MAX && s == NULL; i++)
-		if (!g->slots[i].used)
-			s = &g->slots[i];
-	s->used = 1;
-	g->busy++;
+/*
+ * Takes slot S for the notification REQ.  When no other worker is left
+ * waiting, starts one more (up to WORKERS_MAX), so that a call that
+ * blocks never keeps the next one from being answered.
+ */
+static void
+take(struct sockguard *g, struct slot *s, const struct seccomp_notif *req)
+{
+	int more;
+
 	s->c.id = req->id;
 	s->c.pid = (pid_t)req->pid;
 	s->c.arch = req->data.arch;
 	s->c.op = op_of(g, req->data.arch, req->data.nr);
 	memcpy(s->c.args, req->data.args, sizeof(s->c.args));
+	pthread_mutex_lock(&g->lock);
+	s->used = 2; /* busy */
+	more = --g->idle == 0;
+	pthread_mutex_unlock(&g->lock);
+	if (more)
+		(void)spawn(g);
+}
+
+static void
+serve(struct sockguard *g, struct slot *s)
+{
+	sigset_t set;
+	long val;
+	int e;
+
+	sigemptyset(&set);
+	sigaddset(&set, INTR_SIG);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	e = s->data == NULL ? ENOMEM : answer(g, &s->c, s->data, &val);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	respond(g, s->c.id, e, val);
+	pthread_mutex_lock(&g->lock);
+	s->used = 1;
+	g->idle++;
+	pthread_mutex_unlock(&g->lock);
+}
+
+/*
+ * A worker: waits for a notification (several may wait; the kernel gives
+ * each notification to one), answers it, and again, until no filtered
+ * process is left (POLLHUP).
+ */
+static void *
+worker(void *arg)
+{
+	struct slot *s = arg;
+	struct sockguard *g = s->g;
+	struct seccomp_notif *req = calloc(1, g->sizes.seccomp_notif);
+	struct pollfd p = {g->fd, POLLIN, 0};
+
+	while (req != NULL && (poll(&p, 1, -1) >= 0 || errno == EINTR)) {
+		if (!(p.revents & POLLIN) && (p.revents & (POLLHUP | POLLERR)))
+			break;
+		memset(req, 0, g->sizes.seccomp_notif);
+		if (ioctl(g->fd, SECCOMP_IOCTL_NOTIF_RECV, req) != 0)
+			continue; /* EINTR, ENOENT: gone before we read it */
+		take(g, s, req);
+		serve(g, s);
+	}
+	free(req);
+	pthread_mutex_lock(&g->lock);
+	s->used = 0;
+	g->idle--;
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+/* Starts one more worker.  0, or -1 when at WORKERS_MAX or out of luck. */
+static int
+spawn(struct sockguard *g)
+{
+	struct slot *s = NULL;
+	pthread_attr_t attr;
+	size_t i;
+	int e = -1;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < WORKERS_MAX && s == NULL; i++)
+		if (g->slots[i].used == 0)
+			s = &g->slots[i];
+	if (s != NULL) {
+		s->used = 1;
+		g->idle++;
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (s == NULL)
+		return -1;
 	if (s->data == NULL)
 		s->data = malloc(DATA_MAX);
-	e = s->data == NULL ? ENOMEM : 0;
-	if (e == 0 && (e = pthread_attr_init(&attr)) == 0) {
+	if (pthread_attr_init(&attr) == 0) {
 		(void)pthread_attr_setdetachstate(
 		    &attr, PTHREAD_CREATE_DETACHED);
 		(void)pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -711,57 +764,35 @@ dispatch(struct sockguard *g, const struct seccomp_notif *req)
 		pthread_attr_destroy(&attr);
 	}
 	if (e != 0) {
+		pthread_mutex_lock(&g->lock);
 		s->used = 0;
-		g->busy--;
+		g->idle--;
+		pthread_mutex_unlock(&g->lock);
 	}
-	pthread_mutex_unlock(&g->lock);
-	if (e != 0)
-		respond(g, req->id, EAGAIN, 0); /* fail closed */
+	return e == 0 ? 0 : -1;
 }
 
-/* Interrupts the workers whose target no longer waits. */
-static void
-watch(struct sockguard *g)
-{
-	size_t i;
-
-	pthread_mutex_lock(&g->lock);
-	for (i = 0; i < WORKERS_MAX; i++)
-		if (g->slots[i].used && !still_waiting(g, &g->slots[i].c))
-			(void)pthread_kill(g->slots[i].t, INTR_SIG);
-	pthread_mutex_unlock(&g->lock);
-}
-
+/*
+ * The watcher: every WATCH_MS, interrupts the workers whose target no
+ * longer waits (a blocked connect or send then ends with EINTR).
+ */
 static void *
-reader(void *arg)
+watcher(void *arg)
 {
 	struct sockguard *g = arg;
-	struct seccomp_notif *req = calloc(1, g->sizes.seccomp_notif);
-	struct pollfd p;
-	unsigned busy;
-	int n;
+	struct pollfd p = {g->fd, 0, 0};
+	size_t i;
 
-	while (req != NULL) {
-		pthread_mutex_lock(&g->lock);
-		busy = g->busy;
-		pthread_mutex_unlock(&g->lock);
-		p.fd = g->fd;
-		p.events = POLLIN;
-		p.revents = 0;
-		n = poll(
-		    &p, busy < WORKERS_MAX ? 1 : 0, busy > 0 ? WATCH_MS : -1);
-		if (n < 0 && errno != EINTR)
+	while (poll(&p, 1, WATCH_MS) >= 0 || errno == EINTR) {
+		if (p.revents & (POLLHUP | POLLERR))
 			break;
-		if (busy > 0)
-			watch(g);
-		if (p.revents & POLLIN) {
-			memset(req, 0, g->sizes.seccomp_notif);
-			if (ioctl(g->fd, SECCOMP_IOCTL_NOTIF_RECV, req) == 0)
-				dispatch(g, req);
-		} else if (p.revents & (POLLHUP | POLLERR))
-			break; /* no filtered process left */
+		pthread_mutex_lock(&g->lock);
+		for (i = 0; i < WORKERS_MAX; i++)
+			if (g->slots[i].used == 2 &&
+			    !still_waiting(g, &g->slots[i].c))
+				(void)pthread_kill(g->slots[i].t, INTR_SIG);
+		pthread_mutex_unlock(&g->lock);
 	}
-	free(req);
 	return NULL;
 }
 
@@ -808,9 +839,13 @@ sockguard_start(
 		e = errno;
 		goto fail;
 	}
-	if ((e = pthread_create(&t, NULL, reader, g)) != 0)
+	if (spawn(g) != 0) {
+		e = EAGAIN;
 		goto fail;
-	pthread_detach(t);
+	}
+	/* The watcher only helps: a worker runs already. */
+	if (pthread_create(&t, NULL, watcher, g) == 0)
+		pthread_detach(t);
 	return g;
 fail:
 	close(listener);
