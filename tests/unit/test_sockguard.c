@@ -20,10 +20,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -502,6 +504,123 @@ test_emulated_errors(void **state)
 	assert_int_equal(guarded(child_bad, NULL, NULL, 0), 0);
 }
 
+/*
+ * A thread blocked in an emulated sendmsg (a full buffer) while another
+ * makes a supervised call: answered by another worker, no deadlock.
+ */
+static int pair[2];
+static atomic_int sending;
+
+static void *
+blocked_sender(void *arg)
+{
+	static char big[1 << 20];
+	struct iovec iov = {big, sizeof(big)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	size_t off = 0;
+	ssize_t n;
+
+	(void)arg;
+	atomic_store(&sending, 1);
+	while (off < sizeof(big)) {
+		iov.iov_base = big + off;
+		iov.iov_len = sizeof(big) - off;
+		if ((n = sendmsg(pair[0], &m, 0)) <= 0)
+			return (void *)1;
+		off += (size_t)n;
+	}
+	close(pair[0]);
+	return NULL;
+}
+
+static int
+child_blocked(const char *arg)
+{
+	static char buf[1 << 16];
+	struct iovec iov = {"x", 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	int other[2];
+	size_t total = 0;
+	void *ret = NULL;
+	pthread_t t;
+	ssize_t n;
+
+	(void)arg;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0 ||
+	    socketpair(AF_UNIX, SOCK_DGRAM, 0, other) != 0 ||
+	    pthread_create(&t, NULL, blocked_sender, NULL) != 0)
+		return 1;
+	while (!atomic_load(&sending))
+		;
+	if (sendmsg(other[0], &m, 0) != 1)
+		return 2;
+	while ((n = read(pair[1], buf, sizeof(buf))) > 0)
+		total += (size_t)n;
+	pthread_join(t, &ret);
+	return ret == NULL && total == 1 << 20 ? 0 : 3;
+}
+
+static void
+test_blocked_worker(void **state)
+{
+	(void)state;
+	assert_int_equal(guarded(child_blocked, NULL, NULL, 0), 0);
+}
+
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A connect that blocks (the listener's backlog is full) is interrupted
+ * by the target's own signal: EINTR, as without the supervisor, and the
+ * supervisor answers the next call.
+ */
+static int
+child_interrupted(const char *path)
+{
+	struct sigaction sa;
+	struct sockaddr_un a;
+	socklen_t len = mkaddr(&a, path);
+	int fd, i, e;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm; /* no SA_RESTART */
+	sigaction(SIGALRM, &sa, NULL);
+	for (i = 0; i < 64; i++) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (connect(fd, (struct sockaddr *)&a, len) != 0)
+			break;
+	}
+	if (i == 64 || errno != EAGAIN)
+		return 1;
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	alarm(1);
+	e = connect(fd, (struct sockaddr *)&a, len) == 0 ? 0 : errno;
+	if (e != EINTR)
+		return 2;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	return connect(fd, (struct sockaddr *)&a, len) != 0 && errno == EAGAIN
+	    ? 0
+	    : 3;
+}
+
+static void
+test_interrupted(void **state)
+{
+	char p[128];
+	int l;
+
+	(void)state;
+	path_in(p, sizeof(p), "full.sock");
+	assert_true((l = bound(SOCK_STREAM, p)) >= 0);
+	assert_int_equal(listen(l, 0), 0);
+	assert_int_equal(guarded(child_interrupted, p, NULL, 0), 0);
+	close(l);
+}
+
 #if defined(__x86_64__) && defined(__LP64__)
 static long
 int80(long nr, long a, long b, long c)
@@ -579,6 +698,8 @@ main(void)
 	    cmocka_unit_test(test_emulated_pair),
 	    cmocka_unit_test(test_emulated_errors),
 	    cmocka_unit_test(test_i386),
+	    cmocka_unit_test(test_blocked_worker),
+	    cmocka_unit_test(test_interrupted),
 	};
 
 	return cmocka_run_group_tests_name("sockguard", tests, setup, teardown);
