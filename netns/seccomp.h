@@ -8,7 +8,11 @@
  * through the terminal (TIOCSTI, TIOCLINUX).  Denied calls fail with
  * EPERM, except clone3, which fails with ENOSYS so that glibc falls back
  * to clone, whose flags the filter can see.  ptrace stays allowed, for
- * debuggers inside the sandbox.
+ * debuggers inside the sandbox.  Sockets: only AF_UNIX, AF_INET,
+ * AF_INET6 and AF_NETLINK (route, sock_diag, uevent) can be made, others
+ * fail with EAFNOSUPPORT (EPROTONOSUPPORT for other netlink protocols),
+ * socketpair is AF_UNIX only, and i386's socketcall, whose arguments are
+ * behind a pointer, fails with ENOSYS.
  */
 #ifndef PH_SECCOMP_H
 #define PH_SECCOMP_H
