@@ -108,7 +108,8 @@ static const struct deny denies[] = {
  * (Bluetooth, ALG, CAN, XDP, KEY, PACKET, TIPC, RDS...) are kernel attack
  * surface no build needs.
  */
-static const uint32_t families[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+static const uint32_t families[] = {
+    AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}; /* sorted */
 static const uint32_t pair_families[] = {AF_UNIX};
 
 /*
@@ -117,13 +118,7 @@ static const uint32_t pair_families[] = {AF_UNIX};
  * Not audit, xfrm, netfilter, generic netlink and the rest.
  */
 static const uint32_t nlprotos[] = {
-    NETLINK_ROUTE, NETLINK_SOCK_DIAG, NETLINK_KOBJECT_UEVENT};
-
-/*
- * Values at or above this take the bit rules of add_not_in; families
- * (AF_MAX) and netlink protocols (MAX_LINKS) are below it.
- */
-#define SMALL 64
+    NETLINK_ROUTE, NETLINK_SOCK_DIAG, NETLINK_KOBJECT_UEVENT}; /* sorted */
 
 #define NDENIES (sizeof(denies) / sizeof(denies[0]))
 
@@ -187,11 +182,12 @@ in_set(uint32_t v, const uint32_t *set, size_t n)
 }
 
 /*
- * Adds rules that take ACT when the low 32 bits of argument ARG (the
- * kernel reads an int) are none of the N values of SET, all below SMALL,
- * and, when PRE is not NULL, PRE holds too.  "None of" is a union of
- * rules: one per value below SMALL that is not in SET, one per bit at or
- * above SMALL's that is set.
+ * Adds rules that take ACT when argument ARG is none of the N values of
+ * SET (sorted, small), and, when PRE is not NULL, PRE holds too.  "None
+ * of" is a union of rules: one for values above the largest, one per
+ * value below it that is not in SET.  The comparisons are on 64 bits:
+ * the kernel reads an int, and a value with any of the high 32 bits set
+ * (which no C library passes) is refused, whatever its low bits say.
  */
 static int
 add_not_in(scmp_filter_ctx ctx, uint32_t act, int nr, unsigned arg,
@@ -199,19 +195,17 @@ add_not_in(scmp_filter_ctx ctx, uint32_t act, int nr, unsigned arg,
 {
 	struct scmp_arg_cmp c[2];
 	unsigned npre = pre != NULL ? 1 : 0;
-	uint32_t v;
-	int r = 0;
+	uint32_t v, max = set[n - 1];
+	int r;
 
 	if (pre != NULL)
 		c[0] = *pre;
-	for (v = 0; v < SMALL && r == 0; v++) {
+	c[npre] = SCMP_CMP(arg, SCMP_CMP_GT, max);
+	r = seccomp_rule_add_array(ctx, act, nr, npre + 1, c);
+	for (v = 0; v < max && r == 0; v++) {
 		if (in_set(v, set, n))
 			continue;
-		c[npre] = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, 0xffffffff, v);
-		r = seccomp_rule_add_array(ctx, act, nr, npre + 1, c);
-	}
-	for (v = SMALL; v != 0 && r == 0; v <<= 1) {
-		c[npre] = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, v, v);
+		c[npre] = SCMP_CMP(arg, SCMP_CMP_EQ, v);
 		r = seccomp_rule_add_array(ctx, act, nr, npre + 1, c);
 	}
 	return r;
@@ -250,7 +244,7 @@ add_rules(scmp_filter_ctx ctx, const struct deny *d, int nr)
 		break;
 	case NLPROTO:
 		r = add_not_in(ctx, act, nr, 2, nlprotos, NELEM(nlprotos),
-		    &SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffff, AF_NETLINK));
+		    &SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
 		break;
 	case PAIR:
 		r = add_not_in(
