@@ -218,7 +218,7 @@ start_guard(const struct sbx_config *c, int gsock, pid_t cmd)
 		return;
 	if ((pidfd = (int)syscall(SYS_pidfd_open, cmd, 0)) < 0 ||
 	    (fd = (int)syscall(SYS_pidfd_getfd, pidfd, n, 0)) < 0 ||
-	    sockguard_start(fd, c->unix_allow, c->nunix_allow) == NULL)
+	    sockguard_start(fd, c->unix_allow, c->nunix_allow) != 0)
 		e = errno != 0 ? errno : EIO;
 	if (pidfd >= 0)
 		close(pidfd);

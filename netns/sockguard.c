@@ -37,6 +37,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,8 @@
 #define MMSG_MAX 64 /* messages of one emulated sendmmsg */
 #define WATCH_MS 100
 #define INTR_SIG SIGURG
+
+static atomic_int live; /* supervisors not yet freed */
 
 enum op { OP_OTHER, OP_CONNECT, OP_SENDTO, OP_SENDMSG, OP_SENDMMSG };
 
@@ -98,6 +101,8 @@ struct sockguard {
 	int native[NOPS]; /* the calls' numbers in the native ABI */
 	pthread_mutex_t lock;
 	unsigned idle; /* workers waiting for a notification */
+	unsigned threads; /* alive, holding G; the last frees it */
+	pthread_mutex_t recv_lock; /* one worker waits at a time */
 	struct slot slots[WORKERS_MAX];
 };
 
@@ -709,28 +714,77 @@ serve(struct sockguard *g, struct slot *s)
  * each notification to one), answers it, and again, until no filtered
  * process is left (POLLHUP).
  */
+static void
+destroy(struct sockguard *g)
+{
+	size_t i;
+
+	for (i = 0; i < WORKERS_MAX; i++)
+		free(g->slots[i].data);
+	close(g->fd);
+	pthread_mutex_destroy(&g->lock);
+	pthread_mutex_destroy(&g->recv_lock);
+	free(g->allow);
+	free(g);
+	atomic_fetch_sub(&live, 1);
+}
+
+/* A thread (or the starter) is done with G; the last one frees it. */
+static void
+put(struct sockguard *g)
+{
+	int last;
+
+	pthread_mutex_lock(&g->lock);
+	last = --g->threads == 0;
+	pthread_mutex_unlock(&g->lock);
+	if (last)
+		destroy(g);
+}
+
+/*
+ * Waits for a notification and reads it into REQ: 1, 0 to try again, -1
+ * when no filtered process is left (POLLHUP).  One worker at a time, so
+ * that none waits in the ioctl for a notification another one took.
+ */
+static int
+receive(struct sockguard *g, struct seccomp_notif *req)
+{
+	struct pollfd p = {g->fd, POLLIN, 0};
+
+	if (poll(&p, 1, -1) < 0)
+		return errno == EINTR ? 0 : -1;
+	if (!(p.revents & POLLIN))
+		return p.revents & (POLLHUP | POLLERR) ? -1 : 0;
+	memset(req, 0, g->sizes.seccomp_notif);
+	/* EINTR, ENOENT: the target went away before we read it. */
+	return ioctl(g->fd, SECCOMP_IOCTL_NOTIF_RECV, req) == 0 ? 1 : 0;
+}
+
+/* A worker: waits for a notification, answers it, and again. */
 static void *
 worker(void *arg)
 {
 	struct slot *s = arg;
 	struct sockguard *g = s->g;
 	struct seccomp_notif *req = calloc(1, g->sizes.seccomp_notif);
-	struct pollfd p = {g->fd, POLLIN, 0};
+	int r = req != NULL ? 0 : -1;
 
-	while (req != NULL && (poll(&p, 1, -1) >= 0 || errno == EINTR)) {
-		if (!(p.revents & POLLIN) && (p.revents & (POLLHUP | POLLERR)))
-			break;
-		memset(req, 0, g->sizes.seccomp_notif);
-		if (ioctl(g->fd, SECCOMP_IOCTL_NOTIF_RECV, req) != 0)
-			continue; /* EINTR, ENOENT: gone before we read it */
-		take(g, s, req);
-		serve(g, s);
+	while (r >= 0) {
+		pthread_mutex_lock(&g->recv_lock);
+		r = receive(g, req);
+		pthread_mutex_unlock(&g->recv_lock);
+		if (r == 1) {
+			take(g, s, req);
+			serve(g, s);
+		}
 	}
 	free(req);
 	pthread_mutex_lock(&g->lock);
 	s->used = 0;
 	g->idle--;
 	pthread_mutex_unlock(&g->lock);
+	put(g);
 	return NULL;
 }
 
@@ -750,6 +804,7 @@ spawn(struct sockguard *g)
 	if (s != NULL) {
 		s->used = 1;
 		g->idle++;
+		g->threads++;
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (s == NULL)
@@ -767,32 +822,52 @@ spawn(struct sockguard *g)
 		pthread_mutex_lock(&g->lock);
 		s->used = 0;
 		g->idle--;
+		g->threads--; /* the caller holds G: never the last */
 		pthread_mutex_unlock(&g->lock);
 	}
 	return e == 0 ? 0 : -1;
 }
 
+/* Interrupts the workers whose target no longer waits.  Returns how
+ * many answer a call. */
+static int
+kick(struct sockguard *g)
+{
+	size_t i;
+	int busy = 0;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < WORKERS_MAX; i++) {
+		if (g->slots[i].used != 2)
+			continue;
+		busy++;
+		if (!still_waiting(g, &g->slots[i].c))
+			(void)pthread_kill(g->slots[i].t, INTR_SIG);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return busy;
+}
+
 /*
  * The watcher: every WATCH_MS, interrupts the workers whose target no
- * longer waits (a blocked connect or send then ends with EINTR).
+ * longer waits (a blocked connect or send then ends with EINTR), until
+ * no filtered process is left and no worker is busy.
  */
 static void *
 watcher(void *arg)
 {
 	struct sockguard *g = arg;
 	struct pollfd p = {g->fd, 0, 0};
-	size_t i;
+	int hup = 0;
 
-	while (poll(&p, 1, WATCH_MS) >= 0 || errno == EINTR) {
-		if (p.revents & (POLLHUP | POLLERR))
+	/* After POLLHUP, poll would return at once: then a plain wait. */
+	while (poll(hup ? NULL : &p, hup ? 0 : 1, WATCH_MS) >= 0 ||
+	    errno == EINTR) {
+		hup = hup || (p.revents & (POLLHUP | POLLERR));
+		if (kick(g) == 0 && hup)
 			break;
-		pthread_mutex_lock(&g->lock);
-		for (i = 0; i < WORKERS_MAX; i++)
-			if (g->slots[i].used == 2 &&
-			    !still_waiting(g, &g->slots[i].c))
-				(void)pthread_kill(g->slots[i].t, INTR_SIG);
-		pthread_mutex_unlock(&g->lock);
 	}
+	put(g);
 	return NULL;
 }
 
@@ -802,7 +877,13 @@ on_intr(int sig)
 	(void)sig;
 }
 
-struct sockguard *
+int
+sockguard_live(void)
+{
+	return atomic_load(&live);
+}
+
+int
 sockguard_start(
     int listener, const struct sockguard_allow *allow, size_t nallow)
 {
@@ -829,6 +910,9 @@ sockguard_start(
 	for (size_t i = 0; i < NOPS; i++)
 		g->native[i] = seccomp_syscall_resolve_name(ops[i].name);
 	pthread_mutex_init(&g->lock, NULL);
+	pthread_mutex_init(&g->recv_lock, NULL);
+	g->threads = 1; /* ours, until the threads run */
+	atomic_fetch_add(&live, 1);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_intr; /* no SA_RESTART: a blocked call ends */
 	sigemptyset(&sa.sa_mask);
@@ -844,14 +928,25 @@ sockguard_start(
 		goto fail;
 	}
 	/* The watcher only helps: a worker runs already. */
+	pthread_mutex_lock(&g->lock);
+	g->threads++;
+	pthread_mutex_unlock(&g->lock);
 	if (pthread_create(&t, NULL, watcher, g) == 0)
 		pthread_detach(t);
-	return g;
+	else
+		put(g);
+	put(g);
+	return 0;
 fail:
+	if (g != NULL && g->threads > 0) {
+		put(g); /* nothing started: frees G, closes LISTENER */
+		errno = e;
+		return -1;
+	}
 	close(listener);
 	if (g != NULL)
 		free(g->allow);
 	free(g);
 	errno = e;
-	return NULL;
+	return -1;
 }

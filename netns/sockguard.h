@@ -39,12 +39,12 @@ struct sockguard_allow {
 
 /*
  * Starts the supervisor on LISTENER (the filter's notification fd, which
- * it takes over) in a thread of the caller, with the NALLOW sockets of
- * ALLOW let through too.  Call with capabilities dropped.  Returns the
- * supervisor, or NULL with errno set (LISTENER closed).  It runs until
- * no filtered process is left.
+ * it takes over) in threads of the caller, with the NALLOW sockets of
+ * ALLOW let through too.  Call with capabilities dropped (they are per
+ * thread).  Returns 0, or -1 with errno set (LISTENER closed).  It runs
+ * until no filtered process is left, then frees itself.
  */
-struct sockguard *sockguard_start(
+int sockguard_start(
     int listener, const struct sockguard_allow *allow, size_t nallow);
 
 /*
@@ -56,6 +56,9 @@ int sockguard_allow_path(const char *path, struct sockguard_allow *a);
 #ifdef SOCKGUARD_INTERNAL
 #include <sys/socket.h>
 #include <sys/un.h>
+
+/* How many supervisors have not yet freed themselves. */
+int sockguard_live(void);
 
 /*
  * Is the file (DEV, INO), as fstat() reports it, bound by a Unix socket
