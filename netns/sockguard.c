@@ -509,7 +509,9 @@ static int
 send_one(struct sockguard *g, const struct call *c, struct target *t,
     struct msghdr *m, int flags, char *data, long *ret)
 {
-	char inctl[CONTROL_MAX], outctl[CONTROL_MAX];
+	/* Aligned as struct cmsghdr, which they hold. */
+	char inctl[CONTROL_MAX] __attribute__((aligned(8)));
+	char outctl[CONTROL_MAX] __attribute__((aligned(8)));
 	int fds[CONTROL_MAX / sizeof(int)], nfds = 0, pathfd = -1, e;
 	struct sockaddr_storage ss;
 	struct iovec iov;
