@@ -200,12 +200,12 @@ add_not_in(scmp_filter_ctx ctx, uint32_t act, int nr, unsigned arg,
 
 	if (pre != NULL)
 		c[0] = *pre;
-	c[npre] = SCMP_CMP(arg, SCMP_CMP_GT, max);
+	c[npre] = SCMP_CMP(arg, SCMP_CMP_GT, max, 0);
 	r = seccomp_rule_add_array(ctx, act, nr, npre + 1, c);
 	for (v = 0; v < max && r == 0; v++) {
 		if (in_set(v, set, n))
 			continue;
-		c[npre] = SCMP_CMP(arg, SCMP_CMP_EQ, v);
+		c[npre] = SCMP_CMP(arg, SCMP_CMP_EQ, v, 0);
 		r = seccomp_rule_add_array(ctx, act, nr, npre + 1, c);
 	}
 	return r;
@@ -244,7 +244,7 @@ add_rules(scmp_filter_ctx ctx, const struct deny *d, int nr)
 		break;
 	case NLPROTO:
 		r = add_not_in(ctx, act, nr, 2, nlprotos, NELEM(nlprotos),
-		    &SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
+		    &SCMP_A0(SCMP_CMP_EQ, AF_NETLINK, 0));
 		break;
 	case PAIR:
 		r = add_not_in(
@@ -310,7 +310,7 @@ add_notify(scmp_filter_ctx ctx, char *err, size_t len)
 	r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 0);
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1,
-		    SCMP_A4(SCMP_CMP_NE, 0));
+		    SCMP_A4(SCMP_CMP_NE, 0, 0));
 	if (r == 0)
 		r = seccomp_rule_add(
 		    ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendmsg), 0);

@@ -56,7 +56,7 @@
 
 #define WORKERS_MAX 64 /* calls answered at once */
 #define DATA_MAX (256 * 1024) /* bytes of one emulated send */
-#define CONTROL_MAX 4096 /* SCM_MAX_FD (253) descriptors fit */
+#define CONTROL_MAX SOCKGUARD_CONTROL_MAX
 #define MMSG_MAX 64 /* messages of one emulated sendmmsg */
 #define WATCH_MS 100
 #define INTR_SIG SIGURG
@@ -132,11 +132,11 @@ sockguard_allow_path(const char *path, struct sockguard_allow *a)
 
 /* Does the dump in BUF (N bytes) name (KDEV, INO)?  1, 0, or -errno. */
 static int
-diag_scan(const char *buf, size_t n, uint32_t kdev, uint64_t ino, int *done)
+diag_scan(char *buf, size_t n, uint32_t kdev, uint64_t ino, int *done)
 {
-	const struct nlmsghdr *h = (const void *)buf;
+	struct nlmsghdr *h = (void *)buf;
 	const struct unix_diag_vfs *v;
-	const struct rtattr *a;
+	struct rtattr *a;
 	int len;
 
 	for (; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
@@ -148,7 +148,7 @@ diag_scan(const char *buf, size_t n, uint32_t kdev, uint64_t ino, int *done)
 			return -EPROTO;
 		len = (int)(h->nlmsg_len -
 		    NLMSG_LENGTH(sizeof(struct unix_diag_msg)));
-		a = (const void *)((const char *)NLMSG_DATA(h) +
+		a = (void *)((char *)NLMSG_DATA(h) +
 		    NLMSG_ALIGN(sizeof(struct unix_diag_msg)));
 		for (; RTA_OK(a, len); a = RTA_NEXT(a, len)) {
 			if (a->rta_type != UNIX_DIAG_VFS ||
@@ -196,7 +196,7 @@ sockguard_diag_bound(dev_t dev, ino_t ino)
 			r = n < 0 ? -errno : -EPROTO;
 			break;
 		}
-		r = diag_scan((const char *)buf, (size_t)n, kdev, ino, &done);
+		r = diag_scan((char *)buf, (size_t)n, kdev, ino, &done);
 	}
 out:
 	close(fd);
@@ -456,30 +456,34 @@ gather(struct target *t, uint64_t iov, size_t n, char *data, size_t *len)
 }
 
 /*
- * The target's control messages, with its descriptors taken over
- * (SCM_RIGHTS) and its credentials left out (SCM_CREDENTIALS: the kernel
+ * Control messages IN (INLEN bytes, the target's copy) into OUT
+ * (CONTROL_MAX bytes, *OUTLEN used): the descriptors of SCM_RIGHTS are
+ * replaced by GETFD's copies (recorded in FDS, *NFDS, for the caller to
+ * close, also on failure), and SCM_CREDENTIALS are left out (the kernel
  * would refuse a PID that is not ours; a receiver asking for them gets
- * PID 1's).  OUT holds CONTROL_MAX bytes; FDS the descriptors to close.
+ * PID 1's).  Returns 0 or an errno value.
  */
-static int
-translate_control(struct target *t, struct msghdr *in, char *out,
-    size_t *outlen, int *fds, int *nfds)
+int
+sockguard_control(const void *in, size_t inlen, void *out, size_t *outlen,
+    int *fds, int *nfds, int (*getfd)(void *, int), void *arg)
 {
+	struct msghdr m = {
+	    .msg_control = (void *)(uintptr_t)in, .msg_controllen = inlen};
 	struct cmsghdr *cm, *o;
 	size_t n, i, at = 0;
 	int *src, *dst;
 
-	for (cm = CMSG_FIRSTHDR(in); cm != NULL; cm = CMSG_NXTHDR(in, cm)) {
+	for (cm = CMSG_FIRSTHDR(&m); cm != NULL; cm = CMSG_NXTHDR(&m, cm)) {
 		if (cm->cmsg_len < sizeof(*cm) ||
-		    cm->cmsg_len > in->msg_controllen -
-		            (size_t)((char *)cm - (char *)in->msg_control))
+		    cm->cmsg_len >
+		        inlen - (size_t)((const char *)cm - (const char *)in))
 			return EINVAL;
 		if (cm->cmsg_level == SOL_SOCKET &&
 		    cm->cmsg_type == SCM_CREDENTIALS)
 			continue;
 		if (at + CMSG_ALIGN(cm->cmsg_len) > CONTROL_MAX)
 			return ENOBUFS;
-		o = (struct cmsghdr *)(out + at);
+		o = (struct cmsghdr *)((char *)out + at);
 		memcpy(o, cm, cm->cmsg_len);
 		at += CMSG_ALIGN(cm->cmsg_len);
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
@@ -490,15 +494,21 @@ translate_control(struct target *t, struct msghdr *in, char *out,
 		for (i = 0; i < n; i++) {
 			if (*nfds >= CONTROL_MAX / (int)sizeof(int))
 				return ETOOMANYREFS;
-			dst[i] =
-			    (int)syscall(SYS_pidfd_getfd, t->pidfd, src[i], 0);
-			if (dst[i] < 0)
+			if ((dst[i] = getfd(arg, src[i])) < 0)
 				return errno;
 			fds[(*nfds)++] = dst[i];
 		}
 	}
 	*outlen = at;
 	return 0;
+}
+
+static int
+target_getfd(void *arg, int fd)
+{
+	const struct target *t = arg;
+
+	return (int)syscall(SYS_pidfd_getfd, t->pidfd, fd, 0);
 }
 
 /*
@@ -532,8 +542,8 @@ send_one(struct sockguard *g, const struct call *c, struct target *t,
 	if ((e = peek(t->pid, (uintptr_t)m->msg_control, inctl,
 	         m->msg_controllen)) != 0)
 		goto out;
-	m->msg_control = m->msg_controllen > 0 ? inctl : NULL;
-	if ((e = translate_control(t, m, outctl, &ctl, fds, &nfds)) != 0)
+	if ((e = sockguard_control(inctl, m->msg_controllen, outctl, &ctl, fds,
+	         &nfds, target_getfd, t)) != 0)
 		goto out;
 	if (m->msg_name != NULL && m->msg_namelen > 0) {
 		if ((e = vet_addr(g, c, t, (uintptr_t)m->msg_name,
@@ -696,7 +706,7 @@ static void
 serve(struct sockguard *g, struct slot *s)
 {
 	sigset_t set;
-	long val;
+	long val = 0;
 	int e;
 
 	sigemptyset(&set);

@@ -60,6 +60,19 @@ int sockguard_allow_path(const char *path, struct sockguard_allow *a);
 /* How many supervisors have not yet freed themselves. */
 int sockguard_live(void);
 
+#define SOCKGUARD_CONTROL_MAX 4096 /* SCM_MAX_FD (253) descriptors fit */
+
+/*
+ * The control messages of an emulated sendmsg: IN (INLEN bytes, the
+ * sandbox's, aligned as struct cmsghdr) copied into OUT (CONTROL_MAX
+ * bytes, aligned; *OUTLEN used) with each SCM_RIGHTS descriptor replaced
+ * by GETFD(ARG, fd) (recorded in FDS, CONTROL_MAX / sizeof(int) of them,
+ * *NFDS, to close, also on failure) and SCM_CREDENTIALS left out.
+ * Returns 0 or an errno value.
+ */
+int sockguard_control(const void *in, size_t inlen, void *out, size_t *outlen,
+    int *fds, int *nfds, int (*getfd)(void *, int), void *arg);
+
 /*
  * Is the file (DEV, INO), as fstat() reports it, bound by a Unix socket
  * of the caller's network namespace?  1 yes, 0 no, -1 with errno.
