@@ -415,7 +415,7 @@ do_sendto(struct sockguard *g, const struct call *c, struct target *t,
 	e = vet_addr(
 	    g, c, t, c->args[4], (uint32_t)c->args[5], &ss, &sslen, &pathfd);
 	if (e == 0) {
-		n = sendto(t->sock, data, len, (int)c->args[3],
+		n = sendto(t->sock, data, len, (int)c->args[3] & ~MSG_ZEROCOPY,
 		    (struct sockaddr *)&ss, sslen);
 		e = n < 0 ? errno : 0;
 		*ret = (long)n;
@@ -560,7 +560,8 @@ send_one(struct sockguard *g, const struct call *c, struct target *t,
 	out.msg_iovlen = 1;
 	out.msg_control = ctl > 0 ? outctl : NULL;
 	out.msg_controllen = ctl;
-	n = sendmsg(t->sock, &out, flags);
+	/* Zero-copy would pin DATA, which the next call reuses. */
+	n = sendmsg(t->sock, &out, flags & ~MSG_ZEROCOPY);
 	e = n < 0 ? errno : 0;
 	*ret = (long)n;
 out:
