@@ -176,6 +176,8 @@ start_sandbox(struct run *r, const sigset_t *mask)
 	c.verbose = r->verbose;
 	c.limit_pids = r->limit_pids;
 	c.limit_memory = r->limit_memory;
+	c.unix_allow = r->unix_allow;
+	c.nunix_allow = r->nunix_allow;
 	c.scrub = scrub;
 	c.scrub_arg = r;
 	if (mnt_plan_prepare_git(r->plan, err, sizeof(err)) != 0 ||

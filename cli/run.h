@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "netns/sockguard.h"
+
 struct audit;
 struct ca;
 struct dns;
@@ -25,6 +27,7 @@ struct tls;
 #define RUN_KEEP_MAX 64
 #define RUN_DENIED_MAX 16 /* host:port pairs named in the last line */
 #define RUN_LIST_MAX 256 /* intercepted targets, upstream-ca files */
+#define RUN_UNIX_MAX 16 /* --unix-socket */
 
 struct run_denied {
 	char what[300];
@@ -42,6 +45,8 @@ struct run {
 	int verbose;
 	unsigned long limit_pids; /* --limit-pids; 0: none */
 	unsigned long long limit_memory; /* --limit-memory; 0: none */
+	struct sockguard_allow unix_allow[RUN_UNIX_MAX]; /* --unix-socket */
+	size_t nunix_allow;
 	char **argv;
 	struct mnt_plan *plan;
 	struct env *env;

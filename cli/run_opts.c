@@ -48,6 +48,10 @@ run_usage(FILE *f)
 	    "      --limit-memory SIZE  at most SIZE (K, M, G) of address "
 	    "space per\n"
 	    "                         process (default: no limit)\n"
+	    "      --unix-socket PATH let the command connect to the host's "
+	    "Unix socket\n"
+	    "                         PATH (a way out of the sandbox: "
+	    "see pinhole(1))\n"
 	    "  -v, --verbose          say what the sandbox applied; one line "
 	    "per decision\n"
 	    "  -h, --help             this text\n\n"
@@ -176,6 +180,26 @@ limit_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 	return 1;
 }
 
+/*
+ * --unix-socket PATH: the socket file is identified now, outside, by its
+ * device and inode; the sandbox reaches that one socket, by any path it
+ * sees it at.
+ */
+static int
+add_unix_socket(struct run *r, const char *path)
+{
+	if (r->nunix_allow == RUN_UNIX_MAX) {
+		log_warnx("run: at most %d --unix-socket", RUN_UNIX_MAX);
+		return -1;
+	}
+	if (sockguard_allow_path(path, &r->unix_allow[r->nunix_allow]) != 0) {
+		log_warn("run: --unix-socket %s", path);
+		return -1;
+	}
+	r->nunix_allow++;
+	return 0;
+}
+
 /* Simple options.  Returns 1 if taken. */
 static int
 plain_opt(struct run *r, int argc, char **argv, int *i, int *bad)
@@ -204,6 +228,9 @@ plain_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 	} else if (strcmp(o, "-a") == 0 || strcmp(o, "--allow") == 0) {
 		if ((*bad = need(argc, argv, *i, 1)) == 0)
 			add_allow(r, argv[++*i]);
+	} else if (strcmp(o, "--unix-socket") == 0) {
+		if ((*bad = need(argc, argv, *i, 1)) == 0)
+			*bad = add_unix_socket(r, argv[++*i]);
 	} else
 		return 0;
 	if (slot != NULL && (*bad = need(argc, argv, *i, 1)) == 0)

@@ -44,6 +44,7 @@
 #include "netns/net.h"
 #include "netns/sandbox.h"
 #include "netns/seccomp.h"
+#include "netns/sockguard.h"
 
 #define NS_FLAGS                                                               \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |           \
@@ -121,13 +122,33 @@ apply_landlock(const struct sbx_config *c, int sock)
 	ll_free(r);
 }
 
+/*
+ * Hands the filter's notification descriptor to PID 1 (by number, over
+ * GSOCK: PID 1 takes it with pidfd_getfd, since sendmsg is supervised
+ * already) and waits until the supervisor runs, so that no supervised
+ * call is ever made with nobody to answer it.
+ */
+static void
+hand_listener(int gsock, int listener, int sock)
+{
+	int e = EPIPE;
+
+	if (send(gsock, &listener, sizeof(listener), MSG_NOSIGNAL) !=
+	        (ssize_t)sizeof(listener) ||
+	    recv(gsock, &e, sizeof(e), 0) != (ssize_t)sizeof(e) || e != 0)
+		child_fail(sock, "the socket supervisor did not start: %s",
+		    strerror(e));
+	close(listener);
+	close(gsock);
+}
+
 /* The command: no privilege, its own signals, then exec. */
 static void __attribute__((noreturn))
-command_main(const struct sbx_config *c, int sock)
+command_main(const struct sbx_config *c, int sock, int gsock)
 {
 	const char *dir = c->chdir ? c->chdir : mnt_plan_cwd(c->plan);
 	char err[256];
-	int e;
+	int e, listener;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
 		child_fail(sock, "prctl: %s", strerror(errno));
@@ -137,10 +158,13 @@ command_main(const struct sbx_config *c, int sock)
 		    sock, "cannot change to %s: %s", dir, strerror(errno));
 	if (caps_drop_all(err, sizeof(err)) != 0)
 		child_fail(sock, "dropping capabilities: %s", err);
-	if (sc_apply(err, sizeof(err)) != 0)
+	if (sc_apply_guarded(&listener, err, sizeof(err)) != 0)
 		child_fail(sock, "%s", err);
+	hand_listener(gsock, listener, sock);
 	if (c->verbose)
-		fprintf(stderr, "pinhole: seccomp: filter on\n");
+		fprintf(stderr,
+		    "pinhole: seccomp: filter on, socket addresses "
+		    "supervised\n");
 	apply_landlock(c, sock);
 	/*
 	 * Only stdin, stdout and stderr go in: a descriptor inherited from
@@ -259,6 +283,27 @@ sandbox_identity(const struct sbx_config *c, int sock)
 	return &own;
 }
 
+/*
+ * PID 1's side of hand_listener: takes the command's notification
+ * descriptor and starts the supervisor, then says so (0 or an errno).
+ * Nothing to do when the command failed before (end of file).
+ */
+static void
+start_guard(const struct sbx_config *c, int gsock, pid_t cmd)
+{
+	int n, pidfd, fd = -1, e = 0;
+
+	if (recv(gsock, &n, sizeof(n), 0) != (ssize_t)sizeof(n))
+		return;
+	if ((pidfd = (int)syscall(SYS_pidfd_open, cmd, 0)) < 0 ||
+	    (fd = (int)syscall(SYS_pidfd_getfd, pidfd, n, 0)) < 0 ||
+	    sockguard_start(fd, c->unix_allow, c->nunix_allow) != 0)
+		e = errno != 0 ? errno : EIO;
+	if (pidfd >= 0)
+		close(pidfd);
+	(void)send(gsock, &e, sizeof(e), MSG_NOSIGNAL);
+}
+
 static void __attribute__((noreturn))
 child_main(const struct sbx_config *c, int sock)
 {
@@ -266,7 +311,7 @@ child_main(const struct sbx_config *c, int sock)
 	struct git_roots gr = {NULL, err, sizeof(err)};
 	sigset_t old;
 	pid_t cmd;
-	int sfd, status;
+	int sfd, status, gp[2];
 
 	/* When pinhole run dies, so does the whole namespace. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
@@ -295,17 +340,24 @@ child_main(const struct sbx_config *c, int sock)
 		child_fail(sock, "%s", err);
 	if ((sfd = init_signals(&old)) < 0)
 		child_fail(sock, "signalfd: %s", strerror(errno));
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, gp) != 0)
+		child_fail(sock, "socketpair: %s", strerror(errno));
 	if ((cmd = fork()) < 0)
 		child_fail(sock, "fork: %s", strerror(errno));
 	if (cmd == 0) {
 		close(sfd);
-		command_main(c, sock);
+		close(gp[0]);
+		command_main(c, sock, gp[1]);
 	}
 	close(sock);
+	close(gp[1]);
 	(void)prctl(PR_SET_NAME, "pinhole-init", 0, 0, 0);
 	/* PID 1 needs nothing either; not dumpable: the command can't trace it. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* Before the supervisor's threads: capabilities are per thread. */
 	(void)caps_drop_all(err, sizeof(err));
+	start_guard(c, gp[0], cmd);
+	close(gp[0]);
 	status = init_loop(sfd, cmd);
 	/* Nothing left running may plant a file after the check. */
 	init_kill_all();

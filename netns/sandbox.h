@@ -17,6 +17,7 @@
 
 struct mnt_plan;
 struct sbx;
+struct sockguard_allow;
 
 /*
  * PID 1 overwrites pinhole's own argv strings (hostinfo_title): it copies
@@ -32,6 +33,9 @@ struct sbx_config {
 	int verbose; /* say what Landlock and seccomp applied */
 	unsigned long limit_pids; /* 0: none (limits.h) */
 	unsigned long long limit_memory; /* bytes, per process; 0: none */
+	/* Host Unix sockets the command may reach (--unix-socket). */
+	const struct sockguard_allow *unix_allow;
+	size_t nunix_allow;
 	/* Called first thing in the sandbox: wipe what it must not hold. */
 	void (*scrub)(void *arg);
 	void *scrub_arg;

@@ -14,6 +14,9 @@
  */
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+
+#include <linux/netlink.h>
 
 #include <errno.h>
 #include <sched.h>
@@ -37,6 +40,9 @@ enum kind {
 	IOCTL, /* ioctl with request ARG */
 	NEWUSER, /* with CLONE_NEWUSER among the flags */
 	PERSONALITY, /* other than 0, PER_LINUX32 and the query */
+	FAMILY, /* socket: a family other than those of families[] */
+	NLPROTO, /* socket(AF_NETLINK): a protocol not in nlprotos[] */
+	PAIR, /* socketpair: a family other than AF_UNIX */
 };
 
 struct deny {
@@ -83,7 +89,36 @@ static const struct deny denies[] = {
     {"open_by_handle_at", ALWAYS, EPERM, 0, NULL},
     {"name_to_handle_at", ALWAYS, EPERM, 0, NULL},
     {"lookup_dcookie", ALWAYS, EPERM, 0, NULL},
+    {"socket", FAMILY, EAFNOSUPPORT, 0,
+        "socket other than AF_UNIX, AF_INET, AF_INET6, AF_NETLINK "
+        "(EAFNOSUPPORT)"},
+    {"socket", NLPROTO, EPROTONOSUPPORT, 0,
+        "socket AF_NETLINK other than ROUTE, SOCK_DIAG, KOBJECT_UEVENT "
+        "(EPROTONOSUPPORT)"},
+    {"socketpair", PAIR, EAFNOSUPPORT, 0,
+        "socketpair other than AF_UNIX (EAFNOSUPPORT)"},
+    /* i386: its arguments are behind a pointer, out of a filter's sight. */
+    {"socketcall", ALWAYS, ENOSYS, 0, "socketcall (i386, ENOSYS)"},
 };
+
+/*
+ * The socket families the command may use: the network namespace scopes
+ * each of them (its own lo, its own Unix sockets, its own routes).  Every
+ * other family is refused: vsock's port table is the host's, and the rest
+ * (Bluetooth, ALG, CAN, XDP, KEY, PACKET, TIPC, RDS...) are kernel attack
+ * surface no build needs.
+ */
+static const uint32_t families[] = {
+    AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}; /* sorted */
+static const uint32_t pair_families[] = {AF_UNIX};
+
+/*
+ * Netlink protocols: routes and links (ip, getifaddrs), sock_diag (ss;
+ * it lists the namespace's own sockets only) and uevents (udev clients).
+ * Not audit, xfrm, netfilter, generic netlink and the rest.
+ */
+static const uint32_t nlprotos[] = {
+    NETLINK_ROUTE, NETLINK_SOCK_DIAG, NETLINK_KOBJECT_UEVENT}; /* sorted */
 
 #define NDENIES (sizeof(denies) / sizeof(denies[0]))
 
@@ -135,6 +170,49 @@ add_personality(scmp_filter_ctx ctx, uint32_t act, int nr)
 	return r;
 }
 
+static int
+in_set(uint32_t v, const uint32_t *set, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (set[i] == v)
+			return 1;
+	return 0;
+}
+
+/*
+ * Adds rules that take ACT when argument ARG is none of the N values of
+ * SET (sorted, small), and, when PRE is not NULL, PRE holds too.  "None
+ * of" is a union of rules: one for values above the largest, one per
+ * value below it that is not in SET.  The comparisons are on 64 bits:
+ * the kernel reads an int, and a value with any of the high 32 bits set
+ * (which no C library passes) is refused, whatever its low bits say.
+ */
+static int
+add_not_in(scmp_filter_ctx ctx, uint32_t act, int nr, unsigned arg,
+    const uint32_t *set, size_t n, const struct scmp_arg_cmp *pre)
+{
+	struct scmp_arg_cmp c[2];
+	unsigned npre = pre != NULL ? 1 : 0;
+	uint32_t v, max = set[n - 1];
+	int r;
+
+	if (pre != NULL)
+		c[0] = *pre;
+	c[npre] = SCMP_CMP(arg, SCMP_CMP_GT, max, 0);
+	r = seccomp_rule_add_array(ctx, act, nr, npre + 1, c);
+	for (v = 0; v < max && r == 0; v++) {
+		if (in_set(v, set, n))
+			continue;
+		c[npre] = SCMP_CMP(arg, SCMP_CMP_EQ, v, 0);
+		r = seccomp_rule_add_array(ctx, act, nr, npre + 1, c);
+	}
+	return r;
+}
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
 /* Adds the rules for D, call number NR.  Returns 0 or -errno. */
 static int
 add_rules(scmp_filter_ctx ctx, const struct deny *d, int nr)
@@ -159,6 +237,18 @@ add_rules(scmp_filter_ctx ctx, const struct deny *d, int nr)
 		break;
 	case PERSONALITY:
 		r = add_personality(ctx, act, nr);
+		break;
+	case FAMILY:
+		r = add_not_in(
+		    ctx, act, nr, 0, families, NELEM(families), NULL);
+		break;
+	case NLPROTO:
+		r = add_not_in(ctx, act, nr, 2, nlprotos, NELEM(nlprotos),
+		    &SCMP_A0(SCMP_CMP_EQ, AF_NETLINK, 0));
+		break;
+	case PAIR:
+		r = add_not_in(
+		    ctx, act, nr, 0, pair_families, NELEM(pair_families), NULL);
 		break;
 	}
 	return r;
@@ -206,8 +296,35 @@ add_arches(scmp_filter_ctx ctx, char *err, size_t len)
 	return 0;
 }
 
-int
-sc_apply(char *err, size_t errlen)
+/*
+ * The calls the supervisor (sockguard.c) answers: every connect, every
+ * sendto that names an address (send() and sendto(..., NULL, 0) stay
+ * untrapped), every sendmsg and sendmmsg (their address is behind a
+ * pointer).
+ */
+static int
+add_notify(scmp_filter_ctx ctx, char *err, size_t len)
+{
+	int r;
+
+	r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 0);
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1,
+		    SCMP_A4(SCMP_CMP_NE, 0, 0));
+	if (r == 0)
+		r = seccomp_rule_add(
+		    ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendmsg), 0);
+	if (r == 0)
+		r = seccomp_rule_add(
+		    ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendmmsg), 0);
+	if (r != 0)
+		snprintf(err, len, "seccomp: the supervised calls: %s",
+		    strerror(-r));
+	return r == 0 ? 0 : -1;
+}
+
+static int
+apply(int *listener, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx;
 	size_t i;
@@ -222,6 +339,8 @@ sc_apply(char *err, size_t errlen)
 	for (i = 0; i < NDENIES; i++)
 		if (add_deny(ctx, &denies[i], err, errlen) == -1)
 			goto out;
+	if (listener != NULL && add_notify(ctx, err, errlen) == -1)
+		goto out;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
 		snprintf(err, errlen, "seccomp: prctl(PR_SET_NO_NEW_PRIVS): %s",
 		    strerror(errno));
@@ -232,8 +351,24 @@ sc_apply(char *err, size_t errlen)
 		    strerror(-r));
 		goto out;
 	}
+	if (listener != NULL && (*listener = seccomp_notify_fd(ctx)) < 0) {
+		snprintf(err, errlen, "seccomp: no notification descriptor");
+		goto out;
+	}
 	ret = 0;
 out:
 	seccomp_release(ctx);
 	return ret;
+}
+
+int
+sc_apply(char *err, size_t errlen)
+{
+	return apply(NULL, err, errlen);
+}
+
+int
+sc_apply_guarded(int *listener, char *err, size_t errlen)
+{
+	return apply(listener, err, errlen);
 }
