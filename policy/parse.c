@@ -93,6 +93,7 @@ const char *const parse_options[] = {
     "paths",
     "placeholder",
     "private",
+    "upgrade",
     "upstream-ca",
 };
 const size_t parse_noptions = sizeof(parse_options) / sizeof(parse_options[0]);
@@ -873,22 +874,27 @@ push_str(char ***list, size_t *n, const char *s)
  * after it, so a pattern with "//", "." or ".." segments never matches.
  * Blanks and non-ASCII bytes (a request's %20 or %C3%A9 decodes to them)
  * are stood in for by 'x', which normalises alike.  Writes the normal form
- * to NORM.
+ * to NORM.  Returns 1 or 0, or the PH_ERR_* code of a pattern no request
+ * can have ("..;", overlong UTF-8: refused in requests, so in rules too).
  */
 static int
 pattern_normal(const char *pat, char *norm, size_t sz)
 {
 	char copy[4096];
 	size_t i, len = strlen(pat);
+	int r;
 
 	if (len >= sizeof(copy))
-		return -1;
+		return PH_ERR_TOO_LONG;
+	/* A request's bytes decode to shortest-form UTF-8 or are refused. */
+	if (!target_utf8_valid(pat, len))
+		return PH_ERR_BAD_UTF8;
 	for (i = 0; i <= len; i++)
 		copy[i] = pat[i] == ' ' || (unsigned char)pat[i] >= 0x80
 		    ? 'x'
 		    : pat[i];
-	if (target_path_normalise(copy, len, norm, sz) != 0)
-		return -1;
+	if ((r = target_path_normalise(copy, len, norm, sz)) != 0)
+		return r;
 	return strcmp(norm, copy) == 0;
 }
 
@@ -935,7 +941,8 @@ o_paths(struct parse_state *st, struct policy_rule *r, struct stmt *s)
 			continue;
 		}
 		if ((same = pattern_normal(w, norm, sizeof(norm))) < 0)
-			err(st, &s->w[i], "bad path pattern '%s'", w);
+			err(st, &s->w[i], "bad path pattern '%s': %s", w,
+			    target_strerror(same));
 		else if (!same && stood_in(w) == 0)
 			warn(st, &s->w[i],
 			    "path pattern '%s' can never match: "
@@ -999,6 +1006,35 @@ o_private(struct parse_state *st, struct policy_rule *r, struct stmt *s)
 	if (deny_refuses(st, r, s) || nargs(st, s, 0, 0, "private") != 0)
 		return;
 	r->private_ok = 1;
+}
+
+/*
+ * "upgrade PROTO...": the protocols (Upgrade field names, e.g. websocket)
+ * a rule with paths or methods lets the request switch to.  Nothing is
+ * policed after the switch, so it is never implied.
+ */
+static void
+o_upgrade(struct parse_state *st, struct policy_rule *r, struct stmt *s)
+{
+	const char *w;
+	size_t i;
+
+	if (deny_refuses(st, r, s) ||
+	    nargs(st, s, 1, SIZE_MAX, "upgrade PROTOCOL [PROTOCOL...]") != 0)
+		return;
+	if (r->nupgrade == 0)
+		r->upgrade_col = s->w[0].col;
+	for (i = 1; i < s->n; i++) {
+		w = s->w[i].text;
+		if (!valid_token(w) || strlen(w) > 64) {
+			err(st, &s->w[i],
+			    "bad upgrade protocol '%s': a name such as "
+			    "websocket, without a version",
+			    w);
+			continue;
+		}
+		push_str(&r->upgrade, &r->nupgrade, w);
+	}
 }
 
 static void
@@ -1143,6 +1179,7 @@ static option_fn *const option_fns[] = {
     o_paths,
     o_placeholder,
     o_private,
+    o_upgrade,
     o_upstream_ca,
 };
 

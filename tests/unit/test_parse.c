@@ -764,6 +764,52 @@ test_secret_defined_after_use(void **state)
 	clean(*state, "allow a.test:443 { inject bearer k }\nsecret k env A\n");
 }
 
+/* Patterns obey the request rules: no "..;", overlong UTF-8 or "%". */
+static void
+test_err_path_pattern_ambiguous(void **state)
+{
+	struct fixture *f = *state;
+
+	/* ';' ends a statement unless quoted. */
+	one_error(f, "allow a.test { paths \"/a/..;/b\" }\n", 1, 22,
+	    "';' parameters");
+	one_error(
+	    f, "allow a.test { paths \"/a/.;x\" }\n", 1, 22, "';' parameters");
+	one_error(f, "allow a.test { paths /a\xc0\xae }\n", 1, 22, "UTF-8");
+	one_error(
+	    f, "allow a.test { paths /a\xe0\x80\xae/* }\n", 1, 22, "UTF-8");
+	one_error(f, "allow a.test { paths /a/%252e }\n", 1, 22, "no '%'");
+	clean(f, "allow a.test { paths \"/a;v=1/*\" /caf\xc3\xa9 }\n");
+}
+
+static void
+test_upgrade_option(void **state)
+{
+	struct fixture *f = *state;
+	const struct policy_rule *r;
+
+	clean(f, "allow a.test { paths /ws/*; upgrade websocket h2c }\n");
+	r = policy_rule_at(f->p, 0);
+	assert_int_equal(r->nupgrade, 2);
+	assert_string_equal(r->upgrade[0], "websocket");
+	assert_string_equal(r->upgrade[1], "h2c");
+	/* Several options on one line: upgrade runs to the next keyword. */
+	clean(f, "allow a.test { upgrade websocket methods GET }\n");
+	r = policy_rule_at(f->p, 0);
+	assert_int_equal(r->nupgrade, 1);
+	assert_int_equal(r->nmethods, 1);
+	one_error(f, "allow a.test { paths /x; upgrade }\n", 1, 26,
+	    "usage: upgrade PROTOCOL");
+	one_error(f, "allow a.test { paths /x; upgrade HTTP/2.0 }\n", 1, 34,
+	    "bad upgrade protocol 'HTTP/2.0'");
+	one_error(f, "deny a.test { paths /x; upgrade websocket }\n", 1, 25,
+	    "'upgrade' cannot be used in a deny rule");
+	/* Without paths or methods every upgrade passes already. */
+	assert_int_equal(load(f, "allow a.test { upgrade websocket }\n"), 0);
+	expect_counts(f, 0, 1);
+	expect_warning(f, 1, 16, "upgrade has no effect");
+}
+
 static void
 test_err_deny_options(void **state)
 {
@@ -1988,6 +2034,8 @@ main(void)
 	    T(test_err_undefined_secret_placeholder),
 	    T(test_secret_defined_after_use),
 	    T(test_err_deny_options),
+	    T(test_upgrade_option),
+	    T(test_err_path_pattern_ambiguous),
 	    T(test_err_inject_framing_header),
 	    T(test_err_inject_duplicate_header),
 	    T(test_err_inject_basic_user_colon),
