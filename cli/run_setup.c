@@ -266,6 +266,12 @@ setup_interception(struct run *r)
 		log_warnx("run: interception: %s", err);
 		goto out;
 	}
+	/* Trust anchors are read now, before the sandbox exists. */
+	for (i = 0; i < cas.n; i++)
+		if (tls_add_trust(r->tls, cas.v[i], err, sizeof(err)) != 0) {
+			log_warnx("run: upstream-ca %s: %s", cas.v[i], err);
+			goto out;
+		}
 	/* The CA key is a secret too: no core dump, no tracing. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (!ca_constrained(r->ca))
@@ -311,9 +317,72 @@ log_writable(const struct run *r)
 }
 
 /*
- * The policy files must not lie where the sandbox can write (it would
- * widen its own next run); they are hidden, as are the secret files and
- * the audit log.
+ * A file pinhole trusts (policy, include, secret, CA, trust anchor, secret
+ * helper) must be out of the sandbox's reach, or the sandbox could replace
+ * it, or retarget a symlink or directory on its way, and so widen its own
+ * next run, or the proxy's trust.  Returns 0, or -1 having said why.
+ */
+static int
+out_of_reach(struct run *r, const char *what, const char *path)
+{
+	char where[PATH_MAX + 64];
+	int rc;
+
+	if ((rc = mnt_plan_path_reachable(
+	         r->plan, path, where, sizeof(where))) == 0)
+		return 0;
+	if (rc < 0)
+		log_warnx("run: %s %s: cannot check where it lies: %s", what,
+		    path, where);
+	else
+		log_warnx("run: %s %s: %s lies in a directory the sandbox may "
+		          "write to, so the sandbox could replace or retarget "
+		          "it; move it out of the start directory and the "
+		          "writable binds",
+		    what, path, where);
+	return -1;
+}
+
+/* Every file the run trusts, checked with out_of_reach. */
+static int
+trusted_files(struct run *r)
+{
+	struct secret_store *ss = policy_secrets(r->policy);
+	struct strlist cas = {{NULL}, 0, 0};
+	const struct secret *sec;
+	const char *f, *cert, *key;
+	size_t i;
+	int bad = 0;
+
+	for (i = 0; (f = policy_file_at(r->policy, i)) != NULL; i++)
+		if (strcmp(f, "--allow") != 0)
+			bad |= out_of_reach(r, "policy file", f);
+	for (i = 0; i < secret_store_count(ss); i++) {
+		sec = secret_store_get(ss, i);
+		if (secret_source(sec) == SECRET_FILE)
+			bad |=
+			    out_of_reach(r, "secret file", secret_origin(sec));
+		else if (secret_source(sec) == SECRET_EXEC &&
+		    strchr(secret_origin(sec), '/') != NULL)
+			bad |= out_of_reach(
+			    r, "secret helper", secret_origin(sec));
+	}
+	if (policy_ca(r->policy, &cert, &key)) {
+		bad |= out_of_reach(r, "CA certificate", cert);
+		bad |= out_of_reach(r, "CA key", key);
+	}
+	policy_upstream_cas(r->policy, strlist_add, &cas);
+	for (i = 0; i < cas.n; i++) {
+		bad |= out_of_reach(r, "upstream-ca", cas.v[i]);
+		free(cas.v[i]);
+	}
+	return bad;
+}
+
+/*
+ * The files pinhole trusts must not lie where the sandbox can write
+ * (trusted_files); they are hidden, as are the secret files and the
+ * audit log.
  */
 static int
 plan_hides(struct run *r)
@@ -321,23 +390,11 @@ plan_hides(struct run *r)
 	struct secret_store *ss = policy_secrets(r->policy);
 	struct passwd *pw = getpwuid(getuid());
 	const char *f, *cert, *key;
-	char *real;
 	size_t i;
-	int bad = 0;
+	int bad = trusted_files(r);
 
-	for (i = 0; (f = policy_file_at(r->policy, i)) != NULL; i++) {
-		if ((real = realpath(f, NULL)) == NULL)
-			continue; /* "--allow" */
-		if (mnt_plan_is_writable(r->plan, real)) {
-			log_warnx("run: policy file %s lies in a directory the "
-			          "sandbox may write to; move it out (or run "
-			          "from another directory)",
-			    f);
-			bad = -1;
-		}
-		(void)mnt_plan_add(r->plan, MNT_HIDE, NULL, real, NULL, 0);
-		free(real);
-	}
+	for (i = 0; (f = policy_file_at(r->policy, i)) != NULL; i++)
+		hide_file(r, f); /* "--allow" resolves to nothing */
 	for (i = 0; i < secret_store_count(ss); i++)
 		if (secret_source(secret_store_get(ss, i)) == SECRET_FILE)
 			hide_file(r, secret_origin(secret_store_get(ss, i)));

@@ -223,6 +223,87 @@ mnt_plan_is_writable(const struct mnt_plan *p, const char *path)
 	return 0;
 }
 
+/* Replaces the head of TODO (LEN bytes) with TARGET, keeping the rest. */
+static int
+splice_link(char *todo, size_t sz, size_t len, const char *target)
+{
+	char rest[PATH_MAX];
+
+	if (snprintf(rest, sizeof(rest), "%s", todo + len) >=
+	        (int)sizeof(rest) ||
+	    snprintf(todo, sz, "%s/%s", target, rest) >= (int)sz)
+		return -1;
+	return 0;
+}
+
+/* One step of the walk: component C (LEN bytes) of TODO, beneath CUR. */
+static int
+walk_step(const struct mnt_plan *p, char *cur, char *todo, size_t len,
+    int *hops, char *where, size_t wlen)
+{
+	char entry[PATH_MAX], target[PATH_MAX];
+	struct stat sb;
+	ssize_t n;
+
+	if (snprintf(entry, sizeof(entry), "%s/%.*s", cur, (int)len, todo) >=
+	    (int)sizeof(entry))
+		return ph_errf(where, wlen, "path too long"), -1;
+	if (mnt_plan_is_writable(p, cur[0] ? cur : "/"))
+		return ph_errf(where, wlen, "%s", entry), 1;
+	if (lstat(entry, &sb) != 0)
+		return 0; /* the rest does not exist: nothing to take over */
+	if (!S_ISLNK(sb.st_mode)) {
+		memmove(todo, todo + len, strlen(todo + len) + 1);
+		snprintf(cur, PATH_MAX, "%s", entry);
+		return 2;
+	}
+	if (++*hops > 40)
+		return ph_errf(where, wlen, "%s: %s", entry, strerror(ELOOP)),
+		       -1;
+	if ((n = readlink(entry, target, sizeof(target) - 1)) < 0)
+		return ph_errf(where, wlen, "%s: %s", entry, strerror(errno)),
+		       -1;
+	target[n] = '\0';
+	if (target[0] == '/')
+		cur[0] = '\0';
+	if (splice_link(todo, PATH_MAX, len, target) != 0)
+		return ph_errf(where, wlen, "path too long"), -1;
+	return 2;
+}
+
+int
+mnt_plan_path_reachable(
+    const struct mnt_plan *p, const char *path, char *where, size_t wlen)
+{
+	char cur[PATH_MAX] = "", todo[PATH_MAX], dir[PATH_MAX], *slash;
+	int hops = 0, r = 2;
+	size_t len;
+
+	if (path[0] != '/' && getcwd(dir, sizeof(dir)) == NULL)
+		return ph_errf(where, wlen, "getcwd: %s", strerror(errno)), -1;
+	if (snprintf(todo, sizeof(todo), "%s/%s", path[0] == '/' ? "" : dir,
+	        path) >= (int)sizeof(todo))
+		return ph_errf(where, wlen, "path too long"), -1;
+	while (r == 2) {
+		memmove(todo, todo + strspn(todo, "/"),
+		    strlen(todo + strspn(todo, "/")) + 1);
+		if (todo[0] == '\0')
+			break;
+		len = strcspn(todo, "/");
+		if ((len == 1 && todo[0] == '.') ||
+		    (len == 2 && todo[0] == '.' && todo[1] == '.')) {
+			if (len == 2 && (slash = strrchr(cur, '/')) != NULL)
+				*slash = '\0';
+			memmove(todo, todo + len, strlen(todo + len) + 1);
+			continue;
+		}
+		r = walk_step(p, cur, todo, len, &hops, where, wlen);
+	}
+	if (r == 2 && mnt_plan_is_writable(p, cur[0] ? cur : "/"))
+		return ph_errf(where, wlen, "%s", cur[0] ? cur : "/"), 1;
+	return r == 2 ? 0 : r;
+}
+
 /* Which guards of SRC exist now, as a bit mask. */
 static unsigned
 git_present(const char *src)
