@@ -30,6 +30,13 @@
 
 /* --- policy, secrets, log ------------------------------------------------- */
 
+static int trusted_files(struct run *);
+
+/*
+ * The policy, then the check that every file it trusts is out of the
+ * sandbox's reach, then its secrets: no file or helper a sandbox could
+ * have planted is read or run.
+ */
 static int
 load_policy(struct run *r)
 {
@@ -37,7 +44,8 @@ load_policy(struct run *r)
 	struct secret_store *ss;
 
 	if (policy_load_extra(r->policies, r->npolicies, "--allow", r->allow,
-	        cli_print_diag, &count, &r->policy) != 0)
+	        cli_print_diag, &count, &r->policy) != 0 ||
+	    trusted_files(r) != 0)
 		return -1;
 	ss = policy_secrets(r->policy);
 	if (secret_store_count(ss) > 0 &&
@@ -380,8 +388,8 @@ trusted_files(struct run *r)
 }
 
 /*
- * The files pinhole trusts must not lie where the sandbox can write
- * (trusted_files); they are hidden, as are the secret files and the
+ * The files pinhole trusts, out of the sandbox's reach (trusted_files,
+ * checked by load_policy), are hidden, as are the secret files and the
  * audit log.
  */
 static int
@@ -391,7 +399,7 @@ plan_hides(struct run *r)
 	struct passwd *pw = getpwuid(getuid());
 	const char *f, *cert, *key;
 	size_t i;
-	int bad = trusted_files(r);
+	int bad = 0;
 
 	for (i = 0; (f = policy_file_at(r->policy, i)) != NULL; i++)
 		hide_file(r, f); /* "--allow" resolves to nothing */
