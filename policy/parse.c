@@ -26,6 +26,7 @@
 #include "policy.h"
 
 #define INCLUDE_DEPTH 16
+#define EXCERPT_MAX 40 /* bytes of a file's word quoted in a diagnostic */
 #define FILE_MAX (64 * 1024 * 1024)
 #define DURATION_MAX_MS (24U * 3600 * 1000)
 
@@ -62,6 +63,7 @@ struct parse_state {
 	struct file_id *seen;
 	size_t nseen;
 	const char *file; /* current file, interned */
+	int withhold; /* current file: quote none of its text */
 	struct lexer lx;
 };
 
@@ -109,13 +111,80 @@ static void warn(struct parse_state *st, const struct token *t, const char *fmt,
 static void vdiag(struct parse_state *, int, const struct token *, const char *,
     va_list) __attribute__((format(printf, 4, 0)));
 
+/*
+ * An excerpt of word W fit to quote: at most EXCERPT_MAX bytes, each byte
+ * outside printable ASCII as \xNN, "..." when cut.
+ */
+static void
+excerpt(const char *w, char *out, size_t sz)
+{
+	size_t i, o = 0;
+	unsigned char c;
+
+	for (i = 0; w[i] != '\0' && i < EXCERPT_MAX && o + 5 < sz; i++) {
+		c = (unsigned char)w[i];
+		if (c >= ' ' && c < 0x7f)
+			out[o++] = c;
+		else
+			o += snprintf(out + o, sz - o, "\\x%02x", c);
+	}
+	if (w[i] != '\0' && o + 4 <= sz)
+		o += snprintf(out + o, sz - o, "...");
+	out[o] = '\0';
+}
+
+/* Writes MSG into OUT with every copy of WORD as its excerpt. */
+static void
+quote_word(const char *msg, const char *word, char *out, size_t sz)
+{
+	char ex[4 * EXCERPT_MAX + 8];
+	const char *hit;
+	size_t o = 0, n = strlen(word);
+
+	excerpt(word, ex, sizeof(ex));
+	while (n > 0 && (hit = strstr(msg, word)) != NULL && o < sz) {
+		o += snprintf(
+		    out + o, sz - o, "%.*s%s", (int)(hit - msg), msg, ex);
+		msg = hit + n;
+	}
+	if (o < sz)
+		snprintf(out + o, sz - o, "%s", msg);
+}
+
+/*
+ * Every diagnostic quotes at most an excerpt of the word it is about, and
+ * no byte that is not printable ASCII: an include of a file that is no
+ * policy (include /etc/shadow) must not print it.  From an included file
+ * other users cannot read, nothing of its text is quoted at all.
+ */
 static void
 vdiag(struct parse_state *st, int warning, const struct token *t,
     const char *fmt, va_list ap)
 {
-	char msg[512];
+	char msg[512], quoted[1024];
+	size_t i, o = 0;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (st->withhold) {
+		policy_diag_add(st->p, warning, st->file, t->line, t->col,
+		    "%s here; its text is not quoted, since other users "
+		    "cannot read this file (pinhole check FILE shows it)",
+		    warning ? "a warning" : "not valid policy");
+		return;
+	}
+	if (t->text != NULL)
+		quote_word(msg, t->text, quoted, sizeof(quoted));
+	else
+		snprintf(quoted, sizeof(quoted), "%s", msg);
+	for (i = 0; quoted[i] != '\0' && o + 5 < sizeof(msg); i++) {
+		if ((unsigned char)quoted[i] >= ' ' &&
+		    (unsigned char)quoted[i] < 0x7f)
+			msg[o++] = quoted[i];
+		else
+			o += snprintf(msg + o, sizeof(msg) - o, "\\x%02x",
+			    (unsigned char)quoted[i]);
+	}
+	msg[o] = '\0';
 	policy_diag_add(st->p, warning, st->file, t->line, t->col, "%s", msg);
 }
 
@@ -1453,13 +1522,15 @@ nul_error(struct parse_state *st, const char *text, const char *nul)
 }
 
 static void
-parse_text(
-    struct parse_state *st, const char *name, const char *text, size_t len)
+parse_text(struct parse_state *st, const char *name, const char *text,
+    size_t len, int withhold)
 {
 	const char *saved_file = st->file, *nul;
 	struct lexer saved_lx = st->lx;
+	int saved_withhold = st->withhold;
 
 	st->file = policy_intern_file(st->p, name);
+	st->withhold = withhold;
 	st->lx.buf = text;
 	st->lx.len = len;
 	st->lx.pos = 0;
@@ -1470,6 +1541,7 @@ parse_text(
 	else
 		parse_statements(st);
 	st->file = saved_file;
+	st->withhold = saved_withhold;
 	st->lx = saved_lx;
 }
 
@@ -1477,7 +1549,7 @@ void
 parse_buffer(
     struct parse_state *st, const char *name, const char *text, size_t len)
 {
-	parse_text(st, name, text, len);
+	parse_text(st, name, text, len, 0);
 }
 
 /* Reads all of FD (a regular file of SIZE bytes) into a new buffer. */
@@ -1510,16 +1582,20 @@ file_error(struct parse_state *st, const struct token *from, const char *path,
     const char *fmt, ...)
 {
 	char msg[512];
+	int withhold = st->withhold;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Which file cannot be included is said even from a withheld one. */
+	st->withhold = 0;
 	if (from != NULL)
 		err(st, from, "include %s: %s", path, msg);
 	else
 		policy_diag_add(
 		    st->p, 0, policy_intern_file(st->p, path), 0, 0, "%s", msg);
+	st->withhold = withhold;
 }
 
 /* Refuses cycles and repeats; returns 0 when PATH may be parsed. */
@@ -1570,6 +1646,16 @@ parse_at(struct parse_state *st, const char *path, const struct token *from)
 	size_t len;
 	int fd;
 
+	/*
+	 * An include is read only when the real user may read it: pinhole
+	 * running with more privilege than its caller (setuid, file
+	 * capabilities) must not read a file for it.
+	 */
+	if (from != NULL && faccessat(AT_FDCWD, path, R_OK, 0) != 0) {
+		file_error(st, from, path, "not readable by uid %u: %s",
+		    (unsigned)getuid(), strerror(errno));
+		return;
+	}
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
 		file_error(st, from, path, "cannot open: %s", strerror(errno));
 		return;
@@ -1595,7 +1681,9 @@ parse_at(struct parse_state *st, const char *path, const struct token *from)
 	id->name = policy_intern_file(st->p, path);
 	st->seen = xreallocarray(st->seen, st->nseen + 1, sizeof(*st->seen));
 	st->seen[st->nseen++] = *id;
-	parse_text(st, path, text, len);
+	/* Others cannot read it: it may hold secrets, so none is quoted. */
+	parse_text(
+	    st, path, text, len, from != NULL && (sb.st_mode & S_IROTH) == 0);
 	st->depth--;
 out:
 	free(text);

@@ -1001,6 +1001,93 @@ test_err_include_missing(void **state)
 	expect_at(f, files[0], 0, 2, 9, tpath(f, "nothere.conf"));
 }
 
+/* A line of a file that is no policy, as /etc/shadow's first. */
+#define SHADOW_LINE                                                            \
+	"root:$6$saltsalt$0123456789abcdefghijklmnopqrstuvwxyzABCDEF:19000:0:" \
+	"99999:7:::\n"
+
+/* Does any diagnostic's message hold SUB? */
+static int
+any_msg_has(const struct fixture *f, const char *sub)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		if (strstr(f->d[i].msg, sub) != NULL)
+			return 1;
+	return 0;
+}
+
+/* An include that is no policy: at most 40 bytes of a word, escaped. */
+static void
+test_include_excerpt(void **state)
+{
+	struct fixture *f = *state;
+	const char *files[1], *other;
+
+	other = mkfile(f, "other.conf", SHADOW_LINE "caf\xc3\xa9\n");
+	assert_int_equal(chmod(other, 0644), 0);
+	files[0] = mkfile(f, "main.conf", "include other.conf\n");
+	assert_int_equal(load_files(f, files, 1), PH_ERR_POLICY);
+	expect_counts(f, 2, 0);
+	expect_at(f, other, 0, 1, 1,
+	    "unknown keyword 'root:$6$saltsalt$0123456789abcdefghijklm...'");
+	assert_false(any_msg_has(f, "nopqrstuvwxyz"));
+	assert_false(any_msg_has(f, "19000"));
+	expect_at(f, other, 0, 2, 1, "'caf\\xc3\\xa9'");
+	assert_false(any_msg_has(f, "\xc3"));
+	/* The same file named on the command line: the same excerpt. */
+	files[0] = other;
+	assert_int_equal(load_files(f, files, 1), PH_ERR_POLICY);
+	expect_at(
+	    f, other, 0, 1, 1, "'root:$6$saltsalt$0123456789abcdefghijklm...'");
+	assert_false(any_msg_has(f, "nopqrstuvwxyz"));
+}
+
+/* An include other users cannot read: the place, never its text. */
+static void
+test_include_withheld(void **state)
+{
+	struct fixture *f = *state;
+	const char *files[1], *other;
+
+	other = mkfile(f, "shadow", SHADOW_LINE "allow a.test { bogus }\n");
+	assert_int_equal(chmod(other, 0640), 0);
+	files[0] = mkfile(f, "main.conf", "include shadow\nallow b.test\n");
+	assert_int_equal(load_files(f, files, 1), PH_ERR_POLICY);
+	expect_counts(f, 2, 0);
+	expect_at(f, other, 0, 1, 1, "its text is not quoted");
+	expect_at(f, other, 0, 2, 16, "its text is not quoted");
+	assert_false(any_msg_has(f, "root"));
+	assert_false(any_msg_has(f, "bogus"));
+	/* A policy named on the command line is the user's own choice. */
+	files[0] = other;
+	assert_int_equal(load_files(f, files, 1), PH_ERR_POLICY);
+	expect_at(f, other, 0, 2, 16, "unknown option 'bogus'");
+}
+
+/*
+ * An include the real user cannot read is refused before it is opened;
+ * root reads it, and then quotes nothing of it (mode 000).
+ */
+static void
+test_include_unreadable(void **state)
+{
+	struct fixture *f = *state;
+	const char *files[1], *other;
+
+	other = mkfile(f, "locked.conf", SHADOW_LINE);
+	assert_int_equal(chmod(other, 0), 0);
+	files[0] = mkfile(f, "main.conf", "include locked.conf\n");
+	assert_int_equal(load_files(f, files, 1), PH_ERR_POLICY);
+	expect_counts(f, 1, 0);
+	if (getuid() != 0)
+		expect_at(f, files[0], 0, 1, 9, "not readable by uid");
+	else
+		expect_at(f, other, 0, 1, 1, "its text is not quoted");
+	assert_false(any_msg_has(f, "root:"));
+}
+
 static void
 test_err_load_missing_file(void **state)
 {
@@ -2035,6 +2122,9 @@ main(void)
 	    T(test_secret_defined_after_use),
 	    T(test_err_deny_options),
 	    T(test_upgrade_option),
+	    T(test_include_excerpt),
+	    T(test_include_withheld),
+	    T(test_include_unreadable),
 	    T(test_err_path_pattern_ambiguous),
 	    T(test_err_inject_framing_header),
 	    T(test_err_inject_duplicate_header),
