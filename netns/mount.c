@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,21 @@ mnt_plan_is_writable(const struct mnt_plan *p, const char *path)
 	return 0;
 }
 
+/* Says where (or why not) in WHERE, printf-style; returns RC. */
+static int walk_said(int rc, char *where, size_t wlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int
+walk_said(int rc, char *where, size_t wlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(where, wlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 /* Replaces the head of TODO (LEN bytes) with TARGET, keeping the rest. */
 static int
 splice_link(char *todo, size_t sz, size_t len, const char *target)
@@ -236,7 +252,12 @@ splice_link(char *todo, size_t sz, size_t len, const char *target)
 	return 0;
 }
 
-/* One step of the walk: component C (LEN bytes) of TODO, beneath CUR. */
+/*
+ * One step of the walk: the first component (LEN bytes) of TODO, in the
+ * resolved directory CUR.  Returns 2 to go on (CUR and TODO advanced, or
+ * a symlink's target spliced into TODO), else mnt_plan_path_reachable's
+ * answer.
+ */
 static int
 walk_step(const struct mnt_plan *p, char *cur, char *todo, size_t len,
     int *hops, char *where, size_t wlen)
@@ -247,27 +268,31 @@ walk_step(const struct mnt_plan *p, char *cur, char *todo, size_t len,
 
 	if (snprintf(entry, sizeof(entry), "%s/%.*s", cur, (int)len, todo) >=
 	    (int)sizeof(entry))
-		return ph_errf(where, wlen, "path too long"), -1;
+		return walk_said(-1, where, wlen, "path too long");
 	if (mnt_plan_is_writable(p, cur[0] ? cur : "/"))
-		return ph_errf(where, wlen, "%s", entry), 1;
+		return walk_said(1, where, wlen, "%s", entry);
+	/* A missing rest is nothing to take over; other failures: unknown. */
 	if (lstat(entry, &sb) != 0)
-		return 0; /* the rest does not exist: nothing to take over */
+		return errno == ENOENT || errno == ENOTDIR
+		    ? 0
+		    : walk_said(
+		          -1, where, wlen, "%s: %s", entry, strerror(errno));
 	if (!S_ISLNK(sb.st_mode)) {
 		memmove(todo, todo + len, strlen(todo + len) + 1);
 		snprintf(cur, PATH_MAX, "%s", entry);
 		return 2;
 	}
 	if (++*hops > 40)
-		return ph_errf(where, wlen, "%s: %s", entry, strerror(ELOOP)),
-		       -1;
+		return walk_said(
+		    -1, where, wlen, "%s: %s", entry, strerror(ELOOP));
 	if ((n = readlink(entry, target, sizeof(target) - 1)) < 0)
-		return ph_errf(where, wlen, "%s: %s", entry, strerror(errno)),
-		       -1;
+		return walk_said(
+		    -1, where, wlen, "%s: %s", entry, strerror(errno));
 	target[n] = '\0';
 	if (target[0] == '/')
 		cur[0] = '\0';
 	if (splice_link(todo, PATH_MAX, len, target) != 0)
-		return ph_errf(where, wlen, "path too long"), -1;
+		return walk_said(-1, where, wlen, "path too long");
 	return 2;
 }
 
@@ -280,10 +305,11 @@ mnt_plan_path_reachable(
 	size_t len;
 
 	if (path[0] != '/' && getcwd(dir, sizeof(dir)) == NULL)
-		return ph_errf(where, wlen, "getcwd: %s", strerror(errno)), -1;
+		return walk_said(
+		    -1, where, wlen, "getcwd: %s", strerror(errno));
 	if (snprintf(todo, sizeof(todo), "%s/%s", path[0] == '/' ? "" : dir,
 	        path) >= (int)sizeof(todo))
-		return ph_errf(where, wlen, "path too long"), -1;
+		return walk_said(-1, where, wlen, "path too long");
 	while (r == 2) {
 		memmove(todo, todo + strspn(todo, "/"),
 		    strlen(todo + strspn(todo, "/")) + 1);
@@ -292,6 +318,7 @@ mnt_plan_path_reachable(
 		len = strcspn(todo, "/");
 		if ((len == 1 && todo[0] == '.') ||
 		    (len == 2 && todo[0] == '.' && todo[1] == '.')) {
+			/* CUR is resolved: its parent is the real one. */
 			if (len == 2 && (slash = strrchr(cur, '/')) != NULL)
 				*slash = '\0';
 			memmove(todo, todo + len, strlen(todo + len) + 1);
@@ -300,7 +327,7 @@ mnt_plan_path_reachable(
 		r = walk_step(p, cur, todo, len, &hops, where, wlen);
 	}
 	if (r == 2 && mnt_plan_is_writable(p, cur[0] ? cur : "/"))
-		return ph_errf(where, wlen, "%s", cur[0] ? cur : "/"), 1;
+		return walk_said(1, where, wlen, "%s", cur[0] ? cur : "/");
 	return r == 2 ? 0 : r;
 }
 
