@@ -248,9 +248,8 @@ setup_interception(struct run *r)
 	int rc = -1;
 
 	policy_intercept_targets(r->policy, strlist_add, &t);
+	/* Read here, the CA files need no Landlock read access later. */
 	policy_upstream_cas(r->policy, strlist_add, &cas);
-	memcpy(r->readable, cas.v, sizeof(cas.v));
-	r->nreadable = cas.n;
 	if (t.full || cas.full) {
 		log_warnx(
 		    "run: more than %d intercepted targets", RUN_LIST_MAX);
@@ -289,6 +288,8 @@ setup_interception(struct run *r)
 out:
 	for (i = 0; i < t.n; i++)
 		free(t.v[i]);
+	for (i = 0; i < cas.n; i++)
+		free(cas.v[i]);
 	return rc;
 }
 
