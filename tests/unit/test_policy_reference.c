@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -82,6 +83,7 @@ struct ref_rule {
 	const char *methods[MAXMETHODS];
 	size_t nmethods;
 	int inject, placeholder, private_ok;
+	int upgrade_ws; /* "upgrade websocket" */
 };
 
 struct ref_policy {
@@ -98,6 +100,7 @@ struct ref_request {
 	uint16_t port;
 	const char *method; /* NULL: tunnel phase */
 	const char *path;
+	const char *upgrade; /* request phase: Upgrade list, or NULL */
 	int tls;
 };
 
@@ -168,6 +171,9 @@ static const char *const rule_paths[] = {
 static const char *const req_paths[] = {"/", "/a", "/a/", "/a/b", "/a/b/c",
     "/a/b/z/c", "/a/b/z/cd", "/ab", "/b", "/b/b", "/x/y", "/x/1/y", "/x/1/2/y",
     "/xy"};
+static const char *const req_upgrades[] = {"websocket", "WEBSOCKET",
+    "websocket/13", "h2c", "websocket, h2c", " websocket ,websocket", "",
+    "HTTP/2.0"};
 static const char *const rule_methods[] = {
     "GET", "POST", "PUT", "DELETE", "get"};
 static const char *const req_methods[] = {
@@ -309,6 +315,35 @@ ref_rule_fits(const struct ref_rule *r, const struct ref_request *q)
 	return ok;
 }
 
+/*
+ * Does allow rule R admit the upgrade the request asks for?  Rules with
+ * paths or methods admit only what "upgrade" names (here websocket, any
+ * case, with or without a version); the others everything.
+ */
+static int
+ref_upgrade_ok(const struct ref_rule *r, const struct ref_request *q)
+{
+	char list[64], *p, *save = NULL, *slash;
+	size_t n = 0;
+
+	if (q->upgrade == NULL || (r->npaths == 0 && r->nmethods == 0))
+		return 1;
+	snprintf(list, sizeof(list), "%s", q->upgrade);
+	for (p = strtok_r(list, ",", &save); p != NULL;
+	     p = strtok_r(NULL, ",", &save)) {
+		p += strspn(p, " ");
+		if ((slash = strchr(p, '/')) != NULL)
+			*slash = '\0';
+		p[strcspn(p, " ")] = '\0';
+		if (*p == '\0')
+			continue;
+		if (!r->upgrade_ws || strcasecmp(p, "websocket") != 0)
+			return 0;
+		n++;
+	}
+	return n > 0;
+}
+
 /* The semantics of policy.h, as a scan in file order. */
 static void
 ref_decide(const struct ref_policy *rp, const struct ref_request *q,
@@ -331,7 +366,7 @@ ref_decide(const struct ref_policy *rp, const struct ref_request *q,
 		    (tunnel || ref_rule_fits(r, q)))
 			deny = r;
 		else if (!r->deny && allow == NULL &&
-		    (tunnel || ref_rule_fits(r, q)))
+		    (tunnel || (ref_rule_fits(r, q) && ref_upgrade_ok(r, q))))
 			allow = r;
 	}
 	if (deny != NULL) {
@@ -575,6 +610,7 @@ gen_options(struct rng *g, struct ref_rule *r)
 	r->inject = chance(g, 20);
 	r->placeholder = chance(g, 5);
 	r->private_ok = chance(g, 10);
+	r->upgrade_ws = r->npaths + r->nmethods > 0 && chance(g, 40);
 }
 
 /* Writes the option block of R: on one line with ';', or one per line. */
@@ -603,6 +639,9 @@ emit_options(struct rng *g, struct ref_policy *rp, const struct ref_rule *r)
 		emit(rp, "placeholder PH_TOKEN s1%s", sep);
 	if (r->private_ok)
 		emit(rp, "private%s", sep);
+	if (r->upgrade_ws)
+		emit(rp, "upgrade %s%s",
+		    chance(g, 50) ? "websocket" : "WebSocket", sep);
 	emit(rp, "}");
 }
 
@@ -732,6 +771,8 @@ gen_request(struct rng *g, struct ref_request *q)
 	                        : (uint16_t)(1 + rnd(g, 65535));
 	q->method = req_methods[rnd(g, NELEM(req_methods))];
 	q->path = req_paths[rnd(g, NELEM(req_paths))];
+	q->upgrade =
+	    chance(g, 75) ? NULL : req_upgrades[rnd(g, NELEM(req_upgrades))];
 	q->tls = chance(g, 70);
 }
 
@@ -768,10 +809,10 @@ print_mismatch(const struct ref_policy *rp, const struct ref_request *q,
 {
 	fprintf(stderr,
 	    "--- policy %u:\n%s--- request: host '%s' port %u "
-	    "%s %s tls %d\n",
+	    "%s %s upgrade '%s' tls %d\n",
 	    seed, rp->text, q->text, q->port,
 	    q->method ? q->method : "(tunnel)", q->method ? q->path : "",
-	    q->tls);
+	    q->method && q->upgrade ? q->upgrade : "-", q->tls);
 	fprintf(stderr,
 	    "want %s line %u intercept %d private %d inject %d "
 	    "placeholder %d\n",
@@ -817,6 +858,7 @@ check_phase(const struct ref_policy *rp, const struct policy *p,
 	req.tls = q->tls;
 	req.method = q->method;
 	req.path = q->path;
+	req.upgrade = q->method != NULL ? q->upgrade : NULL;
 	policy_decide(p, &req, &d);
 	if (same(&want, &d))
 		return 0;
