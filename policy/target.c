@@ -393,8 +393,8 @@ double_encoded(const char *out, size_t seg, size_t o, int c)
 	    hexval((unsigned char)out[o - 1]) >= 0 && hexval(c) >= 0;
 }
 
-int
-target_path_normalise(const char *in, size_t len, char *out, size_t outsz)
+static int
+normalise(const char *in, size_t len, char *out, size_t outsz)
 {
 	struct utf8 u = {0, 0x80, 0xbf};
 	size_t i, o = 1, seg = 1;
@@ -432,6 +432,17 @@ target_path_normalise(const char *in, size_t len, char *out, size_t outsz)
 	o = path_pop_dots(out, seg, o);
 	out[o] = '\0';
 	return 0;
+}
+
+int
+target_path_normalise(const char *in, size_t len, char *out, size_t outsz)
+{
+	int r = normalise(in, len, out, outsz);
+
+	/* A caller that logs the refused path must find a string. */
+	if (r != 0 && outsz > 0)
+		out[0] = '\0';
+	return r;
 }
 
 int

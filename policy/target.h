@@ -64,6 +64,7 @@ int target_authority_parse(
  * are not shortest-form UTF-8 (%C0%AE, %E0%80%AE); PH_ERR_DOUBLE_ENCODED
  * for %25 followed by two hex digits (%252e); PH_ERR_TOO_LONG if OUT is
  * too small.  Parameters on other segments ("/a;v=1/b") are kept as text.
+ * On error OUT holds "" (when OUTSZ > 0).
  */
 int target_path_normalise(const char *in, size_t len, char *out, size_t outsz);
 
