@@ -352,6 +352,32 @@ out_of_reach(struct run *r, const char *what, const char *path)
 	return -1;
 }
 
+/*
+ * A helper named without a '/' is looked up in PATH as execvp does: an
+ * empty or relative PATH entry can put it in the work directory.  Checks
+ * the first executable found (none found: the helper fails later).
+ */
+static int
+helper_out_of_reach(struct run *r, const char *name)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char cand[PATH_MAX];
+	int n;
+
+	if (strchr(name, '/') != NULL)
+		return out_of_reach(r, "secret helper", name);
+	for (p = path ? path : "/usr/bin:/bin"; p != NULL;
+	     p = *end ? end + 1 : NULL) {
+		end = p + strcspn(p, ":");
+		n = snprintf(cand, sizeof(cand), "%.*s%s%s", (int)(end - p), p,
+		    end > p ? "/" : "", name);
+		if (n > 0 && (size_t)n < sizeof(cand) &&
+		    access(cand, X_OK) == 0)
+			return out_of_reach(r, "secret helper", cand);
+	}
+	return 0;
+}
+
 /* Every file the run trusts, checked with out_of_reach. */
 static int
 trusted_files(struct run *r)
@@ -371,10 +397,8 @@ trusted_files(struct run *r)
 		if (secret_source(sec) == SECRET_FILE)
 			bad |=
 			    out_of_reach(r, "secret file", secret_origin(sec));
-		else if (secret_source(sec) == SECRET_EXEC &&
-		    strchr(secret_origin(sec), '/') != NULL)
-			bad |= out_of_reach(
-			    r, "secret helper", secret_origin(sec));
+		else if (secret_source(sec) == SECRET_EXEC)
+			bad |= helper_out_of_reach(r, secret_origin(sec));
 	}
 	if (policy_ca(r->policy, &cert, &key)) {
 		bad |= out_of_reach(r, "CA certificate", cert);

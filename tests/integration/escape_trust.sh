@@ -99,6 +99,16 @@ cp -p "$O/helper.sh" "$W/helper.sh"
 trust_conf "$O/t3.conf" "$O/token" "$W/helper.sh" "$O/up.pem" "$O/ca.pem" "$O/ca.key"
 prun -p "$O/t3.conf" -- true
 refused "secret helper in the work directory" "secret helper .*work/helper\.sh"
+# A helper named without a '/', found through a PATH entry in the work
+# directory (an empty entry is the current directory, as for execvp).
+cp -p "$O/helper.sh" "$W/ph-helper"
+trust_conf "$O/t3b.conf" "$O/token" ph-helper "$O/up.pem" "$O/ca.pem" "$O/ca.key"
+PATH="$PATH:" prun -p "$O/t3b.conf" -- true
+refused "secret helper found through PATH in the work directory" \
+	"secret helper ph-helper: .*work/ph-helper lies in a directory"
+cp -p "$O/helper.sh" "$O/ph-helper"
+PATH="$O:$PATH:" prun -p "$O/t3b.conf" -- true
+equal "the same helper found outside first: runs" "$RC" 0
 cp -p "$O/ca.key" "$W/ca.key"
 trust_conf "$O/t4.conf" "$O/token" "$O/helper.sh" "$O/up.pem" "$O/ca.pem" "$W/ca.key"
 prun -p "$O/t4.conf" -- true
