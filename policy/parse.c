@@ -133,22 +133,60 @@ excerpt(const char *w, char *out, size_t sz)
 	out[o] = '\0';
 }
 
-/* Writes MSG into OUT with every copy of WORD as its excerpt. */
+/* The next place in MSG where WORD starts (K bytes of it at least). */
+static const char *
+find_word(const char *msg, const char *word, size_t k)
+{
+	for (; *msg != '\0'; msg++)
+		if (strncmp(msg, word, k) == 0)
+			return msg;
+	return NULL;
+}
+
+/*
+ * Writes MSG into OUT with every copy of WORD as its excerpt, a copy cut
+ * short (a message built in a fixed buffer) too: whatever follows its
+ * first EXCERPT_MAX + 1 bytes, as far as it matches WORD, goes.
+ */
 static void
 quote_word(const char *msg, const char *word, char *out, size_t sz)
 {
 	char ex[4 * EXCERPT_MAX + 8];
 	const char *hit;
-	size_t o = 0, n = strlen(word);
+	size_t o = 0, n = strlen(word), k = n, m;
 
+	if (k > EXCERPT_MAX + 1)
+		k = EXCERPT_MAX + 1;
 	excerpt(word, ex, sizeof(ex));
-	while (n > 0 && (hit = strstr(msg, word)) != NULL && o < sz) {
+	while (k > 0 && o < sz && (hit = find_word(msg, word, k)) != NULL) {
+		for (m = k; m < n && hit[m] == word[m]; m++)
+			;
 		o += snprintf(
 		    out + o, sz - o, "%.*s%s", (int)(hit - msg), msg, ex);
-		msg = hit + n;
+		msg = hit + m;
 	}
 	if (o < sz)
 		snprintf(out + o, sz - o, "%s", msg);
+}
+
+/* The whole message, however long the words in it. */
+static char *
+format_all(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
+static char *
+format_all(const char *fmt, va_list ap)
+{
+	va_list again;
+	char *msg;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(NULL, 0, fmt, again);
+	va_end(again);
+	msg = xmalloc(n > 0 ? (size_t)n + 1 : 1);
+	if (n <= 0 || vsnprintf(msg, (size_t)n + 1, fmt, ap) < 0)
+		msg[0] = '\0';
+	return msg;
 }
 
 /*
@@ -161,10 +199,9 @@ static void
 vdiag(struct parse_state *st, int warning, const struct token *t,
     const char *fmt, va_list ap)
 {
-	char msg[512], quoted[1024];
+	char msg[512], quoted[1024], *all;
 	size_t i, o = 0;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (st->withhold) {
 		policy_diag_add(st->p, warning, st->file, t->line, t->col,
 		    "%s here; its text is not quoted, since other users "
@@ -172,10 +209,12 @@ vdiag(struct parse_state *st, int warning, const struct token *t,
 		    warning ? "a warning" : "not valid policy");
 		return;
 	}
+	all = format_all(fmt, ap);
 	if (t->text != NULL)
-		quote_word(msg, t->text, quoted, sizeof(quoted));
+		quote_word(all, t->text, quoted, sizeof(quoted));
 	else
-		snprintf(quoted, sizeof(quoted), "%s", msg);
+		snprintf(quoted, sizeof(quoted), "%s", all);
+	free(all);
 	for (i = 0; quoted[i] != '\0' && o + 5 < sizeof(msg); i++) {
 		if ((unsigned char)quoted[i] >= ' ' &&
 		    (unsigned char)quoted[i] < 0x7f)

@@ -1044,6 +1044,27 @@ test_include_excerpt(void **state)
 	assert_false(any_msg_has(f, "nopqrstuvwxyz"));
 }
 
+/* A word longer than any message buffer is cut all the same. */
+static void
+test_excerpt_long_word(void **state)
+{
+	struct fixture *f = *state;
+	char text[3000], a41[42];
+
+	memset(text, 'A', 2000);
+	snprintf(text + 2000, sizeof(text) - 2000, "SECRET\nallow ");
+	memset(text + 2013, 'B', 900);
+	snprintf(text + 2913, sizeof(text) - 2913, "SECRET\n");
+	memset(a41, 'A', 41);
+	a41[41] = '\0';
+	assert_int_equal(load(f, text), PH_ERR_POLICY);
+	expect_counts(f, 2, 0);
+	assert_false(any_msg_has(f, "SECRET"));
+	assert_false(any_msg_has(f, a41));
+	assert_true(any_msg_has(f, "AAAA..."));
+	assert_true(any_msg_has(f, "BBBB..."));
+}
+
 /* An include other users cannot read: the place, never its text. */
 static void
 test_include_withheld(void **state)
@@ -2123,6 +2144,7 @@ main(void)
 	    T(test_err_deny_options),
 	    T(test_upgrade_option),
 	    T(test_include_excerpt),
+	    T(test_excerpt_long_word),
 	    T(test_include_withheld),
 	    T(test_include_unreadable),
 	    T(test_err_path_pattern_ambiguous),
