@@ -296,7 +296,7 @@ time_load(struct bench *bn)
 static double
 time_decide(const struct bench *bn, int request, int parse)
 {
-	struct policy_request req;
+	struct policy_request req = {0};
 	struct policy_decision d;
 	struct target_host h;
 	const struct bench_req *q;
@@ -325,7 +325,7 @@ time_decide(const struct bench *bn, int request, int parse)
 static double
 share_allowed(const struct bench *bn)
 {
-	struct policy_request req;
+	struct policy_request req = {0};
 	struct policy_decision d;
 	unsigned i, n = 0;
 

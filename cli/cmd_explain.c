@@ -20,6 +20,7 @@ struct explain_req {
 	uint16_t port;
 	int tls;
 	const char *method; /* NULL: tunnel decision */
+	const char *upgrade; /* --upgrade PROTO, or NULL */
 	char path[PATH_BUF];
 };
 
@@ -27,7 +28,7 @@ static void
 explain_usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: pinhole explain -p FILE [-p FILE]... TARGET "
+	    "usage: pinhole explain -p FILE [-p FILE]... [-u PROTO] TARGET "
 	    "[METHOD]\n\n"
 	    "Shows how the policy decides TARGET, which is a URL "
 	    "(http[s]://host[:port]/path)\n"
@@ -37,6 +38,9 @@ explain_usage(FILE *f)
 	    "the port is 80).\n\n"
 	    "  -p, --policy FILE  policy file (repeatable; combined in "
 	    "order)\n"
+	    "  -u, --upgrade PROTO  decide the request as one asking to "
+	    "switch to PROTO\n"
+	    "                     (Upgrade: PROTO, e.g. websocket)\n"
 	    "  -h, --help         this text\n\n"
 	    "Exit status: 0 allow, 1 deny, 2 usage or policy error.\n");
 }
@@ -131,12 +135,15 @@ print_decision(
 	                     : "no (private addresses refused)");
 	if (d->upstream_ca != NULL)
 		printf("upstream-ca: %s\n", d->upstream_ca);
+	for (i = 0; i < d->nupgrade; i++)
+		printf("upgrade: %s (nothing is checked after the switch)\n",
+		    d->upgrade[i]);
 }
 
 static int
 explain(const struct policy *p, struct explain_req *r)
 {
-	struct policy_request q = {&r->host, r->port, r->tls, NULL, NULL};
+	struct policy_request q = {&r->host, r->port, r->tls, NULL, NULL, NULL};
 	struct policy_decision tunnel, d;
 
 	/* The tunnel decision tells whether requests would be intercepted. */
@@ -144,6 +151,7 @@ explain(const struct policy *p, struct explain_req *r)
 	if (r->method != NULL) {
 		q.method = r->method;
 		q.path = r->path;
+		q.upgrade = r->upgrade;
 		policy_decide(p, &q, &d);
 	} else
 		d = tunnel;
@@ -157,6 +165,7 @@ cmd_explain(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"help", no_argument, NULL, 'h'},
 	    {"policy", required_argument, NULL, 'p'},
+	    {"upgrade", required_argument, NULL, 'u'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct cli_diag_count c = {0, 0, 0};
@@ -168,7 +177,7 @@ cmd_explain(int argc, char **argv)
 
 	if (pfiles == NULL || r == NULL)
 		fatal("calloc");
-	while ((ch = getopt_long(argc, argv, "hp:", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "hp:u:", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
 			explain_usage(stdout);
@@ -176,6 +185,9 @@ cmd_explain(int argc, char **argv)
 			goto out;
 		case 'p':
 			pfiles[np++] = optarg;
+			break;
+		case 'u':
+			r->upgrade = optarg;
 			break;
 		default:
 			explain_usage(stderr);

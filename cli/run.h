@@ -61,7 +61,8 @@ struct run {
 	struct ca *ca; /* the run CA, when a rule intercepts */
 	struct tls *tls;
 	struct inject_standins *standins;
-	char *readable[RUN_LIST_MAX]; /* upstream-ca files, for Landlock */
+	char
+	    *readable[RUN_LIST_MAX]; /* files the proxy reads late (Landlock) */
 	size_t nreadable;
 	int sfd, status;
 	char run_id[17];

@@ -32,6 +32,13 @@
 
 /* --- policy, secrets, log ------------------------------------------------- */
 
+static int trusted_files(struct run *);
+
+/*
+ * The policy, then the check that every file it trusts is out of the
+ * sandbox's reach, then its secrets: no file or helper a sandbox could
+ * have planted is read or run.
+ */
 static int
 load_policy(struct run *r)
 {
@@ -39,7 +46,8 @@ load_policy(struct run *r)
 	struct secret_store *ss;
 
 	if (policy_load_extra(r->policies, r->npolicies, "--allow", r->allow,
-	        cli_print_diag, &count, &r->policy) != 0)
+	        cli_print_diag, &count, &r->policy) != 0 ||
+	    trusted_files(r) != 0)
 		return -1;
 	ss = policy_secrets(r->policy);
 	if (secret_store_count(ss) > 0 &&
@@ -242,9 +250,8 @@ setup_interception(struct run *r)
 	int rc = -1;
 
 	policy_intercept_targets(r->policy, strlist_add, &t);
+	/* Read here, the CA files need no Landlock read access later. */
 	policy_upstream_cas(r->policy, strlist_add, &cas);
-	memcpy(r->readable, cas.v, sizeof(cas.v));
-	r->nreadable = cas.n;
 	if (t.full || cas.full) {
 		log_warnx(
 		    "run: more than %d intercepted targets", RUN_LIST_MAX);
@@ -268,6 +275,12 @@ setup_interception(struct run *r)
 		log_warnx("run: interception: %s", err);
 		goto out;
 	}
+	/* Trust anchors are read now, before the sandbox exists. */
+	for (i = 0; i < cas.n; i++)
+		if (tls_add_trust(r->tls, cas.v[i], err, sizeof(err)) != 0) {
+			log_warnx("run: upstream-ca %s: %s", cas.v[i], err);
+			goto out;
+		}
 	/* The CA key is a secret too: no core dump, no tracing. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (!ca_constrained(r->ca))
@@ -277,6 +290,8 @@ setup_interception(struct run *r)
 out:
 	for (i = 0; i < t.n; i++)
 		free(t.v[i]);
+	for (i = 0; i < cas.n; i++)
+		free(cas.v[i]);
 	return rc;
 }
 
@@ -320,9 +335,96 @@ log_writable(const struct run *r)
 }
 
 /*
- * The policy files must not lie where the sandbox can write (it would
- * widen its own next run); they are hidden, as are the secret files and
- * the audit log.
+ * A file pinhole trusts (policy, include, secret, CA, trust anchor, secret
+ * helper) must be out of the sandbox's reach, or the sandbox could replace
+ * it, or retarget a symlink or directory on its way, and so widen its own
+ * next run, or the proxy's trust.  Returns 0, or -1 having said why.
+ */
+static int
+out_of_reach(struct run *r, const char *what, const char *path)
+{
+	char where[PATH_MAX + 64];
+	int rc;
+
+	if ((rc = mnt_plan_path_reachable(
+	         r->plan, path, where, sizeof(where))) == 0)
+		return 0;
+	if (rc < 0)
+		log_warnx("run: %s %s: cannot check where it lies: %s", what,
+		    path, where);
+	else
+		log_warnx("run: %s %s: %s lies in a directory the sandbox may "
+		          "write to, so the sandbox could replace or retarget "
+		          "it; move it out of the start directory and the "
+		          "writable binds",
+		    what, path, where);
+	return -1;
+}
+
+/*
+ * A helper named without a '/' is looked up in PATH as execvp does: an
+ * empty or relative PATH entry can put it in the work directory.  Checks
+ * the first executable found (none found: the helper fails later).
+ */
+static int
+helper_out_of_reach(struct run *r, const char *name)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char cand[PATH_MAX];
+	int n;
+
+	if (strchr(name, '/') != NULL)
+		return out_of_reach(r, "secret helper", name);
+	for (p = path ? path : "/usr/bin:/bin"; p != NULL;
+	     p = *end ? end + 1 : NULL) {
+		end = p + strcspn(p, ":");
+		n = snprintf(cand, sizeof(cand), "%.*s%s%s", (int)(end - p), p,
+		    end > p ? "/" : "", name);
+		if (n > 0 && (size_t)n < sizeof(cand) &&
+		    access(cand, X_OK) == 0)
+			return out_of_reach(r, "secret helper", cand);
+	}
+	return 0;
+}
+
+/* Every file the run trusts, checked with out_of_reach. */
+static int
+trusted_files(struct run *r)
+{
+	struct secret_store *ss = policy_secrets(r->policy);
+	struct strlist cas = {{NULL}, 0, 0};
+	const struct secret *sec;
+	const char *f, *cert, *key;
+	size_t i;
+	int bad = 0;
+
+	for (i = 0; (f = policy_file_at(r->policy, i)) != NULL; i++)
+		if (strcmp(f, "--allow") != 0)
+			bad |= out_of_reach(r, "policy file", f);
+	for (i = 0; i < secret_store_count(ss); i++) {
+		sec = secret_store_get(ss, i);
+		if (secret_source(sec) == SECRET_FILE)
+			bad |=
+			    out_of_reach(r, "secret file", secret_origin(sec));
+		else if (secret_source(sec) == SECRET_EXEC)
+			bad |= helper_out_of_reach(r, secret_origin(sec));
+	}
+	if (policy_ca(r->policy, &cert, &key)) {
+		bad |= out_of_reach(r, "CA certificate", cert);
+		bad |= out_of_reach(r, "CA key", key);
+	}
+	policy_upstream_cas(r->policy, strlist_add, &cas);
+	for (i = 0; i < cas.n; i++) {
+		bad |= out_of_reach(r, "upstream-ca", cas.v[i]);
+		free(cas.v[i]);
+	}
+	return bad;
+}
+
+/*
+ * The files pinhole trusts, out of the sandbox's reach (trusted_files,
+ * checked by load_policy), are hidden, as are the secret files and the
+ * audit log.
  */
 static int
 plan_hides(struct run *r)
@@ -330,24 +432,14 @@ plan_hides(struct run *r)
 	struct secret_store *ss = policy_secrets(r->policy);
 	struct passwd *pw = getpwuid(getuid());
 	const char *f, *cert, *key, *home = getenv("HOME");
-	char *real, err[PATH_MAX + 64];
+	char err[PATH_MAX + 64];
 	size_t i;
 	int bad = 0;
 
-	for (i = 0; (f = policy_file_at(r->policy, i)) != NULL; i++) {
-		if ((real = realpath(f, NULL)) == NULL)
-			continue; /* "--allow" */
-		if (mnt_plan_is_writable(r->plan, real)) {
-			log_warnx("run: policy file %s lies in a directory the "
-			          "sandbox may write to; move it out (or run "
-			          "from another directory)",
-			    f);
+	/* Out of the sandbox's reach already (trusted_files). */
+	for (i = 0; (f = policy_file_at(r->policy, i)) != NULL; i++)
+		if (hide_file(r, f) != 0) /* "--allow" resolves to nothing */
 			bad = -1;
-		}
-		if (hide_file(r, real) != 0)
-			bad = -1;
-		free(real);
-	}
 	for (i = 0; i < secret_store_count(ss); i++)
 		if (secret_source(secret_store_get(ss, i)) == SECRET_FILE &&
 		    hide_file(r, secret_origin(secret_store_get(ss, i))) != 0)

@@ -38,6 +38,12 @@ ph_err(int n)
 		return "NUL or control character";
 	case PH_ERR_PORT:
 		return "bad or missing port";
+	case PH_ERR_DOT_PARAM:
+		return "';' parameters on a '.', '..' or empty path segment";
+	case PH_ERR_BAD_UTF8:
+		return "overlong or invalid UTF-8 in path";
+	case PH_ERR_DOUBLE_ENCODED:
+		return "double percent-encoding in path";
 	default:
 		return "unknown error";
 	}

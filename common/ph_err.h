@@ -23,6 +23,9 @@
 #define PH_ERR_ENCODED_SLASH -12 /* %2F or %5C in a path */
 #define PH_ERR_NUL -13 /* NUL or control character */
 #define PH_ERR_PORT -14 /* port missing or out of range */
+#define PH_ERR_DOT_PARAM -15 /* "..;": ';' on a '.', '..' or empty segment */
+#define PH_ERR_BAD_UTF8 -16 /* overlong or invalid UTF-8 (%C0%AE) */
+#define PH_ERR_DOUBLE_ENCODED -17 /* %25 then two hex digits (%252e) */
 
 /* Returns a static description of a PH_ERR_* code. */
 const char *ph_err(int);

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,6 +348,113 @@ mnt_plan_is_writable(const struct mnt_plan *p, const char *path)
 		if (p->ops[i].kind == MNT_BIND && beneath(path, p->ops[i].src))
 			return 1;
 	return 0;
+}
+
+/* Says where (or why not) in WHERE, printf-style; returns RC. */
+static int walk_said(int rc, char *where, size_t wlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int
+walk_said(int rc, char *where, size_t wlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(where, wlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Replaces the head of TODO (LEN bytes) with TARGET, keeping the rest. */
+static int
+splice_link(char *todo, size_t sz, size_t len, const char *target)
+{
+	char rest[PATH_MAX];
+
+	if (snprintf(rest, sizeof(rest), "%s", todo + len) >=
+	        (int)sizeof(rest) ||
+	    snprintf(todo, sz, "%s/%s", target, rest) >= (int)sz)
+		return -1;
+	return 0;
+}
+
+/*
+ * One step of the walk: the first component (LEN bytes) of TODO, in the
+ * resolved directory CUR.  Returns 2 to go on (CUR and TODO advanced, or
+ * a symlink's target spliced into TODO), else mnt_plan_path_reachable's
+ * answer.
+ */
+static int
+walk_step(const struct mnt_plan *p, char *cur, char *todo, size_t len,
+    int *hops, char *where, size_t wlen)
+{
+	char entry[PATH_MAX], target[PATH_MAX];
+	struct stat sb;
+	ssize_t n;
+
+	if (snprintf(entry, sizeof(entry), "%s/%.*s", cur, (int)len, todo) >=
+	    (int)sizeof(entry))
+		return walk_said(-1, where, wlen, "path too long");
+	if (mnt_plan_is_writable(p, cur[0] ? cur : "/"))
+		return walk_said(1, where, wlen, "%s", entry);
+	/* A missing rest is nothing to take over; other failures: unknown. */
+	if (lstat(entry, &sb) != 0)
+		return errno == ENOENT || errno == ENOTDIR
+		    ? 0
+		    : walk_said(
+		          -1, where, wlen, "%s: %s", entry, strerror(errno));
+	if (!S_ISLNK(sb.st_mode)) {
+		memmove(todo, todo + len, strlen(todo + len) + 1);
+		snprintf(cur, PATH_MAX, "%s", entry);
+		return 2;
+	}
+	if (++*hops > 40)
+		return walk_said(
+		    -1, where, wlen, "%s: %s", entry, strerror(ELOOP));
+	if ((n = readlink(entry, target, sizeof(target) - 1)) < 0)
+		return walk_said(
+		    -1, where, wlen, "%s: %s", entry, strerror(errno));
+	target[n] = '\0';
+	if (target[0] == '/')
+		cur[0] = '\0';
+	if (splice_link(todo, PATH_MAX, len, target) != 0)
+		return walk_said(-1, where, wlen, "path too long");
+	return 2;
+}
+
+int
+mnt_plan_path_reachable(
+    const struct mnt_plan *p, const char *path, char *where, size_t wlen)
+{
+	char cur[PATH_MAX] = "", todo[PATH_MAX], dir[PATH_MAX], *slash;
+	int hops = 0, r = 2;
+	size_t len;
+
+	if (path[0] != '/' && getcwd(dir, sizeof(dir)) == NULL)
+		return walk_said(
+		    -1, where, wlen, "getcwd: %s", strerror(errno));
+	if (snprintf(todo, sizeof(todo), "%s/%s", path[0] == '/' ? "" : dir,
+	        path) >= (int)sizeof(todo))
+		return walk_said(-1, where, wlen, "path too long");
+	while (r == 2) {
+		memmove(todo, todo + strspn(todo, "/"),
+		    strlen(todo + strspn(todo, "/")) + 1);
+		if (todo[0] == '\0')
+			break;
+		len = strcspn(todo, "/");
+		if ((len == 1 && todo[0] == '.') ||
+		    (len == 2 && todo[0] == '.' && todo[1] == '.')) {
+			/* CUR is resolved: its parent is the real one. */
+			if (len == 2 && (slash = strrchr(cur, '/')) != NULL)
+				*slash = '\0';
+			memmove(todo, todo + len, strlen(todo + len) + 1);
+			continue;
+		}
+		r = walk_step(p, cur, todo, len, &hops, where, wlen);
+	}
+	if (r == 2 && mnt_plan_is_writable(p, cur[0] ? cur : "/"))
+		return walk_said(1, where, wlen, "%s", cur[0] ? cur : "/");
+	return r == 2 ? 0 : r;
 }
 
 int

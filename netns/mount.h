@@ -90,6 +90,20 @@ int mnt_plan_check_home(
 int mnt_plan_is_writable(const struct mnt_plan *, const char *path);
 
 /*
+ * Could the sandbox change what host path PATH (relative: to the current
+ * directory) names?  PATH is walked as the kernel resolves it, symlinks
+ * included: when an entry on the way -- a component as given, a symlink,
+ * an entry its target names, the file itself -- lies in a directory the
+ * sandbox can write (mnt_plan_is_writable: the start directory and the
+ * writable binds; its /tmp and /dev/shm are its own tmpfs), it could be
+ * replaced, renamed or retargeted.  Returns 1 and that entry in WHERE,
+ * 0 when none does (a missing entry ends the walk), or -1 when the walk
+ * fails (a symlink loop, a path too long), the reason in WHERE.
+ */
+int mnt_plan_path_reachable(
+    const struct mnt_plan *, const char *path, char *where, size_t wlen);
+
+/*
  * Makes sure each writable bind that holds a Git repository has a
  * .git/hooks directory to cover (creating it, as git init would).
  * Outside, before the sandbox starts.  Returns 0 or -1 with ERR.

@@ -26,6 +26,7 @@
 #include "policy.h"
 
 #define INCLUDE_DEPTH 16
+#define EXCERPT_MAX 40 /* bytes of a file's word quoted in a diagnostic */
 #define FILE_MAX (64 * 1024 * 1024)
 #define DURATION_MAX_MS (24U * 3600 * 1000)
 
@@ -62,6 +63,7 @@ struct parse_state {
 	struct file_id *seen;
 	size_t nseen;
 	const char *file; /* current file, interned */
+	int withhold; /* current file: quote none of its text */
 	struct lexer lx;
 };
 
@@ -93,6 +95,7 @@ const char *const parse_options[] = {
     "paths",
     "placeholder",
     "private",
+    "upgrade",
     "upstream-ca",
 };
 const size_t parse_noptions = sizeof(parse_options) / sizeof(parse_options[0]);
@@ -108,13 +111,119 @@ static void warn(struct parse_state *st, const struct token *t, const char *fmt,
 static void vdiag(struct parse_state *, int, const struct token *, const char *,
     va_list) __attribute__((format(printf, 4, 0)));
 
+/*
+ * An excerpt of word W fit to quote: at most EXCERPT_MAX bytes, each byte
+ * outside printable ASCII as \xNN, "..." when cut.
+ */
+static void
+excerpt(const char *w, char *out, size_t sz)
+{
+	size_t i, o = 0;
+	unsigned char c;
+
+	for (i = 0; w[i] != '\0' && i < EXCERPT_MAX && o + 5 < sz; i++) {
+		c = (unsigned char)w[i];
+		if (c >= ' ' && c < 0x7f)
+			out[o++] = c;
+		else
+			o += snprintf(out + o, sz - o, "\\x%02x", c);
+	}
+	if (w[i] != '\0' && o + 4 <= sz)
+		o += snprintf(out + o, sz - o, "...");
+	out[o] = '\0';
+}
+
+/* The next place in MSG where WORD starts (K bytes of it at least). */
+static const char *
+find_word(const char *msg, const char *word, size_t k)
+{
+	for (; *msg != '\0'; msg++)
+		if (strncmp(msg, word, k) == 0)
+			return msg;
+	return NULL;
+}
+
+/*
+ * Writes MSG into OUT with every copy of WORD as its excerpt, a copy cut
+ * short (a message built in a fixed buffer) too: whatever follows its
+ * first EXCERPT_MAX + 1 bytes, as far as it matches WORD, goes.
+ */
+static void
+quote_word(const char *msg, const char *word, char *out, size_t sz)
+{
+	char ex[4 * EXCERPT_MAX + 8];
+	const char *hit;
+	size_t o = 0, n = strlen(word), k = n, m;
+
+	if (k > EXCERPT_MAX + 1)
+		k = EXCERPT_MAX + 1;
+	excerpt(word, ex, sizeof(ex));
+	while (k > 0 && o < sz && (hit = find_word(msg, word, k)) != NULL) {
+		for (m = k; m < n && hit[m] == word[m]; m++)
+			;
+		o += snprintf(
+		    out + o, sz - o, "%.*s%s", (int)(hit - msg), msg, ex);
+		msg = hit + m;
+	}
+	if (o < sz)
+		snprintf(out + o, sz - o, "%s", msg);
+}
+
+/* The whole message, however long the words in it. */
+static char *
+format_all(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
+static char *
+format_all(const char *fmt, va_list ap)
+{
+	va_list again;
+	char *msg;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(NULL, 0, fmt, again);
+	va_end(again);
+	msg = xmalloc(n > 0 ? (size_t)n + 1 : 1);
+	if (n <= 0 || vsnprintf(msg, (size_t)n + 1, fmt, ap) < 0)
+		msg[0] = '\0';
+	return msg;
+}
+
+/*
+ * Every diagnostic quotes at most an excerpt of the word it is about, and
+ * no byte that is not printable ASCII: an include of a file that is no
+ * policy (include /etc/shadow) must not print it.  From an included file
+ * other users cannot read, nothing of its text is quoted at all.
+ */
 static void
 vdiag(struct parse_state *st, int warning, const struct token *t,
     const char *fmt, va_list ap)
 {
-	char msg[512];
+	char msg[512], quoted[1024], *all;
+	size_t i, o = 0;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (st->withhold) {
+		policy_diag_add(st->p, warning, st->file, t->line, t->col,
+		    "%s here; its text is not quoted, since other users "
+		    "cannot read this file (pinhole check FILE shows it)",
+		    warning ? "a warning" : "not valid policy");
+		return;
+	}
+	all = format_all(fmt, ap);
+	if (t->text != NULL)
+		quote_word(all, t->text, quoted, sizeof(quoted));
+	else
+		snprintf(quoted, sizeof(quoted), "%s", all);
+	free(all);
+	for (i = 0; quoted[i] != '\0' && o + 5 < sizeof(msg); i++) {
+		if ((unsigned char)quoted[i] >= ' ' &&
+		    (unsigned char)quoted[i] < 0x7f)
+			msg[o++] = quoted[i];
+		else
+			o += snprintf(msg + o, sizeof(msg) - o, "\\x%02x",
+			    (unsigned char)quoted[i]);
+	}
+	msg[o] = '\0';
 	policy_diag_add(st->p, warning, st->file, t->line, t->col, "%s", msg);
 }
 
@@ -925,22 +1034,27 @@ push_str(char ***list, size_t *n, const char *s)
  * after it, so a pattern with "//", "." or ".." segments never matches.
  * Blanks and non-ASCII bytes (a request's %20 or %C3%A9 decodes to them)
  * are stood in for by 'x', which normalises alike.  Writes the normal form
- * to NORM.
+ * to NORM.  Returns 1 or 0, or the PH_ERR_* code of a pattern no request
+ * can have ("..;", overlong UTF-8: refused in requests, so in rules too).
  */
 static int
 pattern_normal(const char *pat, char *norm, size_t sz)
 {
 	char copy[4096];
 	size_t i, len = strlen(pat);
+	int r;
 
 	if (len >= sizeof(copy))
-		return -1;
+		return PH_ERR_TOO_LONG;
+	/* A request's bytes decode to shortest-form UTF-8 or are refused. */
+	if (!target_utf8_valid(pat, len))
+		return PH_ERR_BAD_UTF8;
 	for (i = 0; i <= len; i++)
 		copy[i] = pat[i] == ' ' || (unsigned char)pat[i] >= 0x80
 		    ? 'x'
 		    : pat[i];
-	if (target_path_normalise(copy, len, norm, sz) != 0)
-		return -1;
+	if ((r = target_path_normalise(copy, len, norm, sz)) != 0)
+		return r;
 	return strcmp(norm, copy) == 0;
 }
 
@@ -987,7 +1101,8 @@ o_paths(struct parse_state *st, struct policy_rule *r, struct stmt *s)
 			continue;
 		}
 		if ((same = pattern_normal(w, norm, sizeof(norm))) < 0)
-			err(st, &s->w[i], "bad path pattern '%s'", w);
+			err(st, &s->w[i], "bad path pattern '%s': %s", w,
+			    target_strerror(same));
 		else if (!same && stood_in(w) == 0)
 			warn(st, &s->w[i],
 			    "path pattern '%s' can never match: "
@@ -1051,6 +1166,35 @@ o_private(struct parse_state *st, struct policy_rule *r, struct stmt *s)
 	if (deny_refuses(st, r, s) || nargs(st, s, 0, 0, "private") != 0)
 		return;
 	r->private_ok = 1;
+}
+
+/*
+ * "upgrade PROTO...": the protocols (Upgrade field names, e.g. websocket)
+ * a rule with paths or methods lets the request switch to.  Nothing is
+ * policed after the switch, so it is never implied.
+ */
+static void
+o_upgrade(struct parse_state *st, struct policy_rule *r, struct stmt *s)
+{
+	const char *w;
+	size_t i;
+
+	if (deny_refuses(st, r, s) ||
+	    nargs(st, s, 1, SIZE_MAX, "upgrade PROTOCOL [PROTOCOL...]") != 0)
+		return;
+	if (r->nupgrade == 0)
+		r->upgrade_col = s->w[0].col;
+	for (i = 1; i < s->n; i++) {
+		w = s->w[i].text;
+		if (!valid_token(w) || strlen(w) > 64) {
+			err(st, &s->w[i],
+			    "bad upgrade protocol '%s': a name such as "
+			    "websocket, without a version",
+			    w);
+			continue;
+		}
+		push_str(&r->upgrade, &r->nupgrade, w);
+	}
 }
 
 static void
@@ -1195,6 +1339,7 @@ static option_fn *const option_fns[] = {
     o_paths,
     o_placeholder,
     o_private,
+    o_upgrade,
     o_upstream_ca,
 };
 
@@ -1468,13 +1613,15 @@ nul_error(struct parse_state *st, const char *text, const char *nul)
 }
 
 static void
-parse_text(
-    struct parse_state *st, const char *name, const char *text, size_t len)
+parse_text(struct parse_state *st, const char *name, const char *text,
+    size_t len, int withhold)
 {
 	const char *saved_file = st->file, *nul;
 	struct lexer saved_lx = st->lx;
+	int saved_withhold = st->withhold;
 
 	st->file = policy_intern_file(st->p, name);
+	st->withhold = withhold;
 	st->lx.buf = text;
 	st->lx.len = len;
 	st->lx.pos = 0;
@@ -1485,6 +1632,7 @@ parse_text(
 	else
 		parse_statements(st);
 	st->file = saved_file;
+	st->withhold = saved_withhold;
 	st->lx = saved_lx;
 }
 
@@ -1492,7 +1640,7 @@ void
 parse_buffer(
     struct parse_state *st, const char *name, const char *text, size_t len)
 {
-	parse_text(st, name, text, len);
+	parse_text(st, name, text, len, 0);
 }
 
 /* Reads all of FD (a regular file of SIZE bytes) into a new buffer. */
@@ -1525,16 +1673,20 @@ file_error(struct parse_state *st, const struct token *from, const char *path,
     const char *fmt, ...)
 {
 	char msg[512];
+	int withhold = st->withhold;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Which file cannot be included is said even from a withheld one. */
+	st->withhold = 0;
 	if (from != NULL)
 		err(st, from, "include %s: %s", path, msg);
 	else
 		policy_diag_add(
 		    st->p, 0, policy_intern_file(st->p, path), 0, 0, "%s", msg);
+	st->withhold = withhold;
 }
 
 /* Refuses cycles and repeats; returns 0 when PATH may be parsed. */
@@ -1585,6 +1737,16 @@ parse_at(struct parse_state *st, const char *path, const struct token *from)
 	size_t len;
 	int fd;
 
+	/*
+	 * An include is read only when the real user may read it: pinhole
+	 * running with more privilege than its caller (setuid, file
+	 * capabilities) must not read a file for it.
+	 */
+	if (from != NULL && faccessat(AT_FDCWD, path, R_OK, 0) != 0) {
+		file_error(st, from, path, "not readable by uid %u: %s",
+		    (unsigned)getuid(), strerror(errno));
+		return;
+	}
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
 		file_error(st, from, path, "cannot open: %s", strerror(errno));
 		return;
@@ -1610,7 +1772,9 @@ parse_at(struct parse_state *st, const char *path, const struct token *from)
 	id->name = policy_intern_file(st->p, path);
 	st->seen = xreallocarray(st->seen, st->nseen + 1, sizeof(*st->seen));
 	st->seen[st->nseen++] = *id;
-	parse_text(st, path, text, len);
+	/* Others cannot read it: it may hold secrets, so none is quoted. */
+	parse_text(
+	    st, path, text, len, from != NULL && (sb.st_mode & S_IROTH) == 0);
 	st->depth--;
 out:
 	free(text);

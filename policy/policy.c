@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include <arpa/inet.h>
@@ -108,6 +109,9 @@ rule_free(struct policy_rule *r)
 		free((char *)(uintptr_t)r->placeholder[i].env);
 		free((char *)(uintptr_t)r->placeholder[i].secret_name);
 	}
+	for (i = 0; i < r->nupgrade; i++)
+		free(r->upgrade[i]);
+	free(r->upgrade);
 	free(r->paths);
 	free(r->methods);
 	free(r->inject);
@@ -511,6 +515,39 @@ paths_match(const struct policy_rule *r, const char *path)
 	return 0;
 }
 
+/*
+ * Does rule R admit the upgrade UP (a comma-separated protocol list, or
+ * NULL)?  Rules without paths or methods admit any, as they admit any
+ * request; others only protocols they name, compared without case and
+ * without a "/version".
+ */
+static int
+upgrade_match(const struct policy_rule *r, const char *up)
+{
+	size_t i, n;
+	int found;
+
+	if (up == NULL || !rule_constrained(r))
+		return 1;
+	if (up[strspn(up, " \t,")] == '\0')
+		return 0; /* an empty Upgrade names nothing the rule names */
+	for (;;) {
+		up += strspn(up, " \t,");
+		if (*up == '\0')
+			return 1;
+		n = strcspn(up, " \t,/");
+		for (i = 0, found = 0; i < r->nupgrade && !found; i++)
+			found = strlen(r->upgrade[i]) == n &&
+			    strncasecmp(r->upgrade[i], up, n) == 0;
+		up += n;
+		up += strspn(up, " \t");
+		/* "name", "name/version"; anything else is not understood. */
+		if (!found || n == 0 || (*up != '/' && *up != ',' && *up))
+			return 0;
+		up += strcspn(up, ",");
+	}
+}
+
 static void
 cidr_key(
     uint8_t *key, size_t *len, int family, const uint8_t *addr, unsigned plen)
@@ -622,7 +659,8 @@ consider_allow(struct cand *c, uint32_t tid)
 	if (r->index < c->near_target)
 		c->near_target = r->index;
 	if (q->method == NULL ||
-	    (method_match(r, q->method) && paths_match(r, q->path))) {
+	    (method_match(r, q->method) && paths_match(r, q->path) &&
+	        upgrade_match(r, q->upgrade))) {
 		c->allow = r->index;
 		c->allow_tid = tid;
 	}
@@ -660,9 +698,15 @@ explain_miss(
 		if (!method_match(r, q->method))
 			reasonf(d, "method %s is not allowed by rule %s:%u",
 			    q->method, r->file, r->line);
-		else
+		else if (!paths_match(r, q->path))
 			reasonf(d, "path %s is not allowed by rule %s:%u",
 			    q->path, r->file, r->line);
+		else
+			reasonf(d,
+			    "upgrade to '%.64s' is not allowed by rule %s:%u "
+			    "(after a switch of protocols nothing is checked; "
+			    "the rule must name it: upgrade PROTO)",
+			    q->upgrade, r->file, r->line);
 	} else if (c->near_host != NONE) {
 		r = &p->rules[c->near_host];
 		reasonf(d, "port %u is not allowed for %s (rule %s:%u)",
@@ -701,6 +745,8 @@ decide_allow(const struct policy_rule *r, const struct cand *c,
 	/* Stand-ins are swapped only inside TLS, never in plain HTTP. */
 	d->placeholder = plain ? NULL : r->placeholder;
 	d->nplaceholder = plain ? 0 : r->nplaceholder;
+	d->upgrade = r->upgrade;
+	d->nupgrade = r->nupgrade;
 }
 
 enum policy_verdict
@@ -1059,6 +1105,10 @@ check_rule(struct policy *p, struct policy_rule *r)
 		policy_diag_add(p, 1, r->file, r->line, r->upstream_ca_col,
 		    "upstream-ca has no effect: this rule does not intercept "
 		    "(add paths, methods, inject or placeholder)");
+	if (r->nupgrade > 0 && !rule_constrained(r))
+		policy_diag_add(p, 1, r->file, r->line, r->upgrade_col,
+		    "upgrade has no effect: a rule without paths or methods "
+		    "admits every upgrade");
 	check_wide_blocks(p, r);
 	check_shadowed(p, r);
 }

@@ -60,6 +60,14 @@ struct policy_request {
 	int tls; /* request phase: 1 inside TLS, 0 plain HTTP */
 	const char *method; /* NULL: tunnel phase */
 	const char *path; /* request phase: target_path_normalise'd */
+	/*
+	 * Request phase: the protocols of the Upgrade field(s), a comma-
+	 * separated list ("websocket"), when the request asks to switch
+	 * protocols (Connection: upgrade); NULL otherwise.  After a 101 the
+	 * proxy relays raw bytes and polices nothing more: a rule with paths
+	 * or methods admits an upgrade only to protocols it names.
+	 */
+	const char *upgrade;
 };
 
 struct policy_decision {
@@ -75,6 +83,8 @@ struct policy_decision {
 	size_t ninject;
 	const struct policy_placeholder *placeholder;
 	size_t nplaceholder;
+	char *const *upgrade; /* the rule's "upgrade" protocols */
+	size_t nupgrade;
 };
 
 struct policy_diag {
@@ -218,6 +228,9 @@ struct policy_rule {
 	size_t ninject;
 	struct policy_placeholder *placeholder;
 	size_t nplaceholder;
+	char **upgrade; /* "upgrade PROTO...": protocol names */
+	size_t nupgrade;
+	unsigned upgrade_col;
 	struct policy_loc *inject_loc; /* where each secret was named */
 	struct policy_loc *placeholder_loc;
 };

@@ -291,6 +291,73 @@ path_byte(const char *in, size_t len, size_t *i, int *out)
 }
 
 /*
+ * UTF-8 as RFC 3629 has it: the shortest form only, no surrogates, nothing
+ * above U+10FFFF.  An overlong '.' or '/' (%C0%AE, %C0%AF, %E0%80%AE) is
+ * read as the ASCII byte by some servers (old Java, IIS): refused.
+ */
+struct utf8 {
+	unsigned need; /* continuation bytes still to come */
+	int lo, hi; /* the range of the next one */
+};
+
+static int
+utf8_byte(struct utf8 *u, int c)
+{
+	if (u->need > 0) {
+		if (c < u->lo || c > u->hi)
+			return PH_ERR_BAD_UTF8;
+		u->need--;
+		u->lo = 0x80;
+		u->hi = 0xbf;
+		return 0;
+	}
+	if (c < 0x80)
+		return 0;
+	u->lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+	u->hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+	if (c >= 0xc2 && c <= 0xdf)
+		u->need = 1;
+	else if (c >= 0xe0 && c <= 0xef)
+		u->need = 2;
+	else if (c >= 0xf0 && c <= 0xf4)
+		u->need = 3;
+	else
+		return PH_ERR_BAD_UTF8; /* 0x80-0xc1: overlong or stray */
+	return 0;
+}
+
+int
+target_utf8_valid(const char *s, size_t len)
+{
+	struct utf8 u = {0, 0x80, 0xbf};
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (utf8_byte(&u, (unsigned char)s[i]) != 0)
+			return 0;
+	return u.need == 0;
+}
+
+/*
+ * A segment whose name, before its first ';', is empty, "." or ".." is
+ * refused: Tomcat, Jetty and Spring drop the parameters and then resolve
+ * it ("/allowed/..;/admin" is "/admin" to them, "/allowed/admin" to a
+ * matcher that keeps the ';').  Parameters on other segments are kept.
+ */
+static int
+dot_param(const char *seg, size_t n)
+{
+	const char *semi = memchr(seg, ';', n);
+	size_t k;
+
+	if (semi == NULL)
+		return 0;
+	k = semi - seg;
+	return k == 0 || (k == 1 && seg[0] == '.') ||
+	    (k == 2 && seg[0] == '.' && seg[1] == '.');
+}
+
+/*
  * Closes the segment OUT[SEG..O): "." is dropped, ".." drops itself and
  * the segment before it.  Returns the new end of OUT, which always follows
  * a '/'.
@@ -314,9 +381,22 @@ path_pop_dots(char *out, size_t seg, size_t o)
 	return o;
 }
 
-int
-target_path_normalise(const char *in, size_t len, char *out, size_t outsz)
+/*
+ * "%25" then two hex digits decodes to an escape that a server decoding
+ * twice reads as another byte ("%252e" is "." to it): refused.  Only a
+ * decoded %25 puts a '%' in OUT, since a raw one is always an escape.
+ */
+static int
+double_encoded(const char *out, size_t seg, size_t o, int c)
 {
+	return o - seg >= 2 && out[o - 2] == '%' &&
+	    hexval((unsigned char)out[o - 1]) >= 0 && hexval(c) >= 0;
+}
+
+static int
+normalise(const char *in, size_t len, char *out, size_t outsz)
+{
+	struct utf8 u = {0, 0x80, 0xbf};
 	size_t i, o = 1, seg = 1;
 	int c, r = 0;
 
@@ -326,23 +406,43 @@ target_path_normalise(const char *in, size_t len, char *out, size_t outsz)
 		return PH_ERR_TOO_LONG;
 	out[0] = '/';
 	for (i = 1; i < len && in[i] != '?' && in[i] != '#'; i++) {
-		if ((r = path_byte(in, len, &i, &c)) != 0)
+		if ((r = path_byte(in, len, &i, &c)) != 0 ||
+		    (r = utf8_byte(&u, c)) != 0)
 			return r;
 		if (o + 1 >= outsz)
 			return PH_ERR_TOO_LONG;
+		if (double_encoded(out, seg, o, c))
+			return PH_ERR_DOUBLE_ENCODED;
 		if (c != '/') {
 			out[o++] = c;
 			continue;
 		}
 		/* A slash ends a segment; empty segments merge away. */
+		if (dot_param(out + seg, o - seg))
+			return PH_ERR_DOT_PARAM;
 		o = path_pop_dots(out, seg, o);
 		if (o > seg)
 			out[o++] = '/';
 		seg = o;
 	}
+	if (u.need > 0)
+		return PH_ERR_BAD_UTF8;
+	if (dot_param(out + seg, o - seg))
+		return PH_ERR_DOT_PARAM;
 	o = path_pop_dots(out, seg, o);
 	out[o] = '\0';
 	return 0;
+}
+
+int
+target_path_normalise(const char *in, size_t len, char *out, size_t outsz)
+{
+	int r = normalise(in, len, out, outsz);
+
+	/* A caller that logs the refused path must find a string. */
+	if (r != 0 && outsz > 0)
+		out[0] = '\0';
+	return r;
 }
 
 int
@@ -394,6 +494,15 @@ target_strerror(int r)
 		return "encoded slash or backslash in path";
 	case PH_ERR_NUL:
 		return "NUL or control character in path";
+	case PH_ERR_DOT_PARAM:
+		return "a '.', '..' or empty path segment with ';' parameters "
+		       "(servers resolve \"..;\" as \"..\")";
+	case PH_ERR_BAD_UTF8:
+		return "overlong or invalid UTF-8 in path (%C0%AE is read as "
+		       "'.' by some servers)";
+	case PH_ERR_DOUBLE_ENCODED:
+		return "double percent-encoding in path (%25 followed by two "
+		       "hex digits)";
 	default:
 		return ph_err(r);
 	}

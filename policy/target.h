@@ -59,9 +59,17 @@ int target_authority_parse(
  * Returns 0; PH_ERR_ENCODED_SLASH for %2F, %5C or a raw backslash;
  * PH_ERR_NUL for NUL or a control character, raw or encoded; PH_ERR_INVALID
  * for a bad escape, a raw space or non-ASCII byte, or no leading '/';
- * PH_ERR_TOO_LONG if OUT is too small.
+ * PH_ERR_DOT_PARAM for a segment that is empty, "." or ".." before a ';'
+ * ("..;", ".;x", "%2e%2e;", ";x"); PH_ERR_BAD_UTF8 when the decoded bytes
+ * are not shortest-form UTF-8 (%C0%AE, %E0%80%AE); PH_ERR_DOUBLE_ENCODED
+ * for %25 followed by two hex digits (%252e); PH_ERR_TOO_LONG if OUT is
+ * too small.  Parameters on other segments ("/a;v=1/b") are kept as text.
+ * On error OUT holds "" (when OUTSZ > 0).
  */
 int target_path_normalise(const char *in, size_t len, char *out, size_t outsz);
+
+/* Are the LEN bytes at S shortest-form UTF-8 (RFC 3629)?  Returns 1 or 0. */
+int target_utf8_valid(const char *s, size_t len);
 
 struct target_url {
 	int tls; /* 1 for https, 0 for http */

@@ -626,17 +626,46 @@ check_leak(struct session *s, const struct http_head *h)
 	    inject_standin_env(s->ctx->standins, (size_t)i), s->host, s->port);
 }
 
+/*
+ * The protocols every Upgrade field asks for, joined by commas, into BUF:
+ * all of them are forwarded, so all of them are decided.  A list too long
+ * for BUF becomes "(too long)", which no rule can name.
+ */
+static const char *
+upgrade_list(const struct http_head *h, char *buf, size_t len)
+{
+	size_t i, o = 0;
+	int n;
+
+	if (!h->upgrade)
+		return NULL;
+	buf[0] = '\0';
+	for (i = 0; i < h->nfields; i++) {
+		if (h->fields[i].name_len != 7 ||
+		    strncasecmp(h->fields[i].name, "upgrade", 7) != 0)
+			continue;
+		n = snprintf(buf + o, len - o, "%s%.*s", o ? "," : "",
+		    (int)h->fields[i].value_len, h->fields[i].value);
+		if (n < 0 || (size_t)n >= len - o)
+			return "(too long)";
+		o += n;
+	}
+	return buf;
+}
+
 /* Decides the request; returns 0 when it may go on. */
 static int
 decide(struct session *s, const struct http_head *h, const struct target_url *u)
 {
 	struct policy_request q = {0};
+	char up[256];
 
 	q.host = &u->host;
 	q.port = u->port;
 	q.tls = u->tls;
 	q.method = s->fwd->method;
 	q.path = s->path;
+	q.upgrade = upgrade_list(h, up, sizeof(up));
 	policy_decide(s->policy->p, &q, &s->dec);
 	check_leak(s, h);
 	session_audit_request(s);

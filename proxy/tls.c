@@ -372,12 +372,15 @@ tls_server_error(SSL *ssl, unsigned long e, char *buf, size_t len)
 		explain(buf, len, "TLS handshake with the client failed", e);
 }
 
-/* The context that verifies against CAFILE, loaded once; *IDX its index. */
+/*
+ * The context that verifies against CAFILE, loaded by tls_add_trust; *IDX
+ * its index.  A file not loaded then is never read now: by now the sandbox
+ * runs and could have written it.
+ */
 static SSL_CTX *
 cafile_ctx(
     struct tls *t, const char *cafile, int *idx, char *err, size_t errlen)
 {
-	SSL_CTX *ctx;
 	size_t i;
 
 	for (i = 0; i < t->ncafiles; i++)
@@ -385,27 +388,39 @@ cafile_ctx(
 			*idx = (int)i;
 			return t->cafiles[i].ctx;
 		}
+	snprintf(err, errlen,
+	    "upstream-ca %.200s was not loaded when the proxy started", cafile);
+	return NULL;
+}
+
+int
+tls_add_trust(struct tls *t, const char *cafile, char *err, size_t errlen)
+{
+	SSL_CTX *ctx;
+	int idx;
+
+	if (cafile_ctx(t, cafile, &idx, err, errlen) != NULL)
+		return 0;
 	if (t->ncafiles == CAFILES_MAX) {
 		snprintf(err, errlen, "too many upstream-ca files (at most %d)",
 		    CAFILES_MAX);
-		return NULL;
+		return -1;
 	}
 	if ((ctx = client_ctx(err, errlen)) == NULL)
-		return NULL;
+		return -1;
 	if (SSL_CTX_load_verify_locations(ctx, cafile, NULL) != 1) {
 		seterr(err, errlen, "upstream-ca");
 		SSL_CTX_free(ctx);
-		return NULL;
+		return -1;
 	}
 	t->cafiles[t->ncafiles].path = strdup(cafile);
 	if (t->cafiles[t->ncafiles].path == NULL) {
 		SSL_CTX_free(ctx);
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return -1;
 	}
-	*idx = (int)t->ncafiles;
 	t->cafiles[t->ncafiles++].ctx = ctx;
-	return ctx;
+	return 0;
 }
 
 static int

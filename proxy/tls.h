@@ -41,9 +41,18 @@ SSL *tls_server_ssl(struct tls *, const char *host, char *err, size_t errlen);
 void tls_server_error(SSL *, unsigned long e, char *buf, size_t len);
 
 /*
+ * Reads the CA file CAFILE (a rule's upstream-ca) into a trust store of
+ * its own, now and once: called before the sandbox starts, so that what
+ * the sandbox could write later is never read.  Loading a file twice does
+ * nothing.  Returns 0, or -1 with the reason in ERR.
+ */
+int tls_add_trust(struct tls *, const char *cafile, char *err, size_t errlen);
+
+/*
  * A client-side SSL to HOST:PORT (IS_IP: HOST is an address literal) that
- * verifies against CAFILE (NULL: the system store).  Returns NULL with the
- * reason in ERR (e.g. an unreadable CAFILE).
+ * verifies against CAFILE (NULL: the system store), which tls_add_trust
+ * must have loaded.  Returns NULL with the reason in ERR (e.g. a CAFILE
+ * never loaded).
  */
 SSL *tls_client_ssl(struct tls *, const char *host, uint16_t port, int is_ip,
     const char *cafile, char *err, size_t errlen);

@@ -53,7 +53,7 @@ diag(void *arg, const struct policy_diag *d)
 static void
 decide_all(const struct policy *p)
 {
-	struct policy_request req;
+	struct policy_request req = {0};
 	struct policy_decision d;
 	struct target_host h;
 	size_t i;
@@ -67,6 +67,9 @@ decide_all(const struct policy *p)
 		req.tls = reqs[i].tls;
 		req.method = reqs[i].method;
 		req.path = reqs[i].path;
+		/* Every other request asks to switch protocols. */
+		req.upgrade =
+		    req.method != NULL && i % 2 ? "websocket, h2c" : NULL;
 		policy_decide(p, &req, &d);
 		if (memchr(d.reason, '\0', sizeof(d.reason)) == NULL)
 			abort();

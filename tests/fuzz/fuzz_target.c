@@ -6,8 +6,10 @@
  * read past the given length is caught.  On success the results must be
  * canonical: a host's name is NUL-terminated with len == strlen(name),
  * and parsing it again gives the same kind, name and address; a path
- * starts with '/', has no empty, "." or ".." segment, and normalising it
- * again gives it back.  A violation abort()s.
+ * starts with '/', has no empty, "." or ".." segment, none of those with
+ * ';' parameters either ("..;"), is shortest-form UTF-8, holds no '%'
+ * followed by two hex digits (double encoding), and normalising it again
+ * gives it back.  A violation abort()s.
  *
  * Build with -DFUZZ_URL_NUL to give target_url_parse() a NUL after its
  * input, which hides its read past LEN (strcspn on the authority) so that
@@ -81,10 +83,35 @@ has_decoded_special(const char *s)
 	return 0;
 }
 
+static int
+hex(int c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+	    (c >= 'A' && c <= 'F');
+}
+
+/* No segment reads as empty, "." or ".." once its parameters are cut. */
+static void
+check_params(const char *p)
+{
+	const char *seg, *end, *semi;
+	size_t k;
+
+	for (seg = p + 1; *seg != '\0'; seg = *end ? end + 1 : end) {
+		end = seg + strcspn(seg, "/");
+		semi = memchr(seg, ';', end - seg);
+		if (semi == NULL)
+			continue;
+		k = semi - seg;
+		check(k > 0 && !(k == 1 && seg[0] == '.') &&
+		    !(k == 2 && seg[0] == '.' && seg[1] == '.'));
+	}
+}
+
 static void
 check_path(const char *p, size_t inlen)
 {
-	size_t len = strlen(p);
+	size_t len = strlen(p), i;
 	char *again;
 
 	check(p[0] == '/' && len <= inlen);
@@ -92,6 +119,11 @@ check_path(const char *p, size_t inlen)
 	check(strstr(p, "/./") == NULL && strstr(p, "/../") == NULL);
 	check(!(len >= 2 && strcmp(p + len - 2, "/.") == 0));
 	check(!(len >= 3 && strcmp(p + len - 3, "/..") == 0));
+	check(target_utf8_valid(p, len));
+	for (i = 0; i + 2 < len; i++)
+		check(!(p[i] == '%' && hex((unsigned char)p[i + 1]) &&
+		    hex((unsigned char)p[i + 2])));
+	check_params(p);
 	if (has_decoded_special(p))
 		return;
 	again = malloc(len + 2);

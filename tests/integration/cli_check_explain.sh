@@ -144,5 +144,45 @@ run explain-nopolicy 2 "$PINHOLE" explain https://example.com/
 run explain-badpolicy 2 "$PINHOLE" explain -p "$tmp/three.conf" https://example.com/
 expect explain-badpolicy "$err" 'three.conf:1:1:'
 
+# --- paths servers read otherwise, and switching protocols ----------------------
+cat >"$tmp/ws.conf" <<'EOC'
+allow app.example:443 { paths /allowed/* /ws; upgrade websocket }
+allow api.example:443 { methods GET }
+allow any.example:443 { upgrade websocket }
+EOC
+for p in '/allowed/..;/admin' '/allowed/%2e%2e;/admin' '/allowed/.;x/admin' \
+	'/allowed/%C0%AE%C0%AE/admin' '/allowed/%E0%80%AE/admin' \
+	'/allowed/%252e%252e/admin' '/allowed/%252fadmin'; do
+	run "explain-ambiguous $p" 2 "$PINHOLE" explain -p "$tmp/ws.conf" \
+		"https://app.example$p"
+	expect "explain-ambiguous $p" "$err" "';' parameters|overlong or invalid UTF-8|double percent-encoding"
+done
+run explain-params 0 "$PINHOLE" explain -p "$tmp/ws.conf" \
+	'https://app.example/allowed/a;v=1/b'
+expect explain-params "$out" '^target: app.example:443 GET /allowed/a;v=1/b '
+run explain-upgrade 0 "$PINHOLE" explain -p "$tmp/ws.conf" -u websocket \
+	https://app.example/ws
+expect explain-upgrade "$out" '^upgrade: websocket \(nothing is checked after the switch\)$'
+run explain-upgrade-other 1 "$PINHOLE" explain -p "$tmp/ws.conf" --upgrade h2c \
+	https://app.example/ws
+expect explain-upgrade-other "$out" "^reason: upgrade to 'h2c' is not allowed by rule .*ws.conf:1"
+run explain-upgrade-methods 1 "$PINHOLE" explain -p "$tmp/ws.conf" -u websocket \
+	https://api.example/x
+expect explain-upgrade-methods "$out" "upgrade to 'websocket' is not allowed"
+run check-upgrade 0 "$PINHOLE" check "$tmp/ws.conf"
+expect check-upgrade "$err" 'ws.conf:3:25: warning: upgrade has no effect'
+
+# --- include: an excerpt at most, never a file others cannot read ---------------
+printf 'root:$6$saltsalt$0123456789abcdefghijklmnopqrstuvwxyz:19000::\n' >"$tmp/pw"
+chmod 644 "$tmp/pw"
+printf 'include %s\n' "$tmp/pw" >"$tmp/inc.conf"
+run check-include-excerpt 1 "$PINHOLE" check "$tmp/inc.conf"
+expect check-include-excerpt "$err" "pw:1:1: unknown keyword 'root:\\\$6\\\$saltsalt\\\$0123456789abcdefghijklm\\.\\.\\.'"
+refuse check-include-excerpt "$err" 'nopqrstuvwxyz'
+chmod 600 "$tmp/pw"
+run check-include-withheld 1 "$PINHOLE" check "$tmp/inc.conf"
+expect check-include-withheld "$err" 'pw:1:1: not valid policy here; its text is not quoted'
+refuse check-include-withheld "$err" 'root|salt'
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

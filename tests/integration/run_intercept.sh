@@ -16,7 +16,7 @@ ph_begin run_intercept nginx fcgiwrap git curl openssl socat jq
 gen_certs >/dev/null || exit 1
 gen_other_ca || exit 1
 start_git_server || exit 1
-gen_host_cert echo.test reg.test other.test || exit 1
+gen_host_cert echo.test reg.test other.test ws.test || exit 1
 start_echo_server || exit 1
 start_echo_server plain || exit 1
 start_echo_server wrong || exit 1
@@ -39,6 +39,7 @@ resolve echo.test 127.0.0.1
 resolve reg.test 127.0.0.1
 resolve other.test 127.0.0.1
 resolve misnamed.test 127.0.0.1
+resolve ws.test 127.0.0.1
 resolve plain.test 127.0.0.1
 allow plain.test:$ECHO_HTTP_PORT { private }
 allow git.test:$GIT_PORT { private upstream-ca $T/ca.pem
@@ -48,6 +49,8 @@ allow reg.test:$ECHO_PORT { private upstream-ca $T/ca.pem placeholder NPM_TOKEN 
 allow other.test:$ECHO_PORT { private upstream-ca $T/ca.pem methods GET }
 allow misnamed.test:$WRONG_PORT { private upstream-ca $T/ca.pem methods GET }
 allow git.test:$UNTRUSTED_PORT { private upstream-ca $T/ca.pem methods GET }
+allow ws.test:$ECHO_PORT { private upstream-ca $T/ca.pem
+	paths /allowed/* /upgrade; upgrade echo }
 EOC
 # Git inside: no credential anywhere, a home in the work directory.
 GITENV=(--setenv HOME "$W" --setenv GIT_CONFIG_NOSYSTEM 1
@@ -124,6 +127,51 @@ expect "Expect: 100-continue: forwarded" "$OUT" '^Expect: 100-continue$'
 equal "pipelined: both, in order" "$(grep '^GET /' <<<"$OUT" | grep -v upload | tr '\n' ' ')" \
 	"GET /first HTTP/1.1 GET /second HTTP/1.1 "
 
+# --- paths servers read otherwise -------------------------------------------------
+# Tomcat, Jetty and Spring drop ';' parameters, then resolve "..": a rule
+# for /allowed/* must not pass /allowed/..;/admin; nor overlong UTF-8
+# (%C0%AE is '.' to some servers) nor double encoding (%252e).  Real curl,
+# --path-as-is so that it sends the path as written.
+prun -p "$T/p.conf" -- sh -c '
+	for p in "/allowed/..;/admin" "/allowed/%2e%2e;x/admin" \
+		"/allowed/%C0%AE%C0%AE/admin" "/allowed/%E0%80%AE%E0%80%AE/admin" \
+		"/allowed/%252e%252e/admin" "/allowed/a;v=1/b" "/allowed/caf%C3%A9"; do
+		curl -sS --path-as-is -o /dev/null -D h \
+			-w "$p %{http_code}\n" "https://ws.test:'"$ECHO_PORT"'$p"
+		grep -i "^X-Pinhole-Reason:" h
+	done'
+expect "..;: refused" "$OUT" '^/allowed/\.\.;/admin 400$'
+expect "..;: the reason" "$OUT" "X-Pinhole-Reason: a '\.', '\.\.' or empty path segment with ';' parameters"
+expect "%2e%2e;x: refused" "$OUT" '^/allowed/%2e%2e;x/admin 400$'
+expect "%C0%AE: refused" "$OUT" '^/allowed/%C0%AE%C0%AE/admin 400$'
+expect "%C0%AE: the reason" "$OUT" 'X-Pinhole-Reason: overlong or invalid UTF-8'
+expect "%E0%80%AE: refused" "$OUT" '^/allowed/%E0%80%AE%E0%80%AE/admin 400$'
+expect "%252e: refused" "$OUT" '^/allowed/%252e%252e/admin 400$'
+expect "%252e: the reason" "$OUT" 'X-Pinhole-Reason: double percent-encoding'
+expect "';' on a named segment: passes" "$OUT" '^/allowed/a;v=1/b 200$'
+expect "UTF-8: passes" "$OUT" '^/allowed/caf%C3%A9 200$'
+
+# --- switching protocols ---------------------------------------------------------
+# Nothing is policed after a 101: a rule with paths or methods lets the
+# request switch only to a protocol it names ("upgrade echo" on ws.test;
+# other.test has "methods GET" and no upgrade).
+prun -p "$T/p.conf" -- sh -c "
+	for t in 'ws.test echo' 'ws.test websocket' 'other.test echo' 'ws.test echo,h2c'; do
+		set -- \$t
+		echo \"try \$1 \$2\"
+		printf 'GET /upgrade HTTP/1.1\r\nHost: %s:$ECHO_PORT\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\nraw-bytes\n' \$1 \$2 |
+			openssl s_client -quiet -ign_eof -proxy 127.0.0.1:3128 -connect \$1:$ECHO_PORT \
+			-servername \$1 -CAfile \$SSL_CERT_FILE 2>/dev/null | tr -d '\r' |
+			grep -a -e '^HTTP/' -e '^echo:' -e '^X-Pinhole-Reason:' | sed \"s/^/\$1 \$2 /\"
+	done"
+expect "upgrade named by the rule: 101" "$OUT" '^ws\.test echo HTTP/1\.1 101 '
+expect "upgrade named by the rule: raw bytes pass" "$OUT" '^ws\.test echo echo:raw-bytes$'
+expect "upgrade not named: 403" "$OUT" '^ws\.test websocket HTTP/1\.1 403 '
+expect "upgrade not named: the reason" "$OUT" "^ws\.test websocket X-Pinhole-Reason: upgrade to 'websocket' is not allowed by rule"
+expect "methods without upgrade: 403" "$OUT" '^other\.test echo HTTP/1\.1 403 '
+expect "one protocol of two not named: 403" "$OUT" '^ws\.test echo,h2c HTTP/1\.1 403 '
+refuse "refused upgrades: no raw bytes through" "$OUT" '(websocket|other\.test echo|h2c) echo:'
+
 # --- placeholder --------------------------------------------------------------
 prun -p "$T/p.conf" -- sh -c '
 	echo "standin=$NPM_TOKEN"
@@ -195,28 +243,34 @@ expect "inside: then a good request is served" "$OUT" '^good: HTTP/1.1 200 '
 
 # --- a CA the user pins -------------------------------------------------------
 # "ca cert PATH key PATH": leaves come from that CA, whose key file is
-# checked like a secret's and hidden from the sandbox.
+# checked like a secret's and hidden from the sandbox, and must lie out of
+# its reach.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-	-keyout "$W/pinned.key" -out "$T/pinned.pem" -days 1 \
+	-keyout "$T/pinned.key" -out "$T/pinned.pem" -days 1 \
 	-subj "/CN=pinned test CA" -addext basicConstraints=critical,CA:TRUE \
 	-addext keyUsage=critical,keyCertSign,cRLSign >/dev/null 2>&1
-chmod 600 "$W/pinned.key"
+chmod 600 "$T/pinned.key"
 cat >"$T/pinned.conf" <<EOC
-ca cert $T/pinned.pem key $W/pinned.key
+ca cert $T/pinned.pem key $T/pinned.key
 resolve echo.test 127.0.0.1
 allow echo.test:$ECHO_PORT { private upstream-ca $T/ca.pem inject bearer gh }
 secret gh file $GIT_TOKEN_FILE
 EOC
 prun -p "$T/pinned.conf" -- sh -c "
 	curl -sS -v https://echo.test:$ECHO_PORT/pinned 2>&1 | grep -i 'issuer:'
-	wc -c <pinned.key"
+	wc -c <$T/pinned.key 2>/dev/null || echo unseen"
 expect "pinned CA: the leaf is its" "$OUT" 'issuer: CN=pinned test CA'
-expect "pinned CA: its key is hidden" "$OUT" '^0$'
-chmod 644 "$W/pinned.key"
+expect "pinned CA: its key is hidden" "$OUT" '^(0|unseen)$'
+cp -p "$T/pinned.key" "$W/pinned.key"
+sed "s|key $T/pinned.key|key $W/pinned.key|" "$T/pinned.conf" >"$T/pinned-w.conf"
+prun -p "$T/pinned-w.conf" -- true
+equal "pinned CA with its key in the work directory: refused" "$RC" 125
+expect "pinned CA in the work directory: says why" "$ERR" 'CA key .*pinned\.key.*sandbox may write'
+rm -f "$W/pinned.key"
+chmod 644 "$T/pinned.key"
 prun -p "$T/pinned.conf" -- true
 equal "pinned CA with a readable key: refused" "$RC" 125
 expect "pinned CA: says why" "$ERR" 'pinned\.key'
-rm -f "$W/pinned.key"
 
 # --- the audit log ------------------------------------------------------------
 check "audit: every line parses" sh -c "jq -e . '$T/audit.jsonl' >/dev/null"

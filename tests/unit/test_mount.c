@@ -341,6 +341,67 @@ test_is_writable(void **state)
 	mnt_plan_free(p);
 }
 
+/* Every entry on the way to a file is checked, symlinks and all. */
+static void
+test_path_reachable(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+	char where[512], cwd[PATH_MAX];
+	size_t i;
+	static const struct {
+		const char *path;
+		int want;
+		const char *where; /* beneath topdir */
+	} c[] = {
+	    {"ro/f", 0, NULL},
+	    {"ro", 0, NULL},
+	    {"ro/missing", 0, NULL},
+	    {"a", 1, "a"},
+	    {"a/secret.txt", 1, "a/secret.txt"},
+	    {"a/strict.conf", 1, "a/strict.conf"}, /* missing, still in a */
+	    {"link/sub", 1, "a/sub"}, /* link -> a */
+	    {"ro/in-a", 1, "a/secret.txt"}, /* ro/in-a -> ../a/secret.txt */
+	    {"a/out", 1, "a/out"}, /* a/out -> ../ro/f: retargetable */
+	    {"ro/via/f", 1, "a/out2"}, /* ro/via -> ../a/out2 -> ../ro */
+	    {"ro/./f", 0, NULL},
+	    {"ro/../ro/f", 0, NULL},
+	    {"rw/x", 1, "rw/x"},
+	    {"rwlink", 1, "rw"}, /* rwlink -> rw: the file is the bind */
+	    {"loop", -1, NULL},
+	};
+
+	(void)state;
+	assert_int_equal(symlink("../a/secret.txt", P("ro/in-a")), 0);
+	assert_int_equal(symlink("../ro/f", P("a/out")), 0);
+	assert_int_equal(symlink("../ro", P("a/out2")), 0);
+	assert_int_equal(symlink("../a/out2", P("ro/via")), 0);
+	assert_int_equal(symlink("rw", P("rwlink")), 0);
+	assert_int_equal(symlink("loop", P("loop")), 0);
+	add(p, MNT_BIND, P("rw"), NULL);
+	add(p, MNT_RO_BIND, P("ro"), NULL);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		where[0] = '\0';
+		if (mnt_plan_path_reachable(
+		        p, P(c[i].path), where, sizeof(where)) != c[i].want ||
+		    (c[i].where != NULL && strcmp(where, P(c[i].where)) != 0))
+			fail_msg("%s: want %d %s, got %s", c[i].path, c[i].want,
+			    c[i].where ? c[i].where : "-", where);
+	}
+	assert_int_equal(
+	    mnt_plan_path_reachable(p, "/etc/passwd", where, sizeof(where)), 0);
+	assert_int_equal(
+	    mnt_plan_path_reachable(p, "/", where, sizeof(where)), 0);
+	/* Relative paths are the current directory's. */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(P("a")), 0);
+	assert_int_equal(
+	    mnt_plan_path_reachable(p, "strict.conf", where, sizeof(where)), 1);
+	assert_int_equal(
+	    mnt_plan_path_reachable(p, "../ro/f", where, sizeof(where)), 0);
+	assert_int_equal(chdir(cwd), 0);
+	mnt_plan_free(p);
+}
+
 /* A bind elsewhere: the host path (its source) is what is writable. */
 static void
 test_is_writable_moved_bind(void **state)
@@ -1498,6 +1559,7 @@ main(void)
 	    T(test_add_errors),
 	    T(test_add_accepts),
 	    T(test_is_writable),
+	    T(test_path_reachable),
 	    T(test_is_writable_moved_bind),
 	    T(test_is_writable_root_bind),
 	    T(test_writable_dirs),

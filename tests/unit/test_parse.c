@@ -764,6 +764,52 @@ test_secret_defined_after_use(void **state)
 	clean(*state, "allow a.test:443 { inject bearer k }\nsecret k env A\n");
 }
 
+/* Patterns obey the request rules: no "..;", overlong UTF-8 or "%". */
+static void
+test_err_path_pattern_ambiguous(void **state)
+{
+	struct fixture *f = *state;
+
+	/* ';' ends a statement unless quoted. */
+	one_error(f, "allow a.test { paths \"/a/..;/b\" }\n", 1, 22,
+	    "';' parameters");
+	one_error(
+	    f, "allow a.test { paths \"/a/.;x\" }\n", 1, 22, "';' parameters");
+	one_error(f, "allow a.test { paths /a\xc0\xae }\n", 1, 22, "UTF-8");
+	one_error(
+	    f, "allow a.test { paths /a\xe0\x80\xae/* }\n", 1, 22, "UTF-8");
+	one_error(f, "allow a.test { paths /a/%252e }\n", 1, 22, "no '%'");
+	clean(f, "allow a.test { paths \"/a;v=1/*\" /caf\xc3\xa9 }\n");
+}
+
+static void
+test_upgrade_option(void **state)
+{
+	struct fixture *f = *state;
+	const struct policy_rule *r;
+
+	clean(f, "allow a.test { paths /ws/*; upgrade websocket h2c }\n");
+	r = policy_rule_at(f->p, 0);
+	assert_int_equal(r->nupgrade, 2);
+	assert_string_equal(r->upgrade[0], "websocket");
+	assert_string_equal(r->upgrade[1], "h2c");
+	/* Several options on one line: upgrade runs to the next keyword. */
+	clean(f, "allow a.test { upgrade websocket methods GET }\n");
+	r = policy_rule_at(f->p, 0);
+	assert_int_equal(r->nupgrade, 1);
+	assert_int_equal(r->nmethods, 1);
+	one_error(f, "allow a.test { paths /x; upgrade }\n", 1, 26,
+	    "usage: upgrade PROTOCOL");
+	one_error(f, "allow a.test { paths /x; upgrade HTTP/2.0 }\n", 1, 34,
+	    "bad upgrade protocol 'HTTP/2.0'");
+	one_error(f, "deny a.test { paths /x; upgrade websocket }\n", 1, 25,
+	    "'upgrade' cannot be used in a deny rule");
+	/* Without paths or methods every upgrade passes already. */
+	assert_int_equal(load(f, "allow a.test { upgrade websocket }\n"), 0);
+	expect_counts(f, 0, 1);
+	expect_warning(f, 1, 16, "upgrade has no effect");
+}
+
 static void
 test_err_deny_options(void **state)
 {
@@ -953,6 +999,114 @@ test_err_include_missing(void **state)
 	expect_counts(f, 1, 0);
 	expect_at(f, files[0], 0, 2, 9, "cannot open");
 	expect_at(f, files[0], 0, 2, 9, tpath(f, "nothere.conf"));
+}
+
+/* A line of a file that is no policy, as /etc/shadow's first. */
+#define SHADOW_LINE                                                            \
+	"root:$6$saltsalt$0123456789abcdefghijklmnopqrstuvwxyzABCDEF:19000:0:" \
+	"99999:7:::\n"
+
+/* Does any diagnostic's message hold SUB? */
+static int
+any_msg_has(const struct fixture *f, const char *sub)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		if (strstr(f->d[i].msg, sub) != NULL)
+			return 1;
+	return 0;
+}
+
+/* An include that is no policy: at most 40 bytes of a word, escaped. */
+static void
+test_include_excerpt(void **state)
+{
+	struct fixture *f = *state;
+	const char *files[1], *other;
+
+	other = mkfile(f, "other.conf", SHADOW_LINE "caf\xc3\xa9\n");
+	assert_int_equal(chmod(other, 0644), 0);
+	files[0] = mkfile(f, "main.conf", "include other.conf\n");
+	assert_int_equal(load_files(f, files, 1), PH_ERR_POLICY);
+	expect_counts(f, 2, 0);
+	expect_at(f, other, 0, 1, 1,
+	    "unknown keyword 'root:$6$saltsalt$0123456789abcdefghijklm...'");
+	assert_false(any_msg_has(f, "nopqrstuvwxyz"));
+	assert_false(any_msg_has(f, "19000"));
+	expect_at(f, other, 0, 2, 1, "'caf\\xc3\\xa9'");
+	assert_false(any_msg_has(f, "\xc3"));
+	/* The same file named on the command line: the same excerpt. */
+	files[0] = other;
+	assert_int_equal(load_files(f, files, 1), PH_ERR_POLICY);
+	expect_at(
+	    f, other, 0, 1, 1, "'root:$6$saltsalt$0123456789abcdefghijklm...'");
+	assert_false(any_msg_has(f, "nopqrstuvwxyz"));
+}
+
+/* A word longer than any message buffer is cut all the same. */
+static void
+test_excerpt_long_word(void **state)
+{
+	struct fixture *f = *state;
+	char text[3000], a41[42];
+
+	memset(text, 'A', 2000);
+	snprintf(text + 2000, sizeof(text) - 2000, "SECRET\nallow ");
+	memset(text + 2013, 'B', 900);
+	snprintf(text + 2913, sizeof(text) - 2913, "SECRET\n");
+	memset(a41, 'A', 41);
+	a41[41] = '\0';
+	assert_int_equal(load(f, text), PH_ERR_POLICY);
+	expect_counts(f, 2, 0);
+	assert_false(any_msg_has(f, "SECRET"));
+	assert_false(any_msg_has(f, a41));
+	assert_true(any_msg_has(f, "AAAA..."));
+	assert_true(any_msg_has(f, "BBBB..."));
+}
+
+/* An include other users cannot read: the place, never its text. */
+static void
+test_include_withheld(void **state)
+{
+	struct fixture *f = *state;
+	const char *files[1], *other;
+
+	other = mkfile(f, "shadow", SHADOW_LINE "allow a.test { bogus }\n");
+	assert_int_equal(chmod(other, 0640), 0);
+	files[0] = mkfile(f, "main.conf", "include shadow\nallow b.test\n");
+	assert_int_equal(load_files(f, files, 1), PH_ERR_POLICY);
+	expect_counts(f, 2, 0);
+	expect_at(f, other, 0, 1, 1, "its text is not quoted");
+	expect_at(f, other, 0, 2, 16, "its text is not quoted");
+	assert_false(any_msg_has(f, "root"));
+	assert_false(any_msg_has(f, "bogus"));
+	/* A policy named on the command line is the user's own choice. */
+	files[0] = other;
+	assert_int_equal(load_files(f, files, 1), PH_ERR_POLICY);
+	expect_at(f, other, 0, 2, 16, "unknown option 'bogus'");
+}
+
+/*
+ * An include the real user cannot read is refused before it is opened;
+ * root reads it, and then quotes nothing of it (mode 000).
+ */
+static void
+test_include_unreadable(void **state)
+{
+	struct fixture *f = *state;
+	const char *files[1], *other;
+
+	other = mkfile(f, "locked.conf", SHADOW_LINE);
+	assert_int_equal(chmod(other, 0), 0);
+	files[0] = mkfile(f, "main.conf", "include locked.conf\n");
+	assert_int_equal(load_files(f, files, 1), PH_ERR_POLICY);
+	expect_counts(f, 1, 0);
+	if (getuid() != 0)
+		expect_at(f, files[0], 0, 1, 9, "not readable by uid");
+	else
+		expect_at(f, other, 0, 1, 1, "its text is not quoted");
+	assert_false(any_msg_has(f, "root:"));
 }
 
 static void
@@ -2015,6 +2169,12 @@ main(void)
 	    T(test_err_undefined_secret_placeholder),
 	    T(test_secret_defined_after_use),
 	    T(test_err_deny_options),
+	    T(test_upgrade_option),
+	    T(test_include_excerpt),
+	    T(test_excerpt_long_word),
+	    T(test_include_withheld),
+	    T(test_include_unreadable),
+	    T(test_err_path_pattern_ambiguous),
 	    T(test_err_inject_framing_header),
 	    T(test_err_inject_duplicate_header),
 	    T(test_err_inject_basic_user_colon),

@@ -536,6 +536,80 @@ static const struct dcase method_cases[] = {
     TLS(p_methods, "api.test", 443, "GETX", "/x", D, 0, "method GETX"),
 };
 
+/* --- upgrade ------------------------------------------------------------- */
+
+static const char p_upgrade[] =
+    "allow ws.test:443 { paths /ws/*; upgrade websocket }\n" /* 1 */
+    "allow api.test:443 { paths /api/* }\n" /* 2 */
+    "allow open.test:443\n" /* 3 */
+    "allow two.test:443 { methods GET; upgrade h2c WebSocket }\n"; /* 4 */
+
+/* Decides with an Upgrade list UP; returns the verdict, fills *D. */
+static enum policy_verdict
+decide_up(struct fixture *f, const char *host, const char *path, const char *up,
+    struct policy_decision *d)
+{
+	struct policy_request q = {0};
+	struct target_host h;
+
+	assert_int_equal(target_host_parse(host, strlen(host), &h), 0);
+	q.host = &h;
+	q.port = 443;
+	q.tls = 1;
+	q.method = "GET";
+	q.path = path;
+	q.upgrade = up;
+	return policy_decide(f->p, &q, d);
+}
+
+static void
+test_upgrade(void **state)
+{
+	static const struct {
+		const char *host, *path, *up;
+		enum policy_verdict v;
+		const char *reason;
+	} c[] = {
+	    {"ws.test", "/ws/chat", "websocket", A, ""},
+	    {"ws.test", "/ws/chat", "WebSocket", A, ""},
+	    {"ws.test", "/ws/chat", " websocket ", A, ""},
+	    {"ws.test", "/ws/chat", "websocket/13", A, ""},
+	    {"ws.test", "/ws/chat", NULL, A, ""},
+	    {"ws.test", "/ws/chat", "h2c", D,
+	        "upgrade to 'h2c' is not allowed by rule p.conf:1"},
+	    {"ws.test", "/ws/chat", "websocket, h2c", D, "upgrade to"},
+	    {"ws.test", "/ws/chat", "websocket,websocketx", D, "upgrade to"},
+	    {"ws.test", "/ws/chat", "websocket x", D, "upgrade to"},
+	    {"ws.test", "/ws/chat", "", D, "upgrade to"},
+	    {"ws.test", "/ws/chat", "(too long)", D, "upgrade to"},
+	    {"ws.test", "/other", "websocket", D, "path /other"},
+	    /* Paths or methods without "upgrade": no switch of protocols. */
+	    {"api.test", "/api/x", "websocket", D,
+	        "upgrade to 'websocket' is not allowed by rule p.conf:2"},
+	    {"api.test", "/api/x", NULL, A, ""},
+	    /* No paths, no methods: anything goes, as before. */
+	    {"open.test", "/x", "websocket", A, ""},
+	    {"open.test", "/x", "anything", A, ""},
+	    {"two.test", "/x", "h2c,websocket", A, ""},
+	    {"two.test", "/x", "HTTP/2.0", D, "upgrade to"},
+	};
+	struct policy_decision d;
+	size_t i;
+
+	use_policy(*state, p_upgrade);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (decide_up(*state, c[i].host, c[i].path, c[i].up, &d) !=
+		        c[i].v ||
+		    strstr(d.reason, c[i].reason) == NULL)
+			fail_msg("case %zu: %s %s upgrade %s: got %d \"%s\"", i,
+			    c[i].host, c[i].path, c[i].up ? c[i].up : "-",
+			    d.verdict, d.reason);
+	}
+	decide_up(*state, "ws.test", "/ws/a", "websocket", &d);
+	assert_int_equal(d.nupgrade, 1);
+	assert_string_equal(d.upgrade[0], "websocket");
+}
+
 static void
 test_methods(void **state)
 {
@@ -961,6 +1035,7 @@ main(void)
 	    T(test_path_traversal),
 	    T(test_encoded_slash_refused),
 	    T(test_methods),
+	    T(test_upgrade),
 	    T(test_deny_with_paths),
 	    T(test_plain_http_inject),
 	    T(test_intercept),

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -82,6 +83,7 @@ struct ref_rule {
 	const char *methods[MAXMETHODS];
 	size_t nmethods;
 	int inject, placeholder, private_ok;
+	int upgrade_ws; /* "upgrade websocket" */
 };
 
 struct ref_policy {
@@ -98,6 +100,7 @@ struct ref_request {
 	uint16_t port;
 	const char *method; /* NULL: tunnel phase */
 	const char *path;
+	const char *upgrade; /* request phase: Upgrade list, or NULL */
 	int tls;
 };
 
@@ -168,6 +171,9 @@ static const char *const rule_paths[] = {
 static const char *const req_paths[] = {"/", "/a", "/a/", "/a/b", "/a/b/c",
     "/a/b/z/c", "/a/b/z/cd", "/ab", "/b", "/b/b", "/x/y", "/x/1/y", "/x/1/2/y",
     "/xy"};
+static const char *const req_upgrades[] = {"websocket", "WEBSOCKET",
+    "websocket/13", "h2c", "websocket, h2c", " websocket ,websocket", "",
+    "HTTP/2.0"};
 static const char *const rule_methods[] = {
     "GET", "POST", "PUT", "DELETE", "get"};
 static const char *const req_methods[] = {
@@ -309,6 +315,35 @@ ref_rule_fits(const struct ref_rule *r, const struct ref_request *q)
 	return ok;
 }
 
+/*
+ * Does allow rule R admit the upgrade the request asks for?  Rules with
+ * paths or methods admit only what "upgrade" names (here websocket, any
+ * case, with or without a version); the others everything.
+ */
+static int
+ref_upgrade_ok(const struct ref_rule *r, const struct ref_request *q)
+{
+	char list[64], *p, *save = NULL, *slash;
+	size_t n = 0;
+
+	if (q->upgrade == NULL || (r->npaths == 0 && r->nmethods == 0))
+		return 1;
+	snprintf(list, sizeof(list), "%s", q->upgrade);
+	for (p = strtok_r(list, ",", &save); p != NULL;
+	     p = strtok_r(NULL, ",", &save)) {
+		p += strspn(p, " ");
+		if ((slash = strchr(p, '/')) != NULL)
+			*slash = '\0';
+		p[strcspn(p, " ")] = '\0';
+		if (*p == '\0')
+			continue;
+		if (!r->upgrade_ws || strcasecmp(p, "websocket") != 0)
+			return 0;
+		n++;
+	}
+	return n > 0;
+}
+
 /* The semantics of policy.h, as a scan in file order. */
 static void
 ref_decide(const struct ref_policy *rp, const struct ref_request *q,
@@ -331,7 +366,7 @@ ref_decide(const struct ref_policy *rp, const struct ref_request *q,
 		    (tunnel || ref_rule_fits(r, q)))
 			deny = r;
 		else if (!r->deny && allow == NULL &&
-		    (tunnel || ref_rule_fits(r, q)))
+		    (tunnel || (ref_rule_fits(r, q) && ref_upgrade_ok(r, q))))
 			allow = r;
 	}
 	if (deny != NULL) {
@@ -575,6 +610,7 @@ gen_options(struct rng *g, struct ref_rule *r)
 	r->inject = chance(g, 20);
 	r->placeholder = chance(g, 5);
 	r->private_ok = chance(g, 10);
+	r->upgrade_ws = r->npaths + r->nmethods > 0 && chance(g, 40);
 }
 
 /* Writes the option block of R: on one line with ';', or one per line. */
@@ -603,6 +639,9 @@ emit_options(struct rng *g, struct ref_policy *rp, const struct ref_rule *r)
 		emit(rp, "placeholder PH_TOKEN s1%s", sep);
 	if (r->private_ok)
 		emit(rp, "private%s", sep);
+	if (r->upgrade_ws)
+		emit(rp, "upgrade %s%s",
+		    chance(g, 50) ? "websocket" : "WebSocket", sep);
 	emit(rp, "}");
 }
 
@@ -732,6 +771,8 @@ gen_request(struct rng *g, struct ref_request *q)
 	                        : (uint16_t)(1 + rnd(g, 65535));
 	q->method = req_methods[rnd(g, NELEM(req_methods))];
 	q->path = req_paths[rnd(g, NELEM(req_paths))];
+	q->upgrade =
+	    chance(g, 75) ? NULL : req_upgrades[rnd(g, NELEM(req_upgrades))];
 	q->tls = chance(g, 70);
 }
 
@@ -768,10 +809,10 @@ print_mismatch(const struct ref_policy *rp, const struct ref_request *q,
 {
 	fprintf(stderr,
 	    "--- policy %u:\n%s--- request: host '%s' port %u "
-	    "%s %s tls %d\n",
+	    "%s %s upgrade '%s' tls %d\n",
 	    seed, rp->text, q->text, q->port,
 	    q->method ? q->method : "(tunnel)", q->method ? q->path : "",
-	    q->tls);
+	    q->method && q->upgrade ? q->upgrade : "-", q->tls);
 	fprintf(stderr,
 	    "want %s line %u intercept %d private %d inject %d "
 	    "placeholder %d\n",
@@ -807,7 +848,7 @@ static int
 check_phase(const struct ref_policy *rp, const struct policy *p,
     const struct ref_request *q, const struct target_host *h, unsigned seed)
 {
-	struct policy_request req;
+	struct policy_request req = {0};
 	struct policy_decision d;
 	struct ref_decision want;
 
@@ -817,6 +858,7 @@ check_phase(const struct ref_policy *rp, const struct policy *p,
 	req.tls = q->tls;
 	req.method = q->method;
 	req.path = q->path;
+	req.upgrade = q->method != NULL ? q->upgrade : NULL;
 	policy_decide(p, &req, &d);
 	if (same(&want, &d))
 		return 0;
@@ -905,6 +947,155 @@ test_reference_self(void **state)
 	assert_false(ref_host_match(&t, &h));
 	snprintf(h.name, sizeof(h.name), "a.example.com");
 	assert_true(ref_host_match(&t, &h));
+}
+
+/* --- paths as servers read them ------------------------------------------ */
+
+/*
+ * How lenient servers read a request path: percent-decoded once (or twice,
+ * SERVER_TWICE), overlong UTF-8 read as its ASCII byte (SERVER_OVERLONG,
+ * old Java and IIS), ';' parameters dropped from every segment (Tomcat,
+ * Jetty, Spring), then empty and dot segments resolved.  Whatever
+ * target_path_normalise accepts must read the same way to all of them
+ * once its parameters are dropped, or a rule would see another path than
+ * the server serves.
+ */
+enum server_mode {
+	SERVER_ONCE,
+	SERVER_TWICE,
+	SERVER_OVERLONG,
+	SERVER_NMODES,
+};
+
+static int
+ref_hex(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decodes the valid escapes of IN into OUT (same size at most). */
+static void
+ref_decode(const char *in, char *out)
+{
+	size_t o = 0;
+
+	for (; *in != '\0'; in++) {
+		if (in[0] == '%' && ref_hex((unsigned char)in[1]) >= 0 &&
+		    ref_hex((unsigned char)in[2]) >= 0) {
+			out[o++] = (char)(ref_hex((unsigned char)in[1]) << 4 |
+			    ref_hex((unsigned char)in[2]));
+			in += 2;
+		} else
+			out[o++] = *in;
+	}
+	out[o] = '\0';
+}
+
+/* Two- and three-byte overlong forms of ASCII become the ASCII byte. */
+static void
+ref_overlong(char *s)
+{
+	unsigned char *u = (unsigned char *)s;
+	size_t i, o = 0;
+
+	for (i = 0; u[i] != '\0'; i++) {
+		if ((u[i] == 0xc0 || u[i] == 0xc1) &&
+		    (u[i + 1] & 0xc0) == 0x80) {
+			u[o++] = (u[i] & 1) << 6 | (u[i + 1] & 0x3f);
+			i++;
+		} else if (u[i] == 0xe0 && u[i + 1] == 0x80 &&
+		    (u[i + 2] & 0xc0) == 0x80) {
+			u[o++] = u[i + 2] & 0x3f;
+			i += 2;
+		} else
+			u[o++] = u[i];
+	}
+	u[o] = '\0';
+}
+
+/* Drops parameters and resolves segments of the decoded path IN. */
+static void
+ref_resolve(char *in, char *out, size_t outsz)
+{
+	char *segs[256], *p, *semi;
+	size_t n = 0, i, o = 0;
+	int slash = in[0] != '\0' && in[strlen(in) - 1] == '/', trailing = 0;
+
+	for (p = strtok(in, "/"); p != NULL; p = strtok(NULL, "/")) {
+		if ((semi = strchr(p, ';')) != NULL)
+			*semi = '\0';
+		trailing =
+		    p[0] == '\0' || strcmp(p, ".") == 0 || strcmp(p, "..") == 0;
+		if (strcmp(p, "..") == 0 && n > 0)
+			n--;
+		else if (!trailing && n < 256)
+			segs[n++] = p;
+	}
+	trailing |= slash;
+	out[o++] = '/';
+	for (i = 0; i < n; i++)
+		o += snprintf(out + o, outsz - o, "%s%s", segs[i],
+		    i + 1 < n || trailing ? "/" : "");
+	out[o] = '\0';
+}
+
+static void
+server_view(const char *raw, enum server_mode m, char *out, size_t outsz)
+{
+	char a[512], b[512];
+	size_t end = strcspn(raw, "?#");
+
+	snprintf(a, sizeof(a), "%.*s", (int)end, raw);
+	ref_decode(a, b);
+	if (m == SERVER_TWICE) {
+		ref_decode(b, a);
+		memcpy(b, a, sizeof(b));
+	} else if (m == SERVER_OVERLONG)
+		ref_overlong(b);
+	ref_resolve(b, out, outsz);
+}
+
+static const char *const raw_bits[] = {"a", "b", "/", "/", "//", ".", "..", ";",
+    ";x", ";v=1", "%2e", "%2E", "%3b", "%3B", "%25", "%32", "%65", "%252e",
+    "%252f", "%C0%AE", "%c0%af", "%C0", "%AE", "%E0%80%AE", "%C3%A9", "%2f",
+    "?", "x"};
+
+/* Ours, accepted, reads as every lenient server reads the raw path. */
+static void
+test_server_views(void **state)
+{
+	struct rng g = {0x9e3779b97f4a7c15ULL};
+	char raw[256], ours[512], mine[512], view[512];
+	size_t i, k, n, accepted = 0, bad = 0;
+	int m;
+
+	(void)state;
+	for (i = 0; i < 200000; i++) {
+		raw[0] = '/';
+		raw[1] = '\0';
+		for (n = 1 + rnd(&g, 8), k = 0; k < n; k++)
+			strcat(raw, raw_bits[rnd(&g, NELEM(raw_bits))]);
+		if (target_path_normalise(
+		        raw, strlen(raw), ours, sizeof(ours)) != 0)
+			continue;
+		accepted++;
+		snprintf(mine, sizeof(mine), "%s", ours);
+		ref_resolve(mine, ours, sizeof(ours));
+		for (m = 0; m < SERVER_NMODES; m++) {
+			server_view(raw, m, view, sizeof(view));
+			if (strcmp(view, ours) != 0 && bad++ < 10)
+				fprintf(stderr, "%s: ours %s, server (%d) %s\n",
+				    raw, ours, m, view);
+		}
+	}
+	assert_true(accepted > 10000);
+	assert_int_equal(bad, 0);
 }
 
 /* --- hand-written cases ------------------------------------------------- */
@@ -1031,7 +1222,7 @@ static void
 test_table(void **state)
 {
 	const struct table_case *c;
-	struct policy_request req;
+	struct policy_request req = {0};
 	struct policy_decision d;
 	struct target_host h;
 	struct policy *p;
@@ -1072,6 +1263,7 @@ main(void)
 	    cmocka_unit_test(test_reference_self),
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_random_policies),
+	    cmocka_unit_test(test_server_views),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

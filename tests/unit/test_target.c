@@ -232,6 +232,52 @@ static const struct path_case path_cases[] = {
     {"a/b", PH_ERR_INVALID, NULL},
     {"", PH_ERR_INVALID, NULL},
     {"*", PH_ERR_INVALID, NULL},
+    /* ';' parameters: kept on named segments, refused on dot segments. */
+    {"/a;v=1/b", 0, "/a;v=1/b"},
+    {"/a/b;jsessionid=x", 0, "/a/b;jsessionid=x"},
+    {"/a/..x;y/b", 0, "/a/..x;y/b"},
+    {"/a/...;x", 0, "/a/...;x"},
+    {"/a/b%3bc", 0, "/a/b;c"},
+    {"/allowed/..;/admin", PH_ERR_DOT_PARAM, NULL},
+    {"/allowed/..;x/admin", PH_ERR_DOT_PARAM, NULL},
+    {"/allowed/.;x/admin", PH_ERR_DOT_PARAM, NULL},
+    {"/allowed/.;/admin", PH_ERR_DOT_PARAM, NULL},
+    {"/allowed/%2e%2e;/admin", PH_ERR_DOT_PARAM, NULL},
+    {"/allowed/%2E.;x", PH_ERR_DOT_PARAM, NULL},
+    {"/allowed/..%3b/admin", PH_ERR_DOT_PARAM, NULL},
+    {"/allowed/..;", PH_ERR_DOT_PARAM, NULL},
+    {"/a/b/;/../c", PH_ERR_DOT_PARAM, NULL},
+    {"/a/;x", PH_ERR_DOT_PARAM, NULL},
+    {"/;", PH_ERR_DOT_PARAM, NULL},
+    /* Percent-decoded bytes must be shortest-form UTF-8. */
+    {"/caf%C3%A9/x", 0, "/caf\xc3\xa9/x"},
+    {"/%E2%82%AC", 0, "/\xe2\x82\xac"},
+    {"/%F0%9F%98%80", 0, "/\xf0\x9f\x98\x80"},
+    {"/%EF%BF%BF", 0, "/\xef\xbf\xbf"},
+    {"/%C0%AE%C0%AE/admin", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%C0%AF", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%c1%9c", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%E0%80%AE", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%F0%80%80%AE", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%ED%A0%80", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%F4%90%80%80", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%F5%80%80%80", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%80", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%C3", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%C3?x", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%C3/b", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%E2%82", PH_ERR_BAD_UTF8, NULL},
+    {"/a/%FF", PH_ERR_BAD_UTF8, NULL},
+    /* A decoded "%25" may not be followed by two hex digits. */
+    {"/a%25", 0, "/a%"},
+    {"/a%25zz", 0, "/a%zz"},
+    {"/a%252", 0, "/a%2"},
+    {"/100%25/b", 0, "/100%/b"},
+    {"/a/%252e%252e/admin", PH_ERR_DOUBLE_ENCODED, NULL},
+    {"/a/%252f", PH_ERR_DOUBLE_ENCODED, NULL},
+    {"/a/%252E", PH_ERR_DOUBLE_ENCODED, NULL},
+    {"/a/%25%32%65", PH_ERR_DOUBLE_ENCODED, NULL},
+    {"/a/%2541", PH_ERR_DOUBLE_ENCODED, NULL},
 };
 
 static void
@@ -245,14 +291,30 @@ test_path_table(void **state)
 	for (i = 0; i < sizeof(path_cases) / sizeof(path_cases[0]); i++) {
 		const struct path_case *c = &path_cases[i];
 
+		memset(out, 'x', sizeof(out));
 		r = target_path_normalise(
 		    c->in, strlen(c->in), out, sizeof(out));
 		if (r != c->err)
 			fail_msg("'%s': got %d, want %d", c->in, r, c->err);
+		/* A refused path leaves a string: the proxy logs it. */
+		if (r != 0 && out[0] != '\0')
+			fail_msg("'%s': refused, but OUT is not \"\"", c->in);
 		if (r == 0 && strcmp(out, c->out) != 0)
 			fail_msg(
 			    "'%s': got '%s', want '%s'", c->in, out, c->out);
 	}
+}
+
+static void
+test_utf8_valid(void **state)
+{
+	(void)state;
+	assert_int_equal(target_utf8_valid("", 0), 1);
+	assert_int_equal(target_utf8_valid("caf\xc3\xa9", 5), 1);
+	assert_int_equal(target_utf8_valid("\xc0\xae", 2), 0);
+	assert_int_equal(target_utf8_valid("\xe0\x80\xae", 3), 0);
+	assert_int_equal(target_utf8_valid("\xc3", 1), 0);
+	assert_int_equal(target_utf8_valid("\xed\xa0\x80", 3), 0);
 }
 
 static void
@@ -356,6 +418,7 @@ main(void)
 	    cmocka_unit_test(test_authority),
 	    cmocka_unit_test(test_path_table),
 	    cmocka_unit_test(test_path_buffer),
+	    cmocka_unit_test(test_utf8_valid),
 	    cmocka_unit_test(test_url),
 	    cmocka_unit_test(test_url_bounds),
 	    cmocka_unit_test(test_strerror),

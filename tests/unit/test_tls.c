@@ -668,9 +668,13 @@ static SSL *
 client_ssl(struct fixture *f, const char *host, uint16_t port, int is_ip,
     const char *cafile)
 {
-	SSL *c = tls_client_ssl(
-	    f->t, host, port, is_ip, cafile, f->err, sizeof(f->err));
+	SSL *c = NULL;
 
+	/* As run_setup does before the sandbox starts. */
+	if (cafile == NULL ||
+	    tls_add_trust(f->t, cafile, f->err, sizeof(f->err)) == 0)
+		c = tls_client_ssl(
+		    f->t, host, port, is_ip, cafile, f->err, sizeof(f->err));
 	if (c == NULL)
 		fail_msg("tls_client_ssl %s: %s", host, f->err);
 	return c;
@@ -816,14 +820,56 @@ test_client_bad_cafile(void **state)
 	char path[PATH_MAX + 32];
 
 	snprintf(path, sizeof(path), "%s/missing.pem", f->dir);
-	assert_null(tls_client_ssl(
-	    f->t, "echo.test", 443, 0, path, f->err, sizeof(f->err)));
+	assert_int_equal(tls_add_trust(f->t, path, f->err, sizeof(f->err)), -1);
 	assert_non_null(strstr(f->err, "upstream-ca"));
 	/* Not garbage either. */
 	write_file(path, "not a certificate\n");
+	assert_int_equal(tls_add_trust(f->t, path, f->err, sizeof(f->err)), -1);
+	assert_non_null(strstr(f->err, "upstream-ca"));
 	assert_null(tls_client_ssl(
 	    f->t, "echo.test", 443, 0, path, f->err, sizeof(f->err)));
-	assert_non_null(strstr(f->err, "upstream-ca"));
+	assert_non_null(strstr(f->err, "was not loaded"));
+}
+
+/*
+ * A trust anchor is read once, when added: a file written afterwards (by
+ * the sandbox, with its own CA) changes nothing, and a file never added
+ * is never read.
+ */
+static void
+test_client_trust_preloaded(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX + 32], other[PATH_MAX + 32];
+	SSL *c, *s;
+
+	snprintf(path, sizeof(path), "%s/anchor.pem", f->dir);
+	snprintf(other, sizeof(other), "%s/late.pem", f->dir);
+	write_file(path, ca_cert_pem(f->up));
+	assert_int_equal(tls_add_trust(f->t, path, f->err, sizeof(f->err)), 0);
+	/* The sandbox puts its own CA in the file. */
+	write_file(path, ca_cert_pem(f->ca));
+	c = tls_client_ssl(
+	    f->t, "echo.test", 443, 0, path, f->err, sizeof(f->err));
+	assert_non_null(c);
+	s = SSL_new(server_ctx(f, f->ca, "echo.test", 0));
+	client_refused(f, c, s, "does not verify",
+	    "unable to get local issuer certificate");
+	free_pair(c, s);
+	ERR_clear_error();
+	c = tls_client_ssl(
+	    f->t, "echo.test", 443, 0, path, f->err, sizeof(f->err));
+	assert_non_null(c);
+	s = SSL_new(server_ctx(f, f->up, "echo.test", 0));
+	assert_int_equal(handshake(f, c, s), 0);
+	free_pair(c, s);
+	/* Added twice: still the first reading. */
+	assert_int_equal(tls_add_trust(f->t, path, f->err, sizeof(f->err)), 0);
+	/* Never added: refused, not read. */
+	write_file(other, ca_cert_pem(f->ca));
+	assert_null(tls_client_ssl(
+	    f->t, "echo.test", 443, 0, other, f->err, sizeof(f->err)));
+	assert_non_null(strstr(f->err, "was not loaded"));
 }
 
 /*
@@ -980,6 +1026,7 @@ main(void)
 	    T(test_client_untrusted),
 	    T(test_client_old_tls),
 	    T(test_client_bad_cafile),
+	    T(test_client_trust_preloaded),
 	    T(test_client_resume),
 	    T(test_client_resume_unclean),
 	    T(test_client_resume_long_cafile),
