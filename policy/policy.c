@@ -93,7 +93,7 @@ policy_new(void)
 static void
 rule_free(struct policy_rule *r)
 {
-	size_t i;
+	size_t i, k;
 
 	for (i = 0; i < r->npaths; i++)
 		free(r->paths[i]);
@@ -107,6 +107,8 @@ rule_free(struct policy_rule *r)
 	for (i = 0; i < r->nplaceholder; i++) {
 		free((char *)(uintptr_t)r->placeholder[i].env);
 		free((char *)(uintptr_t)r->placeholder[i].secret_name);
+		for (k = 0; k < r->placeholder[i].nheaders; k++)
+			free((char *)(uintptr_t)r->placeholder[i].headers[k]);
 	}
 	free(r->paths);
 	free(r->methods);

@@ -167,36 +167,18 @@ add_host(
 }
 
 /*
- * The request target (normalised path, query as sent), with the
- * stand-ins the rule binds swapped for their values.
+ * The request target: normalised path, query as sent.  Stand-ins are
+ * never swapped here (a server echoes and logs targets): one found here
+ * was refused by check_leak.
  */
-static int
-add_target(struct session *s, struct evbuffer *out, const struct http_head *h,
-    const char *path)
+static void
+add_target(struct evbuffer *out, const struct http_head *h, const char *path)
 {
 	const char *q = memchr(h->target, '?', h->target_len);
-	struct evbuffer *t;
-	unsigned char *flat;
-	int r = -1;
 
-	/* Most requests bind no stand-in: straight into the head. */
-	if (s->dec.nplaceholder == 0) {
-		add_path(out, path);
-		if (q != NULL)
-			evbuffer_add(out, q, h->target + h->target_len - q);
-		return 0;
-	}
-	if ((t = evbuffer_new()) == NULL)
-		return -1;
-	add_path(t, path);
+	add_path(out, path);
 	if (q != NULL)
-		evbuffer_add(t, q, h->target + h->target_len - q);
-	if ((flat = evbuffer_pullup(t, -1)) != NULL)
-		r = inject_add_swapped(out, (const char *)flat,
-		    evbuffer_get_length(t), s->ctx->standins, &s->dec,
-		    &s->secret, 1);
-	evbuffer_free(t);
-	return r;
+		evbuffer_add(out, q, h->target + h->target_len - q);
 }
 
 /* A field for upstream: dropped, replaced by an injection, or swapped. */
@@ -207,12 +189,7 @@ add_field(struct session *s, struct evbuffer *out, const struct http_field *f,
 	if ((f->name_len == 4 && strncasecmp(f->name, "host", 4) == 0) ||
 	    hop_field(f, h) || inject_replaces(&s->dec, f->name, f->name_len))
 		return 0;
-	evbuffer_add_printf(out, "%.*s: ", (int)f->name_len, f->name);
-	if (inject_add_swapped(out, f->value, f->value_len, s->ctx->standins,
-	        &s->dec, &s->secret, 0) != 0)
-		return -1;
-	evbuffer_add(out, "\r\n", 2);
-	return 0;
+	return inject_add_field(out, f, s->ctx->standins, &s->dec, &s->secret);
 }
 
 /*
@@ -232,8 +209,7 @@ build_head(
 	evbuffer_drain(fw->head, evbuffer_get_length(fw->head));
 	evbuffer_add(fw->head, h->method, h->method_len);
 	evbuffer_add(fw->head, " ", 1);
-	if (add_target(s, fw->head, h, s->path) != 0)
-		return -1;
+	add_target(fw->head, h, s->path);
 	evbuffer_add_printf(fw->head, " HTTP/1.1\r\n");
 	add_host(fw->head, &u->host, u->port, u->tls);
 	for (i = 0; i < h->nfields; i++)
@@ -865,22 +841,51 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 }
 
 /*
- * A stand-in in a request its rule does not bind (another target, plain
- * HTTP, a denied request) is a leak attempt: denied, and said so.
+ * A stand-in anywhere but where its rule swaps it (another target, plain
+ * HTTP, a denied request, the path, another field, an encoding) is a
+ * leak attempt: denied, and said so.
  */
 static void
 check_leak(struct session *s, const struct http_head *h)
 {
+	const char *where = "";
 	long i = inject_leak(s->ctx->standins, h,
-	    s->dec.verdict == POLICY_ALLOW ? &s->dec : NULL, s->icpt != NULL);
+	    s->dec.verdict == POLICY_ALLOW ? &s->dec : NULL, s->icpt != NULL,
+	    &where);
 
-	if (i < 0)
+	if (i == -1)
+		return;
+	s->dec.verdict = POLICY_DENY;
+	if (i == INJECT_LEAK_NOMEM)
+		snprintf(s->dec.reason, sizeof(s->dec.reason),
+		    "out of memory checking for stand-ins");
+	else
+		snprintf(s->dec.reason, sizeof(s->dec.reason),
+		    "leak attempt: the stand-in for %.32s %.40s, to %.64s:%u; "
+		    "swapped only in Authorization or listed fields, for its "
+		    "rule's hosts",
+		    inject_standin_env(s->ctx->standins, (size_t)i), where,
+		    s->host, s->port);
+}
+
+/*
+ * TRACE (and TRACK, its IIS twin) makes a server send the request back:
+ * on a rule that injects or swaps credentials, that is their echo.
+ */
+static void
+check_trace(struct session *s)
+{
+	const char *m = s->fwd->method;
+
+	if (s->dec.verdict != POLICY_ALLOW ||
+	    (s->dec.ninject == 0 && s->dec.nplaceholder == 0) ||
+	    (strcasecmp(m, "TRACE") != 0 && strcasecmp(m, "TRACK") != 0))
 		return;
 	s->dec.verdict = POLICY_DENY;
 	snprintf(s->dec.reason, sizeof(s->dec.reason),
-	    "leak attempt: the stand-in for %.48s sent to %.120s:%u, "
-	    "which its rule does not cover",
-	    inject_standin_env(s->ctx->standins, (size_t)i), s->host, s->port);
+	    "%.8s is refused on a rule that injects or swaps credentials: "
+	    "the server would echo them",
+	    m);
 }
 
 /* Decides the request; returns 0 when it may go on. */
@@ -895,6 +900,7 @@ decide(struct session *s, const struct http_head *h, const struct target_url *u)
 	q.method = s->fwd->method;
 	q.path = s->path;
 	policy_decide(s->policy->p, &q, &s->dec);
+	check_trace(s);
 	check_leak(s, h);
 	session_audit_request(s);
 	if (s->dec.verdict == POLICY_ALLOW)
