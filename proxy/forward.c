@@ -515,8 +515,12 @@ cut_leak(struct session *s)
 	log_warnx("conn %llu: %s", (unsigned long long)s->conn, why);
 	if (!s->fwd->head_sent)
 		session_reply_close(s, 502, why);
-	else
+	else {
+		/* Even a body that ends with the connection shows the cut. */
+		if (s->icpt != NULL)
+			s->icpt->cut = 1;
 		session_close(s, why);
+	}
 }
 
 /* Does the response head BUF[0..LEN) hold a value?  Searched whole. */
@@ -900,8 +904,8 @@ decide(struct session *s, const struct http_head *h, const struct target_url *u)
 	q.method = s->fwd->method;
 	q.path = s->path;
 	policy_decide(s->policy->p, &q, &s->dec);
-	check_trace(s);
 	check_leak(s, h);
+	check_trace(s);
 	session_audit_request(s);
 	if (s->dec.verdict == POLICY_ALLOW)
 		return 0;
