@@ -441,14 +441,9 @@ chunked_searched(struct body *b, struct rscan *rs, struct evbuffer *in,
 	return total;
 }
 
-/*
- * body_move() for a searched response: the bytes searched go to HELD,
- * and on to OUT but those that may begin a value (all, once the body is
- * complete).  Returns 0, -1 on bad framing (*WHY), or 1 when a value was
- * found: then nothing of the bytes that hold it has moved.
- */
+/* One pass of body_move_searched over what one peek of IN shows. */
 static int
-body_move_searched(struct body *b, struct rscan *rs, struct evbuffer *in,
+search_pass(struct body *b, struct rscan *rs, struct evbuffer *in,
     struct evbuffer *out, uint64_t *bytes, const char **why)
 {
 	size_t n = evbuffer_get_length(in);
@@ -456,8 +451,6 @@ body_move_searched(struct body *b, struct rscan *rs, struct evbuffer *in,
 	uint64_t upto;
 	ssize_t m;
 
-	if (b->done || n == 0 || b->kind == HTTP_BODY_NONE)
-		return 0;
 	if (b->kind == HTTP_BODY_CHUNKED)
 		m = chunked_searched(b, rs, in, why, &found);
 	else if ((m = plain_searched(rs, in,
@@ -480,15 +473,44 @@ body_move_searched(struct body *b, struct rscan *rs, struct evbuffer *in,
 	return 0;
 }
 
+/*
+ * body_move() for a searched response: the bytes searched go to HELD,
+ * and on to OUT but those that may begin a value (all, once the body is
+ * complete).  Returns 0, -1 on bad framing (*WHY), or 1 when a value was
+ * found: then nothing of the bytes that hold it has moved.  Passes until
+ * IN is empty or the body done, so that no byte waits for a read that
+ * may never come.
+ */
+static int
+body_move_searched(struct body *b, struct rscan *rs, struct evbuffer *in,
+    struct evbuffer *out, uint64_t *bytes, const char **why)
+{
+	size_t before;
+	int r = 0;
+
+	if (b->kind == HTTP_BODY_NONE)
+		return 0;
+	while (r == 0 && !b->done && (before = evbuffer_get_length(in)) > 0) {
+		r = search_pass(b, rs, in, out, bytes, why);
+		if (evbuffer_get_length(in) == before)
+			break; /* a partial chunk line: more bytes needed */
+	}
+	return r;
+}
+
 /* The rest of a close-delimited body, at the upstream's EOF. */
 static int
 close_searched(struct rscan *rs, struct evbuffer *in, struct evbuffer *out)
 {
-	size_t n = evbuffer_get_length(in);
+	ssize_t m;
 
-	if (n > 0 && plain_searched(rs, in, n) != (ssize_t)n)
-		return 1; /* a value, or more pieces than one peek: refuse */
-	evbuffer_add_buffer(rs->held, in);
+	while (evbuffer_get_length(in) > 0) {
+		if ((m = plain_searched(rs, in, evbuffer_get_length(in))) < 0)
+			return 1;
+		if (m == 0)
+			return 1; /* cannot happen; never pass unsearched */
+		evbuffer_remove_buffer(in, rs->held, m);
+	}
 	evbuffer_add_buffer(out, rs->held);
 	rs->sent = rs->fed;
 	rs->hold = NOHOLD;

@@ -15,6 +15,7 @@
 
 #define TOTAL_MAX (1024 * 1024)
 #define NONE UINT32_MAX
+#define MATCH 0x80000000u /* in NEXT: a pattern ends at the state */
 
 struct pattern {
 	uint8_t *p;
@@ -27,8 +28,15 @@ struct scan {
 	size_t npat, total;
 	int compiled;
 	uint16_t cls[256]; /* byte -> class (257 at most) */
+	uint8_t skip[256]; /* at the root, this byte stays there */
 	size_t ncls;
-	uint32_t *next; /* nstates * ncls */
+	/*
+	 * nstates * ncls.  Once compiled, an entry is the next state's row
+	 * offset (state * ncls), with MATCH set when a pattern ends there:
+	 * one look-up and one test per byte.  A stream's state is a row
+	 * offset.
+	 */
+	uint32_t *next;
 	uint32_t *out; /* id of a pattern ending here, or NONE */
 	uint32_t *depth; /* length of the node's string */
 	size_t nstates;
@@ -336,6 +344,11 @@ scan_compile(struct scan *sc)
 	make_trie(sc);
 	if (make_dfa(sc) != 0)
 		goto fail;
+	for (i = 0; i < n * sc->ncls; i++)
+		sc->next[i] = (uint32_t)(sc->next[i] * sc->ncls) |
+		    (sc->out[sc->next[i]] != NONE ? MATCH : 0);
+	for (i = 0; i < 256; i++)
+		sc->skip[i] = sc->next[sc->cls[i]] == 0;
 	sc->compiled = 1;
 	return 0;
 fail:
@@ -348,23 +361,27 @@ scan_feed(const struct scan *sc, uint32_t *state, const void *buf, size_t len,
     size_t *end, unsigned *id)
 {
 	const uint8_t *p = buf;
-	const uint32_t *next, *out;
+	const uint32_t *next;
 	const uint16_t *cls;
 	uint32_t s = *state;
-	size_t i, nc;
+	size_t i;
 
 	if (sc == NULL || !sc->compiled || sc->npat == 0)
 		return 0;
 	next = sc->next;
-	out = sc->out;
 	cls = sc->cls;
-	nc = sc->ncls;
 	for (i = 0; i < len; i++) {
-		s = next[s * nc + cls[p[i]]];
-		if (out[s] != NONE) {
+		/* Most bytes of most bodies start no pattern: a tight loop. */
+		while (s == 0 && i < len && sc->skip[p[i]])
+			i++;
+		if (i == len)
+			break;
+		s = next[s + cls[p[i]]];
+		if (s & MATCH) {
+			s &= ~MATCH;
 			*state = s;
 			*end = i + 1;
-			*id = out[s];
+			*id = sc->out[s / sc->ncls];
 			return 1;
 		}
 	}
@@ -375,7 +392,7 @@ scan_feed(const struct scan *sc, uint32_t *state, const void *buf, size_t len,
 size_t
 scan_held(const struct scan *sc, uint32_t state)
 {
-	if (sc == NULL || !sc->compiled || state >= sc->nstates)
+	if (sc == NULL || !sc->compiled || state / sc->ncls >= sc->nstates)
 		return 0;
-	return sc->depth[state];
+	return sc->depth[state / sc->ncls];
 }
