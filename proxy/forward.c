@@ -52,13 +52,15 @@ struct body {
  * The search of responses for the real values sent on this connection.
  * Body bytes are counted as they come (FED) and pass on (SENT); those
  * from HOLD on may begin a value and wait in HELD until more bytes
- * decide.  Only payload is searched: chunk framing between two halves
- * of a value would hide it, and the client removes the framing.
+ * decide.  The payload is one stream (chunk framing between two halves
+ * of a value would hide it, and the client removes the framing); the
+ * framing of a chunked body (sizes, extensions, trailer fields) is
+ * another (state FST, held from FHOLD).
  */
 struct rscan {
 	const struct scan *sc; /* NULL: not searching */
-	uint32_t st;
-	uint64_t fed, sent, hold;
+	uint32_t st, fst;
+	uint64_t fed, sent, hold, fhold;
 	struct evbuffer *held;
 	unsigned id; /* the secret found */
 };
@@ -364,8 +366,8 @@ rscan_start(struct session *s)
 		return -1;
 	if ((rs->sc = values_scan(s->policy)) == NULL)
 		return -1;
-	rs->st = SCAN_START;
-	rs->hold = NOHOLD;
+	rs->st = rs->fst = SCAN_START;
+	rs->hold = rs->fhold = NOHOLD;
 	return 0;
 }
 
@@ -384,6 +386,23 @@ rscan_span(struct rscan *rs, const char *p, size_t n)
 		rs->hold = rs->fed + n - d;
 	/* Else the prefix began in an earlier span, at or after HOLD. */
 	rs->fed += n;
+	return 0;
+}
+
+/* Searches framing byte P, at body offset FED.  1: a value ends there. */
+static int
+rscan_framing(struct rscan *rs, const char *p)
+{
+	size_t end, d;
+
+	if (scan_feed(rs->sc, &rs->fst, p, 1, &end, &rs->id))
+		return 1;
+	d = scan_held(rs->sc, rs->fst);
+	if (d == 0)
+		rs->fhold = NOHOLD;
+	else if (d == 1)
+		rs->fhold = rs->fed;
+	/* Else the prefix began at FHOLD or after (a conservative hold). */
 	return 0;
 }
 
@@ -428,7 +447,8 @@ chunked_searched(struct body *b, struct rscan *rs, struct evbuffer *in,
 			k = left == 0                   ? 1
 			    : left < v[i].iov_len - off ? left
 			                                : v[i].iov_len - off;
-			if (left > 0 && rscan_span(rs, p, k)) {
+			if (left > 0 ? rscan_span(rs, p, k)
+			             : rscan_framing(rs, p)) {
 				*found = 1;
 				return -1;
 			}
@@ -465,11 +485,12 @@ search_pass(struct body *b, struct rscan *rs, struct evbuffer *in,
 		return found ? 1 : -1;
 	evbuffer_remove_buffer(in, rs->held, m);
 	*bytes += m;
-	upto = b->done || rs->hold == NOHOLD ? rs->fed : rs->hold;
+	upto = rs->hold < rs->fhold ? rs->hold : rs->fhold;
+	upto = b->done || upto == NOHOLD ? rs->fed : upto;
 	evbuffer_remove_buffer(rs->held, out, upto - rs->sent);
 	rs->sent = upto;
 	if (b->done)
-		rs->hold = NOHOLD;
+		rs->hold = rs->fhold = NOHOLD;
 	return 0;
 }
 

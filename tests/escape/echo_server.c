@@ -8,6 +8,8 @@
  *
  *	/plain      body, as is (Content-Length)
  *	/chunked    body, as is, in chunks of 3 bytes
+ *	/trailer    chunked, the Authorization value in a trailer field
+ *	/chunkext   chunked, the Authorization value in a chunk extension
  *	/close      300 KB of filler then the head, ending with the connection
  *	/b64        body, Base64
  *	/pct        body, every byte %XX
@@ -195,6 +197,22 @@ main(int argc, char **argv)
 			out("\r\n", 2);
 		}
 		out("0\r\n\r\n", 5);
+	} else if (strncmp(path, "/trailer", 8) == 0) {
+		snprintf(buf, sizeof(buf),
+		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+		    "Trailer: X-Echo\r\nConnection: close\r\n\r\n"
+		    "3\r\nok\n\r\n0\r\nX-Echo: %s\r\n\r\n",
+		    field("Authorization"));
+		out_str(buf);
+	} else if (strncmp(path, "/chunkext", 9) == 0) {
+		n = percent(extra, field("Authorization"),
+		    strlen(field("Authorization")), 0);
+		snprintf(buf, sizeof(buf),
+		    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+		    "Connection: close\r\n\r\n"
+		    "3;a=%.*s\r\nok\n\r\n0\r\n\r\n",
+		    (int)n, extra);
+		out_str(buf);
 	} else if (strncmp(path, "/close", 6) == 0) {
 		out_str("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
 		memset(buf, '.', 1000);

@@ -3,7 +3,8 @@
 # stand-ins never leave but where they are swapped.  Inside `pinhole
 # run`, curl and git talk to an HTTPS server (tests/escape/echo_server.c
 # under socat) that echoes what it receives: as is, chunked in 3-byte
-# pieces, after 300 KB of filler (close-delimited), Base64,
+# pieces, in a chunked trailer or chunk extension, after 300 KB of filler
+# (close-delimited), Base64,
 # percent-encoded, in a response field, a Location, the status line, and
 # the decoded Basic credentials.  Everything the client received is
 # searched outside for every form of the real values: none may be there,
@@ -68,7 +69,7 @@ forms() {
 	done
 }
 { forms "$GIT_TOKEN"; forms "$NPM_VALUE"; } >"$T/forms"
-PATHS="plain chunked close b64 pct header location status"
+PATHS="plain chunked trailer chunkext close b64 pct header location status"
 
 # --- item 4: echoes of real values are cut -----------------------------------
 : >"$T/received.log"
@@ -112,7 +113,7 @@ else ok; fi
 expect "the status-line echo is a 502 with a reason" \
 	"$(cat "$W/got/e-status.h")" '^X-Pinhole-Reason: leak: the response from echo\.test'
 equal "each cut is logged as a leak (with the secret's name)" \
-	"$(jq_count 'select(.event == "end" and (.error // "" | test("^leak: .* secret (gh|npm); cut")))')" 17
+	"$(jq_count 'select(.event == "end" and (.error // "" | test("^leak: .* secret (gh|npm); cut")))')" 21
 refuse "the log never holds a value" "$(cat "$T/audit.jsonl")" "$GIT_TOKEN|$NPM_VALUE"
 SEEN=$(cat "$T/received.log")
 expect "the injecting upstream got the value" "$SEEN" "^Authorization: Bearer $GIT_TOKEN"
