@@ -1035,8 +1035,15 @@ forward_start(struct session *s, const struct http_head *h)
 		session_close(s, "out of memory, or a secret without a value");
 		return;
 	}
-	/* A real value goes out: what comes back is searched for it. */
-	if (s->secret != NULL && rscan_start(s) != 0) {
+	/*
+	 * A real value goes out, or could have on another connection (a
+	 * server may echo an earlier request): what comes back from a rule
+	 * that carries credentials is searched, on this connection from now
+	 * on.
+	 */
+	if ((s->secret != NULL || s->dec.ninject > 0 ||
+	        s->dec.nplaceholder > 0) &&
+	    rscan_start(s) != 0) {
 		session_close(s, "out of memory (response search)");
 		return;
 	}

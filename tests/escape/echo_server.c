@@ -18,6 +18,7 @@
  *	/status     the Authorization value as the status line's reason
  *	/basic      body, the decoded Basic credentials ("user:password")
  *	/quiet      "ok", nothing echoed
+ *	/last       body, every head received so far (the LOG file)
  *	anything else: as /plain
  *
  * It decides nothing; the scenario searches what the client received.
@@ -246,6 +247,11 @@ main(int argc, char **argv)
 		n = strncasecmp(a, "Basic ", 6) == 0
 		    ? unbase64((unsigned char *)buf, a + 6)
 		    : 0;
+		reply("200 OK", "", buf, n);
+	} else if (strncmp(path, "/last", 5) == 0 && argc > 1 &&
+	    (log = fopen(argv[1], "r")) != NULL) {
+		n = fread(buf, 1, sizeof(buf), log);
+		fclose(log);
 		reply("200 OK", "", buf, n);
 	} else if (strncmp(path, "/quiet", 6) == 0)
 		reply("200 OK", "", "ok\n", 3);

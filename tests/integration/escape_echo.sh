@@ -5,8 +5,9 @@
 # under socat) that echoes what it receives: as is, chunked in 3-byte
 # pieces, in a chunked trailer or chunk extension, after 300 KB of filler
 # (close-delimited), Base64,
-# percent-encoded, in a response field, a Location, the status line, and
-# the decoded Basic credentials.  Everything the client received is
+# percent-encoded, in a response field, a Location, the status line, the
+# decoded Basic credentials, and (to a request without one) the heads of
+# earlier requests.  Everything the client received is
 # searched outside for every form of the real values: none may be there,
 # each cut is logged as a leak, and the server did get the values.  A
 # placeholder works inside Basic (git clone https://x-access-token:$TOK@,
@@ -92,7 +93,9 @@ prun -p "$T/p.conf" -- sh -c '
 		-u "$NPM_TOKEN:x" https://reg.test:'"$PORT"'/quiet 2>&1
 	curl -sS -o got/q3.b -w "proxy-auth %{http_code}\n" \
 		-H "Proxy-Authorization: Basic cHJveHk6c2VjcmV0" \
-		https://reg.test:'"$PORT"'/quiet 2>&1'
+		https://reg.test:'"$PORT"'/quiet 2>&1
+	curl -sS -o got/last.b https://reg.test:'"$PORT"'/last 2>/dev/null ||
+		echo "last cut"'
 # A close-delimited body cut at the value may look whole to the client
 # (its end is the connection's): what it got is searched below, and the
 # log says it was cut.
@@ -113,7 +116,7 @@ else ok; fi
 expect "the status-line echo is a 502 with a reason" \
 	"$(cat "$W/got/e-status.h")" '^X-Pinhole-Reason: leak: the response from echo\.test'
 equal "each cut is logged as a leak (with the secret's name)" \
-	"$(jq_count 'select(.event == "end" and (.error // "" | test("^leak: .* secret (gh|npm); cut")))')" 21
+	"$(jq_count 'select(.event == "end" and (.error // "" | test("^leak: .* secret (gh|npm); cut")))')" 22
 refuse "the log never holds a value" "$(cat "$T/audit.jsonl")" "$GIT_TOKEN|$NPM_VALUE"
 SEEN=$(cat "$T/received.log")
 expect "the injecting upstream got the value" "$SEEN" "^Authorization: Bearer $GIT_TOKEN"
@@ -125,6 +128,8 @@ expect "Basic: user:token@ in the URL is swapped" "$OUT" '^basic-quiet 200$'
 expect "Basic: as the user too" "$SEEN" \
 	"^Authorization: Basic $(printf '%s:x' "$NPM_VALUE" | base64 -w0)"
 expect "Basic: its echo is cut" "$OUT" '^basic cut$'
+expect "an earlier request's value echoed to a request without one: cut" \
+	"$OUT" '^last cut$'
 expect "Proxy-Authorization: the request goes" "$OUT" '^proxy-auth 200$'
 refuse "Proxy-Authorization is never forwarded" "$SEEN" '^Proxy-Authorization'
 
