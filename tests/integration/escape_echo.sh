@@ -124,7 +124,9 @@ expect "the placeholder upstream got the value" "$SEEN" "^Authorization: Bearer 
 basic=$(printf '__token__:%s' "$NPM_VALUE" | base64 -w0)
 expect "Basic: the stand-in as password is swapped (curl -u)" "$SEEN" \
 	"^Authorization: Basic $basic"
-expect "Basic: user:token@ in the URL is swapped" "$OUT" '^basic-quiet 200$'
+expect "Basic: user:token@ in the URL: the request goes" "$OUT" '^basic-quiet 200$'
+check "Basic: user:token@ in the URL is swapped (as curl -u: two such heads)" \
+	test "$(grep -c "^Authorization: Basic $basic" <<<"$SEEN")" -ge 2
 expect "Basic: as the user too" "$SEEN" \
 	"^Authorization: Basic $(printf '%s:x' "$NPM_VALUE" | base64 -w0)"
 expect "Basic: its echo is cut" "$OUT" '^basic cut$'
