@@ -488,26 +488,10 @@ field_safe(const uint8_t *val, size_t len)
 	return 1;
 }
 
-/* VAL percent-encoded but for RFC 3986's unreserved characters. */
-static void
-add_encoded(struct evbuffer *out, const uint8_t *val, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if ((val[i] >= 'a' && val[i] <= 'z') ||
-		    (val[i] >= 'A' && val[i] <= 'Z') ||
-		    (val[i] >= '0' && val[i] <= '9') ||
-		    strchr("-._~", val[i]) != NULL)
-			evbuffer_add(out, &val[i], 1);
-		else
-			evbuffer_add_printf(out, "%%%02X", val[i]);
-}
-
 int
 inject_add_swapped(struct evbuffer *out, const char *s, size_t len,
     const struct inject_standins *si, const struct policy_decision *dec,
-    const char **used, int in_target)
+    const char **used)
 {
 	const struct policy_placeholder *ph;
 	const struct standin *st;
@@ -518,13 +502,10 @@ inject_add_swapped(struct evbuffer *out, const char *s, size_t len,
 	while ((st = first_bound(si, dec, s, len, &at)) != NULL) {
 		ph = binding(st, dec);
 		if ((val = secret_value(ph->secret, &vlen)) == NULL ||
-		    (!in_target && !field_safe(val, vlen)))
+		    !field_safe(val, vlen))
 			return -1;
 		evbuffer_add(out, s, at - s);
-		if (in_target)
-			add_encoded(out, val, vlen);
-		else
-			evbuffer_add(out, val, vlen);
+		evbuffer_add(out, val, vlen);
 		*used = ph->secret_name;
 		len -= (at - s) + st->len;
 		s = at + st->len;
@@ -574,12 +555,11 @@ inject_add_field(struct evbuffer *out, const struct http_field *f,
 		/* user:password, either may be a stand-in. */
 		if ((b = evbuffer_new()) == NULL ||
 		    inject_add_swapped(
-		        b, (const char *)plain, plen, si, dec, used, 0) != 0 ||
+		        b, (const char *)plain, plen, si, dec, used) != 0 ||
 		    add_basic_swapped(out, b) != 0)
 			goto out;
 	} else if (basic < 0 ||
-	    inject_add_swapped(out, f->value, f->value_len, si, dec, used, 0) !=
-	        0)
+	    inject_add_swapped(out, f->value, f->value_len, si, dec, used) != 0)
 		goto out;
 	evbuffer_add(out, "\r\n", 2);
 	r = 0;

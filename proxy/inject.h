@@ -60,14 +60,13 @@ int inject_replaces(
 
 /*
  * Appends S (LEN bytes) to OUT with every stand-in that DEC binds
- * replaced by its secret's value, percent-encoded when IN_TARGET (the
- * request target); *USED is set to the name of a secret swapped in (left
- * alone when none).  Returns 0, or -1 when a secret has no value, or one
- * swapped into a field holds a control character.
+ * replaced by its secret's value; *USED is set to the name of a secret
+ * swapped in (left alone when none).  Returns 0, or -1 when a secret has
+ * no value or holds a control character.
  */
 int inject_add_swapped(struct evbuffer *out, const char *s, size_t len,
     const struct inject_standins *si, const struct policy_decision *dec,
-    const char **used, int in_target);
+    const char **used);
 
 /*
  * Appends field F ("Name: value\r\n") to OUT, with the stand-ins that

@@ -482,7 +482,7 @@ swap(struct fixture *f, const char *s, const struct policy_decision *d,
     const char **used)
 {
 	assert_int_equal(
-	    inject_add_swapped(f->out, s, strlen(s), f->si, d, used, 0), 0);
+	    inject_add_swapped(f->out, s, strlen(s), f->si, d, used), 0);
 	return take(f);
 }
 
@@ -539,7 +539,7 @@ test_swap_bound(void **state)
 	assert_string_equal(used, "untouched");
 	free(got);
 	assert_int_equal(
-	    inject_add_swapped(f->out, "", 0, f->si, &d, &used, 0), 0);
+	    inject_add_swapped(f->out, "", 0, f->si, &d, &used), 0);
 	assert_int_equal(evbuffer_get_length(f->out), 0);
 }
 
@@ -594,40 +594,8 @@ test_swap_no_value(void **state)
 	assert_int_equal(decide(f, "registry.test", 1, "/", &d), 1);
 	snprintf(in, sizeof(in), "x %s", standin(f, "NPM_TOKEN"));
 	assert_int_equal(
-	    inject_add_swapped(f->out, in, strlen(in), f->si, &d, &used, 0),
-	    -1);
+	    inject_add_swapped(f->out, in, strlen(in), f->si, &d, &used), -1);
 	assert_null(used);
-}
-
-/*
- * In the request target the value is percent-encoded.  (A value with a
- * control character, which would split a head, is refused when secrets
- * load, and again by inject_add_swapped for fields.)
- */
-static void
-test_swap_encoding(void **state)
-{
-	static const char pol[] =
-	    "secret odd env PH_TEST_INJECT_ODD\n"
-	    "allow registry.test { placeholder ODD_TOKEN odd }\n";
-	struct fixture *f = *state;
-	struct policy_decision d;
-	const char *used = NULL;
-	char in[256], *got;
-	size_t len;
-
-	setenv("PH_TEST_INJECT_ODD", "a b#c&d%e/f-_.~Z9", 1);
-	load(f, pol);
-	assert_int_equal(decide(f, "registry.test", 1, "/", &d), 1);
-	snprintf(in, sizeof(in), "/p?t=%s", standin(f, "ODD_TOKEN"));
-	assert_int_equal(
-	    inject_add_swapped(f->out, in, strlen(in), f->si, &d, &used, 1), 0);
-	len = evbuffer_get_length(f->out);
-	got = strndup((const char *)evbuffer_pullup(f->out, -1), len);
-	assert_string_equal(got, "/p?t=a%20b%23c%26d%25e%2Ff-_.~Z9");
-	free(got);
-	assert_string_equal(used, "odd");
-	unsetenv("PH_TEST_INJECT_ODD");
 }
 
 /* --- injected fields ------------------------------------------------------ */
@@ -991,7 +959,6 @@ main(void)
 	    T(test_leak_absent),
 	    T(test_swap_bound),
 	    T(test_swap_unbound),
-	    T(test_swap_encoding),
 	    T(test_swap_no_value),
 	    T(test_fields),
 	    T(test_replaces),
