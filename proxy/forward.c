@@ -888,34 +888,6 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 }
 
 /*
- * A stand-in anywhere but where its rule swaps it (another target, plain
- * HTTP, a denied request, the path, another field, an encoding) is a
- * leak attempt: denied, and said so.
- */
-static void
-check_leak(struct session *s, const struct http_head *h)
-{
-	const char *where = "";
-	long i = inject_leak(s->ctx->standins, h,
-	    s->dec.verdict == POLICY_ALLOW ? &s->dec : NULL, s->icpt != NULL,
-	    &where);
-
-	if (i == -1)
-		return;
-	s->dec.verdict = POLICY_DENY;
-	if (i == INJECT_LEAK_NOMEM)
-		snprintf(s->dec.reason, sizeof(s->dec.reason),
-		    "out of memory checking for stand-ins");
-	else
-		snprintf(s->dec.reason, sizeof(s->dec.reason),
-		    "leak attempt: the stand-in for %.32s %.40s, to %.64s:%u; "
-		    "swapped only in Authorization or listed fields, for its "
-		    "rule's hosts",
-		    inject_standin_env(s->ctx->standins, (size_t)i), where,
-		    s->host, s->port);
-}
-
-/*
  * TRACE (and TRACK, its IIS twin) makes a server send the request back:
  * on a rule that injects or swaps credentials, that is their echo.
  */
@@ -935,6 +907,36 @@ check_trace(struct session *s)
 	    m);
 }
 
+/*
+ * A stand-in anywhere but where its rule swaps it (another target, plain
+ * HTTP, a denied request, the path, another field, an encoding) is a
+ * leak attempt: denied, and said so.  Else TRACE and TRACK are checked.
+ */
+static void
+check_leak(struct session *s, const struct http_head *h)
+{
+	const char *where = "";
+	long i = inject_leak(s->ctx->standins, h,
+	    s->dec.verdict == POLICY_ALLOW ? &s->dec : NULL, s->icpt != NULL,
+	    &where);
+
+	if (i == -1) {
+		check_trace(s); /* after: a leak's reason wins */
+		return;
+	}
+	s->dec.verdict = POLICY_DENY;
+	if (i == INJECT_LEAK_NOMEM)
+		snprintf(s->dec.reason, sizeof(s->dec.reason),
+		    "out of memory checking for stand-ins");
+	else
+		snprintf(s->dec.reason, sizeof(s->dec.reason),
+		    "leak attempt: the stand-in for %.32s %.40s, to %.64s:%u; "
+		    "swapped only in Authorization or listed fields, for its "
+		    "rule's hosts",
+		    inject_standin_env(s->ctx->standins, (size_t)i), where,
+		    s->host, s->port);
+}
+
 /* Decides the request; returns 0 when it may go on. */
 static int
 decide(struct session *s, const struct http_head *h, const struct target_url *u)
@@ -948,7 +950,6 @@ decide(struct session *s, const struct http_head *h, const struct target_url *u)
 	q.path = s->path;
 	policy_decide(s->policy->p, &q, &s->dec);
 	check_leak(s, h);
-	check_trace(s);
 	session_audit_request(s);
 	if (s->dec.verdict == POLICY_ALLOW)
 		return 0;
