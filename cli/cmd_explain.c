@@ -93,7 +93,7 @@ static void
 print_decision(
     const struct explain_req *r, const struct policy_decision *d, int intercept)
 {
-	size_t i;
+	size_t i, k;
 
 	printf("%s\n", d->verdict == POLICY_ALLOW ? "allow" : "deny");
 	if (d->rule_file != NULL)
@@ -126,9 +126,14 @@ print_decision(
 	}
 	if (d->ninject == 0)
 		printf("inject: none\n");
-	for (i = 0; i < d->nplaceholder; i++)
-		printf("placeholder: %s stands in for secret %s\n",
+	for (i = 0; i < d->nplaceholder; i++) {
+		printf("placeholder: %s stands in for secret %s (swapped in "
+		       "Authorization",
 		    d->placeholder[i].env, d->placeholder[i].secret_name);
+		for (k = 0; k < d->placeholder[i].nheaders; k++)
+			printf(", %s", d->placeholder[i].headers[k]);
+		printf(")\n");
+	}
 	printf("private: %s\n",
 	    d->allow_private ? "yes (private addresses "
 	                       "allowed)"

@@ -1295,14 +1295,60 @@ o_inject(struct parse_state *st, struct policy_rule *r, struct stmt *s)
 		    &s->w[3], &s->w[0]);
 }
 
+/*
+ * "header NAME" pairs after "placeholder ENV SECRET": fields other than
+ * Authorization where the stand-in is swapped.  Returns 0 or -1.
+ */
+static int
+placeholder_headers(
+    struct parse_state *st, struct stmt *s, struct policy_placeholder *ph)
+{
+	const struct token *w;
+	size_t i, k;
+
+	ph->nheaders = 0;
+	for (i = 3; i + 1 < s->n; i += 2) {
+		w = &s->w[i + 1];
+		if (strcmp(s->w[i].text, "header") != 0) {
+			err(st, &s->w[i], "expected 'header NAME', not '%s'",
+			    s->w[i].text);
+			return -1;
+		}
+		if (!valid_token(w->text) || framing_header(w->text) ||
+		    strcasecmp(w->text, "authorization") == 0) {
+			err(st, w,
+			    "bad header '%s' for a placeholder (a field name; "
+			    "not Authorization, which is always one, nor a "
+			    "field that frames or routes the message)",
+			    w->text);
+			return -1;
+		}
+		for (k = 0; k < ph->nheaders; k++)
+			if (strcasecmp(ph->headers[k], w->text) == 0) {
+				err(st, w, "header %s is listed twice",
+				    w->text);
+				return -1;
+			}
+		ph->headers[ph->nheaders++] = w->text;
+	}
+	return 0;
+}
+
 static void
 o_placeholder(struct parse_state *st, struct policy_rule *r, struct stmt *s)
 {
-	struct policy_placeholder *ph;
+	const char *usage = "placeholder ENV SECRET [header NAME]...";
+	struct policy_placeholder *ph, hdr = {0};
 	size_t i;
 
 	if (deny_refuses(st, r, s) ||
-	    nargs(st, s, 2, 2, "placeholder ENV SECRET") != 0)
+	    nargs(st, s, 2, 2 + 2 * POLICY_PLACEHOLDER_HEADERS, usage) != 0)
+		return;
+	if (s->n % 2 != 1) {
+		err(st, &s->w[0], "usage: %s", usage);
+		return;
+	}
+	if (placeholder_headers(st, s, &hdr) != 0)
 		return;
 	if (!valid_env(s->w[1].text)) {
 		err(st, &s->w[1], "bad environment variable name '%s'",
@@ -1327,6 +1373,9 @@ o_placeholder(struct parse_state *st, struct policy_rule *r, struct stmt *s)
 	ph->env = xstrdup(s->w[1].text);
 	ph->secret_name = xstrdup(s->w[2].text);
 	ph->secret = NULL;
+	ph->nheaders = hdr.nheaders;
+	for (i = 0; i < hdr.nheaders; i++)
+		ph->headers[i] = xstrdup(hdr.headers[i]);
 }
 
 typedef void
@@ -1428,8 +1477,13 @@ option_words(const struct token *w, size_t n)
 		return 1;
 	if (strcmp(o, "upstream-ca") == 0)
 		return 2;
-	if (strcmp(o, "placeholder") == 0)
-		return 3;
+	if (strcmp(o, "placeholder") == 0) {
+		/* ENV SECRET, then "header NAME" pairs. */
+		for (i = 3; i + 1 < n && strcmp(w[i].text, "header") == 0;
+		     i += 2)
+			;
+		return i > n ? n : i;
+	}
 	if (strcmp(o, "inject") == 0 && n > 1) {
 		switch (lookup(w[1].text, inject_kinds, 3)) {
 		case 0:

@@ -94,7 +94,7 @@ policy_new(void)
 static void
 rule_free(struct policy_rule *r)
 {
-	size_t i;
+	size_t i, k;
 
 	for (i = 0; i < r->npaths; i++)
 		free(r->paths[i]);
@@ -108,6 +108,8 @@ rule_free(struct policy_rule *r)
 	for (i = 0; i < r->nplaceholder; i++) {
 		free((char *)(uintptr_t)r->placeholder[i].env);
 		free((char *)(uintptr_t)r->placeholder[i].secret_name);
+		for (k = 0; k < r->placeholder[i].nheaders; k++)
+			free((char *)(uintptr_t)r->placeholder[i].headers[k]);
 	}
 	for (i = 0; i < r->nupgrade; i++)
 		free(r->upgrade[i]);

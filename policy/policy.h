@@ -41,10 +41,15 @@ struct policy_inject {
 	struct secret *secret; /* value loaded by secret_store_load */
 };
 
+#define POLICY_PLACEHOLDER_HEADERS 8
+
 struct policy_placeholder {
 	const char *env; /* variable set in the sandbox */
 	const char *secret_name;
 	struct secret *secret;
+	/* Fields besides Authorization where the stand-in is swapped. */
+	const char *headers[POLICY_PLACEHOLDER_HEADERS];
+	size_t nheaders;
 };
 
 enum policy_timeout {

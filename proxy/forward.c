@@ -27,10 +27,13 @@
 #include <event2/event.h>
 
 #include "common/ph_err.h"
+#include "common/log.h"
 #include "policy/policy.h"
+#include "policy/secret.h"
 #include "proxy/http.h"
 #include "proxy/inject.h"
 #include "proxy/intercept.h"
+#include "proxy/scan.h"
 #include "proxy/session.h"
 #include "proxy/upstream.h"
 
@@ -41,6 +44,25 @@ struct body {
 	uint64_t left; /* HTTP_BODY_LENGTH */
 	struct http_chunked chunk; /* HTTP_BODY_CHUNKED */
 	int done;
+};
+
+#define NOHOLD UINT64_MAX
+
+/*
+ * The search of responses for the real values sent on this connection.
+ * Body bytes are counted as they come (FED) and pass on (SENT); those
+ * from HOLD on may begin a value and wait in HELD until more bytes
+ * decide.  The payload is one stream (chunk framing between two halves
+ * of a value would hide it, and the client removes the framing); the
+ * framing of a chunked body (sizes, extensions, trailer fields) is
+ * another (state FST, held from FHOLD).
+ */
+struct rscan {
+	const struct scan *sc; /* NULL: not searching */
+	uint32_t st, fst;
+	uint64_t fed, sent, hold, fhold;
+	struct evbuffer *held;
+	unsigned id; /* the secret found */
 };
 
 struct forward {
@@ -58,6 +80,7 @@ struct forward {
 	char up_addr[64];
 	struct evbuffer *head; /* the rewritten request head */
 	char method[33];
+	struct rscan rs;
 };
 
 static void up_read(struct bufferevent *, void *);
@@ -80,6 +103,8 @@ forward_free(struct session *s)
 		return;
 	if (s->fwd->head != NULL)
 		evbuffer_free(s->fwd->head);
+	if (s->fwd->rs.held != NULL)
+		evbuffer_free(s->fwd->rs.held);
 	free(s->fwd);
 	s->fwd = NULL;
 }
@@ -144,36 +169,18 @@ add_host(
 }
 
 /*
- * The request target (normalised path, query as sent), with the
- * stand-ins the rule binds swapped for their values.
+ * The request target: normalised path, query as sent.  Stand-ins are
+ * never swapped here (a server echoes and logs targets): one found here
+ * was refused by check_leak.
  */
-static int
-add_target(struct session *s, struct evbuffer *out, const struct http_head *h,
-    const char *path)
+static void
+add_target(struct evbuffer *out, const struct http_head *h, const char *path)
 {
 	const char *q = memchr(h->target, '?', h->target_len);
-	struct evbuffer *t;
-	unsigned char *flat;
-	int r = -1;
 
-	/* Most requests bind no stand-in: straight into the head. */
-	if (s->dec.nplaceholder == 0) {
-		add_path(out, path);
-		if (q != NULL)
-			evbuffer_add(out, q, h->target + h->target_len - q);
-		return 0;
-	}
-	if ((t = evbuffer_new()) == NULL)
-		return -1;
-	add_path(t, path);
+	add_path(out, path);
 	if (q != NULL)
-		evbuffer_add(t, q, h->target + h->target_len - q);
-	if ((flat = evbuffer_pullup(t, -1)) != NULL)
-		r = inject_add_swapped(out, (const char *)flat,
-		    evbuffer_get_length(t), s->ctx->standins, &s->dec,
-		    &s->secret, 1);
-	evbuffer_free(t);
-	return r;
+		evbuffer_add(out, q, h->target + h->target_len - q);
 }
 
 /* A field for upstream: dropped, replaced by an injection, or swapped. */
@@ -184,12 +191,7 @@ add_field(struct session *s, struct evbuffer *out, const struct http_field *f,
 	if ((f->name_len == 4 && strncasecmp(f->name, "host", 4) == 0) ||
 	    hop_field(f, h) || inject_replaces(&s->dec, f->name, f->name_len))
 		return 0;
-	evbuffer_add_printf(out, "%.*s: ", (int)f->name_len, f->name);
-	if (inject_add_swapped(out, f->value, f->value_len, s->ctx->standins,
-	        &s->dec, &s->secret, 0) != 0)
-		return -1;
-	evbuffer_add(out, "\r\n", 2);
-	return 0;
+	return inject_add_field(out, f, s->ctx->standins, &s->dec, &s->secret);
 }
 
 /*
@@ -209,8 +211,7 @@ build_head(
 	evbuffer_drain(fw->head, evbuffer_get_length(fw->head));
 	evbuffer_add(fw->head, h->method, h->method_len);
 	evbuffer_add(fw->head, " ", 1);
-	if (add_target(s, fw->head, h, s->path) != 0)
-		return -1;
+	add_target(fw->head, h, s->path);
 	evbuffer_add_printf(fw->head, " HTTP/1.1\r\n");
 	add_host(fw->head, &u->host, u->port, u->tls);
 	for (i = 0; i < h->nfields; i++)
@@ -319,6 +320,266 @@ pump_request(struct session *s)
 		backpressure(s->client.bev, s->up.bev);
 }
 
+/* --- response scan -------------------------------------------------------- */
+
+/*
+ * The real values of the policy's secrets in the forms a response may
+ * echo them: as is, Base64 (a Basic field's "user:value" too, whatever
+ * the user) and percent-encoded.  Built once per policy, by the first
+ * connection that sends a value; freed with the policy.
+ */
+static const struct scan *
+values_scan(struct proxy_policy *pp)
+{
+	const unsigned forms = SCAN_RAW | SCAN_BASE64 | SCAN_PERCENT;
+	struct secret_store *st = policy_secrets(pp->p);
+	const uint8_t *v;
+	struct scan *sc;
+	size_t i, len;
+
+	if (pp->scan != NULL)
+		return pp->scan;
+	if ((sc = scan_new()) == NULL)
+		return NULL;
+	for (i = 0; st != NULL && i < secret_store_count(st); i++)
+		if ((v = secret_value(secret_store_get(st, i), &len)) != NULL &&
+		    scan_add_value(sc, v, len, (unsigned)i, forms) != 0)
+			goto fail;
+	if (scan_compile(sc) != 0)
+		goto fail;
+	pp->scan = sc;
+	return sc;
+fail:
+	scan_free(sc);
+	return NULL;
+}
+
+/* From now on, this connection's responses are searched.  0 or -1. */
+static int
+rscan_start(struct session *s)
+{
+	struct rscan *rs = &s->fwd->rs;
+
+	if (rs->sc != NULL)
+		return 0;
+	if (rs->held == NULL && (rs->held = evbuffer_new()) == NULL)
+		return -1;
+	if ((rs->sc = values_scan(s->policy)) == NULL)
+		return -1;
+	rs->st = rs->fst = SCAN_START;
+	rs->hold = rs->fhold = NOHOLD;
+	return 0;
+}
+
+/* Searches payload P[0..N), the next body bytes.  1: a value ends there. */
+static int
+rscan_span(struct rscan *rs, const char *p, size_t n)
+{
+	size_t end, d;
+
+	if (scan_feed(rs->sc, &rs->st, p, n, &end, &rs->id))
+		return 1;
+	d = scan_held(rs->sc, rs->st);
+	if (d == 0)
+		rs->hold = NOHOLD;
+	else if (d <= n)
+		rs->hold = rs->fed + n - d;
+	/* Else the prefix began in an earlier span, at or after HOLD. */
+	rs->fed += n;
+	return 0;
+}
+
+/* Searches framing byte P, at body offset FED.  1: a value ends there. */
+static int
+rscan_framing(struct rscan *rs, const char *p)
+{
+	size_t end, d;
+
+	if (scan_feed(rs->sc, &rs->fst, p, 1, &end, &rs->id))
+		return 1;
+	d = scan_held(rs->sc, rs->fst);
+	if (d == 0)
+		rs->fhold = NOHOLD;
+	else if (d == 1)
+		rs->fhold = rs->fed;
+	/* Else the prefix began at FHOLD or after (a conservative hold). */
+	return 0;
+}
+
+/* Searches up to M bytes of IN; returns how many, or -1: a value. */
+static ssize_t
+plain_searched(struct rscan *rs, struct evbuffer *in, size_t m)
+{
+	struct evbuffer_iovec v[16];
+	int i, n = evbuffer_peek(in, m, NULL, v, 16);
+	size_t k, total = 0;
+
+	for (i = 0; i < n && i < 16 && total < m; i++) {
+		k = v[i].iov_len < m - total ? v[i].iov_len : m - total;
+		if (rscan_span(rs, v[i].iov_base, k))
+			return -1;
+		total += k;
+	}
+	return (ssize_t)total;
+}
+
+/*
+ * chunked_span() that searches the chunks' data as it goes.  Returns the
+ * bytes of the body, or -1: bad framing (*WHY), or a value (*FOUND).
+ */
+static ssize_t
+chunked_searched(struct body *b, struct rscan *rs, struct evbuffer *in,
+    const char **why, int *found)
+{
+	struct evbuffer_iovec v[16];
+	int i, n = evbuffer_peek(in, -1, NULL, v, 16);
+	ssize_t total = 0, r = 1;
+	const char *p;
+	uint64_t left;
+	size_t off, k;
+
+	for (i = 0; i < n && i < 16 && !b->done; i++)
+		for (off = 0; off < v[i].iov_len && !b->done && r > 0;
+		     off += r, total += r) {
+			p = (const char *)v[i].iov_base + off;
+			left = http_chunked_data_left(&b->chunk);
+			/* Framing goes a byte at a time: it is short. */
+			k = left == 0                   ? 1
+			    : left < v[i].iov_len - off ? left
+			                                : v[i].iov_len - off;
+			if (left > 0 ? rscan_span(rs, p, k)
+			             : rscan_framing(rs, p)) {
+				*found = 1;
+				return -1;
+			}
+			r = http_chunked_scan(&b->chunk, p, k, &b->done, why);
+			if (r < 0)
+				return -1;
+			if (left == 0)
+				rs->fed += r;
+		}
+	return total;
+}
+
+/* One pass of body_move_searched over what one peek of IN shows. */
+static int
+search_pass(struct body *b, struct rscan *rs, struct evbuffer *in,
+    struct evbuffer *out, uint64_t *bytes, const char **why)
+{
+	size_t n = evbuffer_get_length(in);
+	int found = 0;
+	uint64_t upto;
+	ssize_t m;
+
+	if (b->kind == HTTP_BODY_CHUNKED)
+		m = chunked_searched(b, rs, in, why, &found);
+	else if ((m = plain_searched(rs, in,
+	              b->kind == HTTP_BODY_LENGTH && n > b->left ? b->left
+	                                                         : n)) < 0)
+		found = 1;
+	else if (b->kind == HTTP_BODY_LENGTH) {
+		b->left -= m;
+		b->done = b->left == 0;
+	}
+	if (m < 0)
+		return found ? 1 : -1;
+	evbuffer_remove_buffer(in, rs->held, m);
+	*bytes += m;
+	upto = rs->hold < rs->fhold ? rs->hold : rs->fhold;
+	upto = b->done || upto == NOHOLD ? rs->fed : upto;
+	evbuffer_remove_buffer(rs->held, out, upto - rs->sent);
+	rs->sent = upto;
+	if (b->done)
+		rs->hold = rs->fhold = NOHOLD;
+	return 0;
+}
+
+/*
+ * body_move() for a searched response: the bytes searched go to HELD,
+ * and on to OUT but those that may begin a value (all, once the body is
+ * complete).  Returns 0, -1 on bad framing (*WHY), or 1 when a value was
+ * found: then nothing of the bytes that hold it has moved.  Passes until
+ * IN is empty or the body done, so that no byte waits for a read that
+ * may never come.
+ */
+static int
+body_move_searched(struct body *b, struct rscan *rs, struct evbuffer *in,
+    struct evbuffer *out, uint64_t *bytes, const char **why)
+{
+	size_t before;
+	int r = 0;
+
+	if (b->kind == HTTP_BODY_NONE)
+		return 0;
+	while (r == 0 && !b->done && (before = evbuffer_get_length(in)) > 0) {
+		r = search_pass(b, rs, in, out, bytes, why);
+		if (evbuffer_get_length(in) == before)
+			break; /* a partial chunk line: more bytes needed */
+	}
+	return r;
+}
+
+/* The rest of a close-delimited body, at the upstream's EOF. */
+static int
+close_searched(struct rscan *rs, struct evbuffer *in, struct evbuffer *out)
+{
+	ssize_t m;
+
+	while (evbuffer_get_length(in) > 0) {
+		if ((m = plain_searched(rs, in, evbuffer_get_length(in))) < 0)
+			return 1;
+		if (m == 0)
+			return 1; /* cannot happen; never pass unsearched */
+		evbuffer_remove_buffer(in, rs->held, m);
+	}
+	evbuffer_add_buffer(out, rs->held);
+	rs->sent = rs->fed;
+	rs->hold = NOHOLD;
+	return 0;
+}
+
+/*
+ * A response holds a real value: none of its bytes that hold it go on
+ * (a 502 when the head held it), the connection is closed, and the
+ * "end" record says why.  Never the value itself.
+ */
+static void
+cut_leak(struct session *s)
+{
+	struct secret_store *st = policy_secrets(s->policy->p);
+	const struct secret *sec =
+	    st != NULL ? secret_store_get(st, s->fwd->rs.id) : NULL;
+	char why[256];
+
+	snprintf(why, sizeof(why),
+	    "leak: the response from %.100s:%u carried the real value of "
+	    "secret %.48s; cut before the client",
+	    s->host, s->port, sec != NULL ? secret_name(sec) : "?");
+	log_warnx("conn %llu: %s", (unsigned long long)s->conn, why);
+	if (!s->fwd->head_sent)
+		session_reply_close(s, 502, why);
+	else {
+		/* Even a body that ends with the connection shows the cut. */
+		if (s->icpt != NULL)
+			s->icpt->cut = 1;
+		session_close(s, why);
+	}
+}
+
+/* Does the response head BUF[0..LEN) hold a value?  Searched whole. */
+static int
+head_searched(struct rscan *rs, const char *buf, size_t len)
+{
+	size_t end;
+
+	if (rs->sc == NULL)
+		return 0;
+	if (scan_feed(rs->sc, &rs->st, buf, len, &end, &rs->id))
+		return 1;
+	rs->hold = NOHOLD; /* the head goes whole; it ends in CRLF */
+	return 0;
+}
+
 /* --- responses ------------------------------------------------------------ */
 
 /* The response head for the client: status line as sent, our fields. */
@@ -370,6 +631,10 @@ take_head(struct session *s, struct http_head *h)
 		session_reply_close(s, 502, why);
 		return -1;
 	}
+	if (r > 0 && head_searched(&fw->rs, buf, (size_t)r)) {
+		cut_leak(s);
+		return -1;
+	}
 	if (r > 0) {
 		/* A body that ends with the connection ends ours too. */
 		if (h->status >= 200 && h->body == HTTP_BODY_CLOSE)
@@ -396,11 +661,20 @@ static void
 pump_response(struct session *s)
 {
 	struct forward *fw = s->fwd;
+	struct evbuffer *in = bufferevent_get_input(s->up.bev);
+	struct evbuffer *out = bufferevent_get_output(s->client.bev);
 	const char *why = NULL;
+	int r;
 
-	if (body_move(&fw->resp, bufferevent_get_input(s->up.bev),
-	        bufferevent_get_output(s->client.bev), &s->up.bytes,
-	        &why) != 0) {
+	r = fw->rs.sc != NULL
+	    ? body_move_searched(
+	          &fw->resp, &fw->rs, in, out, &s->up.bytes, &why)
+	    : body_move(&fw->resp, in, out, &s->up.bytes, &why);
+	if (r > 0) {
+		cut_leak(s);
+		return;
+	}
+	if (r != 0) {
 		session_close(s, why);
 		return;
 	}
@@ -512,6 +786,12 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	if ((what & BEV_EVENT_EOF) && fw->head_sent &&
 	    fw->resp.kind == HTTP_BODY_CLOSE) {
 		/* The end of a close-delimited body: move the rest, finish. */
+		if (fw->rs.sc != NULL &&
+		    close_searched(&fw->rs, bufferevent_get_input(s->up.bev),
+		        bufferevent_get_output(s->client.bev))) {
+			cut_leak(s);
+			return;
+		}
 		evbuffer_add_buffer(bufferevent_get_output(s->client.bev),
 		    bufferevent_get_input(s->up.bev));
 		fw->resp.done = 1;
@@ -608,22 +888,53 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 }
 
 /*
- * A stand-in in a request its rule does not bind (another target, plain
- * HTTP, a denied request) is a leak attempt: denied, and said so.
+ * TRACE (and TRACK, its IIS twin) makes a server send the request back:
+ * on a rule that injects or swaps credentials, that is their echo.
+ */
+static void
+check_trace(struct session *s)
+{
+	const char *m = s->fwd->method;
+
+	if (s->dec.verdict != POLICY_ALLOW ||
+	    (s->dec.ninject == 0 && s->dec.nplaceholder == 0) ||
+	    (strcasecmp(m, "TRACE") != 0 && strcasecmp(m, "TRACK") != 0))
+		return;
+	s->dec.verdict = POLICY_DENY;
+	snprintf(s->dec.reason, sizeof(s->dec.reason),
+	    "%.8s is refused on a rule that injects or swaps credentials: "
+	    "the server would echo them",
+	    m);
+}
+
+/*
+ * A stand-in anywhere but where its rule swaps it (another target, plain
+ * HTTP, a denied request, the path, another field, an encoding) is a
+ * leak attempt: denied, and said so.  Else TRACE and TRACK are checked.
  */
 static void
 check_leak(struct session *s, const struct http_head *h)
 {
+	const char *where = "";
 	long i = inject_leak(s->ctx->standins, h,
-	    s->dec.verdict == POLICY_ALLOW ? &s->dec : NULL, s->icpt != NULL);
+	    s->dec.verdict == POLICY_ALLOW ? &s->dec : NULL, s->icpt != NULL,
+	    &where);
 
-	if (i < 0)
+	if (i == -1) {
+		check_trace(s); /* after: a leak's reason wins */
 		return;
+	}
 	s->dec.verdict = POLICY_DENY;
-	snprintf(s->dec.reason, sizeof(s->dec.reason),
-	    "leak attempt: the stand-in for %.48s sent to %.120s:%u, "
-	    "which its rule does not cover",
-	    inject_standin_env(s->ctx->standins, (size_t)i), s->host, s->port);
+	if (i == INJECT_LEAK_NOMEM)
+		snprintf(s->dec.reason, sizeof(s->dec.reason),
+		    "out of memory checking for stand-ins");
+	else
+		snprintf(s->dec.reason, sizeof(s->dec.reason),
+		    "leak attempt: the stand-in for %.32s %.40s, to %.64s:%u; "
+		    "swapped only in Authorization or listed fields, for its "
+		    "rule's hosts",
+		    inject_standin_env(s->ctx->standins, (size_t)i), where,
+		    s->host, s->port);
 }
 
 /*
@@ -752,6 +1063,18 @@ forward_start(struct session *s, const struct http_head *h)
 		return;
 	if (build_head(s, h, &u) != 0) {
 		session_close(s, "out of memory, or a secret without a value");
+		return;
+	}
+	/*
+	 * A real value goes out, or could have on another connection (a
+	 * server may echo an earlier request): what comes back from a rule
+	 * that carries credentials is searched, on this connection from now
+	 * on.
+	 */
+	if ((s->secret != NULL || s->dec.ninject > 0 ||
+	        s->dec.nplaceholder > 0) &&
+	    rscan_start(s) != 0) {
+		session_close(s, "out of memory (response search)");
 		return;
 	}
 	body_init(&fw->req, h);

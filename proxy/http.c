@@ -939,6 +939,12 @@ chunked_byte(struct http_chunked *c, int ch)
 	}
 }
 
+uint64_t
+http_chunked_data_left(const struct http_chunked *c)
+{
+	return c->state == CH_DATA ? c->remaining : 0;
+}
+
 ssize_t
 http_chunked_scan(struct http_chunked *c, const char *buf, size_t len,
     int *done, const char **why)

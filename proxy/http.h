@@ -117,6 +117,13 @@ struct http_chunked {
 void http_chunked_init(struct http_chunked *);
 
 /*
+ * Inside a chunk's data, how many data bytes of it are still to come;
+ * else 0 (the next byte is framing).  Lets a caller tell the payload
+ * from the framing as the bytes pass (the response scan).
+ */
+uint64_t http_chunked_data_left(const struct http_chunked *);
+
+/*
  * Scans up to LEN bytes of chunked body.  Returns how many bytes belong
  * to the body (all LEN unless it ends inside BUF), sets *DONE when the
  * body is complete, or returns -1 with *WHY on bad framing: a size that

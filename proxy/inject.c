@@ -10,6 +10,7 @@
  */
 #include <sys/random.h>
 
+#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "policy/secret.h"
 #include "proxy/http.h"
 #include "proxy/inject.h"
+#include "proxy/scan.h"
 
 #define STANDIN_MIN 20
 #define STANDIN_MAX 512
@@ -36,7 +38,11 @@ struct standin {
 struct inject_standins {
 	struct standin *v;
 	size_t n;
+	struct scan *sc; /* the stand-ins in the forms a leak may take */
 };
+
+/* Forms of a stand-in the tripwire looks for (besides %XX, decoded). */
+#define TRIP_FORMS (SCAN_RAW | SCAN_CASE | SCAN_BASE64)
 
 static const char alnum[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -132,15 +138,23 @@ struct inject_standins *
 inject_standins_new(const struct policy *p)
 {
 	struct add_ctx c = {NULL, 0};
+	size_t i;
 
 	if ((c.si = calloc(1, sizeof(*c.si))) == NULL)
 		return NULL;
 	policy_placeholders(p, add_one, &c);
-	if (c.failed) {
-		inject_standins_free(c.si);
-		return NULL;
-	}
+	if (c.failed || (c.si->sc = scan_new()) == NULL)
+		goto fail;
+	for (i = 0; i < c.si->n; i++)
+		if (scan_add_value(c.si->sc, c.si->v[i].value, c.si->v[i].len,
+		        (unsigned)i, TRIP_FORMS) != 0)
+			goto fail;
+	if (scan_compile(c.si->sc) != 0)
+		goto fail;
 	return c.si;
+fail:
+	inject_standins_free(c.si);
+	return NULL;
 }
 
 void
@@ -153,6 +167,7 @@ inject_standins_free(struct inject_standins *si)
 	for (i = 0; i < si->n; i++)
 		free(si->v[i].value);
 	free(si->v);
+	scan_free(si->sc);
 	free(si);
 }
 
@@ -187,29 +202,245 @@ binding(const struct standin *st, const struct policy_decision *dec)
 }
 
 static int
-carries(const struct standin *st, const char *s, size_t len)
+is_name(const char *name, size_t len, const char *want)
 {
-	return memmem(s, len, st->value, st->len) != NULL;
+	return strlen(want) == len && strncasecmp(name, want, len) == 0;
+}
+
+/* Does PH swap its stand-in in field NAME? */
+static int
+swaps_in(const struct policy_placeholder *ph, const char *name, size_t len)
+{
+	size_t k;
+
+	if (is_name(name, len, "authorization"))
+		return 1;
+	for (k = 0; k < ph->nheaders; k++)
+		if (is_name(name, len, ph->headers[k]))
+			return 1;
+	return 0;
+}
+
+/* Is field NAME where some stand-in DEC binds is swapped? */
+static int
+swap_site(const struct policy_decision *dec, const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; dec != NULL && i < dec->nplaceholder; i++)
+		if (swaps_in(&dec->placeholder[i], name, len))
+			return 1;
+	return 0;
+}
+
+/*
+ * When V is "Basic CREDENTIALS", decodes them into *OUT (*OUTLEN bytes,
+ * to wipe and free) and returns 1; 0 when V is not Basic or not valid
+ * Base64; -1 when out of memory.
+ */
+static int
+basic_decode(const char *v, size_t len, uint8_t **out, size_t *outlen)
+{
+	size_t i = 6, n, pad = 0;
+	int r;
+
+	if (len < 7 || strncasecmp(v, "basic ", 6) != 0)
+		return 0;
+	while (i < len && v[i] == ' ')
+		i++;
+	v += i;
+	n = len - i;
+	if (n == 0 || n % 4 != 0 || n > INT32_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!(isalnum((unsigned char)v[i]) || v[i] == '+' ||
+		        v[i] == '/' || (v[i] == '=' && i + 2 >= n)))
+			return 0;
+	pad = (v[n - 1] == '=') + (v[n - 2] == '=');
+	if ((*out = malloc(n / 4 * 3 + 1)) == NULL)
+		return -1;
+	r = EVP_DecodeBlock(*out, (const unsigned char *)v, (int)n);
+	if (r < 0 || (size_t)r < pad) {
+		free(*out);
+		*out = NULL;
+		return 0;
+	}
+	*outlen = (size_t)r - pad;
+	return 1;
+}
+
+/* Each stand-in in S[0..LEN) in a form SI's search knows; -1 when done. */
+static long
+next_found(const struct inject_standins *si, const uint8_t **s, size_t *len)
+{
+	uint32_t st = SCAN_START;
+	size_t end;
+	unsigned id;
+
+	if (!scan_feed(si->sc, &st, *s, *len, &end, &id))
+		return -1;
+	*s += end;
+	*len -= end;
+	return (long)id;
+}
+
+/*
+ * The stand-ins in a field where DEC swaps some: each must be bound by
+ * DEC to a variable that swaps in this field (in Basic credentials,
+ * decoded).  Returns the first that is not, or -1 (-2: out of memory).
+ */
+static long
+site_leak(const struct inject_standins *si, const struct http_field *f,
+    const struct policy_decision *dec)
+{
+	const struct policy_placeholder *ph;
+	const uint8_t *p = (const uint8_t *)f->value;
+	uint8_t *plain = NULL;
+	size_t len = f->value_len, plen = 0;
+	long i, r = -1;
+	int b;
+
+	if ((b = basic_decode(f->value, f->value_len, &plain, &plen)) < 0)
+		return -2;
+	if (b) {
+		p = plain;
+		len = plen;
+	}
+	while (r < 0 && (i = next_found(si, &p, &len)) >= 0)
+		if ((ph = binding(&si->v[i], dec)) == NULL ||
+		    !swaps_in(ph, f->name, f->name_len))
+			r = i;
+	if (plain != NULL) {
+		explicit_bzero(plain, plen);
+		free(plain);
+	}
+	return r;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Decodes %XX in place (twice over, for %25XX), returns the new length.
+ * What a server may decode, the tripwire decodes too.
+ */
+static size_t
+percent_decode(char *s, size_t len)
+{
+	size_t i, n, round;
+	int hi, lo;
+
+	for (round = 0; round < 2; round++) {
+		for (i = n = 0; i < len; i++)
+			if (s[i] == '%' && i + 2 < len &&
+			    (hi = hexval(s[i + 1])) >= 0 &&
+			    (lo = hexval(s[i + 2])) >= 0) {
+				s[n++] = (char)(hi << 4 | lo);
+				i += 2;
+			} else
+				s[n++] = s[i];
+		len = n;
+	}
+	return len;
+}
+
+/* The first stand-in in BUF[0..LEN) as is or %-decoded (BUF changes). */
+static long
+found(const struct inject_standins *si, char *buf, size_t len)
+{
+	const uint8_t *p = (const uint8_t *)buf;
+	size_t n = len;
+	long i;
+
+	if ((i = next_found(si, &p, &n)) >= 0)
+		return i;
+	p = (const uint8_t *)buf;
+	n = percent_decode(buf, len);
+	return next_found(si, &p, &n);
+}
+
+/*
+ * Runs of H's fields outside swap sites: names together, values
+ * together, names and values in turn (a stand-in cut in two lands whole
+ * in one of them); in BUF, 3 * head_len bytes.
+ */
+struct runs {
+	char *names, *values, *both;
+	size_t nn, nv, nb;
+};
+
+static void
+make_runs(struct runs *r, char *buf, const struct http_head *h,
+    const struct policy_decision *dec)
+{
+	const struct http_field *f;
+	size_t i;
+
+	r->names = buf;
+	r->values = buf + h->head_len;
+	r->both = buf + 2 * h->head_len;
+	r->nn = r->nv = r->nb = 0;
+	for (i = 0; i < h->nfields; i++) {
+		f = &h->fields[i];
+		memcpy(r->names + r->nn, f->name, f->name_len);
+		r->nn += f->name_len;
+		if (swap_site(dec, f->name, f->name_len))
+			continue;
+		memcpy(r->values + r->nv, f->value, f->value_len);
+		r->nv += f->value_len;
+		memcpy(r->both + r->nb, f->name, f->name_len);
+		memcpy(r->both + r->nb + f->name_len, f->value, f->value_len);
+		r->nb += f->name_len + f->value_len;
+	}
 }
 
 long
 inject_leak(const struct inject_standins *si, const struct http_head *h,
-    const struct policy_decision *dec, int tls)
+    const struct policy_decision *dec, int tls, const char **where)
 {
-	const struct standin *st;
-	size_t i, f;
-	int seen;
+	const struct policy_decision *bound = tls ? dec : NULL;
+	const char *w = NULL;
+	struct runs r;
+	char *buf;
+	long i = -1;
+	size_t f;
 
-	for (i = 0; si != NULL && i < si->n; i++) {
-		st = &si->v[i];
-		seen = carries(st, h->target, h->target_len);
-		for (f = 0; f < h->nfields && !seen; f++)
-			seen = carries(
-			    st, h->fields[f].value, h->fields[f].value_len);
-		if (seen && (!tls || dec == NULL || binding(st, dec) == NULL))
-			return (long)i;
+	if (si == NULL || si->n == 0)
+		return -1;
+	/* The target, the fields, a copy of each: within 4 head lengths. */
+	if ((buf = malloc(4 * h->head_len + 1)) == NULL)
+		return INJECT_LEAK_NOMEM;
+	memcpy(buf + 3 * h->head_len, h->target, h->target_len);
+	if ((i = found(si, buf + 3 * h->head_len, h->target_len)) >= 0)
+		w = "in the request target";
+	for (f = 0; i < 0 && bound != NULL && f < h->nfields; f++)
+		if (swap_site(
+		        bound, h->fields[f].name, h->fields[f].name_len) &&
+		    (i = site_leak(si, &h->fields[f], bound)) >= 0)
+			w = "in a field not listed for it";
+	if (i == -2)
+		i = INJECT_LEAK_NOMEM;
+	if (i == -1) {
+		make_runs(&r, buf, h, bound);
+		if ((i = found(si, r.names, r.nn)) >= 0)
+			w = "in a field name";
+		else if ((i = found(si, r.both, r.nb)) >= 0 ||
+		    (i = found(si, r.values, r.nv)) >= 0)
+			w = "in a header field";
 	}
-	return -1;
+	free(buf);
+	if (where != NULL && w != NULL)
+		*where = w;
+	return i;
 }
 
 int
@@ -257,26 +488,10 @@ field_safe(const uint8_t *val, size_t len)
 	return 1;
 }
 
-/* VAL percent-encoded but for RFC 3986's unreserved characters. */
-static void
-add_encoded(struct evbuffer *out, const uint8_t *val, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if ((val[i] >= 'a' && val[i] <= 'z') ||
-		    (val[i] >= 'A' && val[i] <= 'Z') ||
-		    (val[i] >= '0' && val[i] <= '9') ||
-		    strchr("-._~", val[i]) != NULL)
-			evbuffer_add(out, &val[i], 1);
-		else
-			evbuffer_add_printf(out, "%%%02X", val[i]);
-}
-
 int
 inject_add_swapped(struct evbuffer *out, const char *s, size_t len,
     const struct inject_standins *si, const struct policy_decision *dec,
-    const char **used, int in_target)
+    const char **used)
 {
 	const struct policy_placeholder *ph;
 	const struct standin *st;
@@ -287,19 +502,75 @@ inject_add_swapped(struct evbuffer *out, const char *s, size_t len,
 	while ((st = first_bound(si, dec, s, len, &at)) != NULL) {
 		ph = binding(st, dec);
 		if ((val = secret_value(ph->secret, &vlen)) == NULL ||
-		    (!in_target && !field_safe(val, vlen)))
+		    !field_safe(val, vlen))
 			return -1;
 		evbuffer_add(out, s, at - s);
-		if (in_target)
-			add_encoded(out, val, vlen);
-		else
-			evbuffer_add(out, val, vlen);
+		evbuffer_add(out, val, vlen);
 		*used = ph->secret_name;
 		len -= (at - s) + st->len;
 		s = at + st->len;
 	}
 	evbuffer_add(out, s, len);
 	return 0;
+}
+
+/* "Basic " and the Base64 of B's bytes, which are then wiped. */
+static int
+add_basic_swapped(struct evbuffer *out, struct evbuffer *b)
+{
+	size_t n = evbuffer_get_length(b);
+	unsigned char *plain = evbuffer_pullup(b, -1), *enc;
+	int r = -1, k;
+
+	if ((plain == NULL && n > 0) || n > INT32_MAX / 2 ||
+	    (enc = malloc(4 * ((n + 2) / 3) + 1)) == NULL)
+		goto out;
+	k = EVP_EncodeBlock(enc, plain, (int)n);
+	evbuffer_add(out, "Basic ", 6);
+	evbuffer_add(out, enc, (size_t)k);
+	explicit_bzero(enc, (size_t)k);
+	free(enc);
+	r = 0;
+out:
+	if (plain != NULL)
+		explicit_bzero(plain, n);
+	return r;
+}
+
+int
+inject_add_field(struct evbuffer *out, const struct http_field *f,
+    const struct inject_standins *si, const struct policy_decision *dec,
+    const char **used)
+{
+	struct evbuffer *b = NULL;
+	uint8_t *plain = NULL;
+	size_t plen = 0;
+	int r = -1, basic = 0;
+
+	evbuffer_add_printf(out, "%.*s: ", (int)f->name_len, f->name);
+	if (!swap_site(dec, f->name, f->name_len))
+		evbuffer_add(out, f->value, f->value_len);
+	else if (is_name(f->name, f->name_len, "authorization") &&
+	    (basic = basic_decode(f->value, f->value_len, &plain, &plen)) > 0) {
+		/* user:password, either may be a stand-in. */
+		if ((b = evbuffer_new()) == NULL ||
+		    inject_add_swapped(
+		        b, (const char *)plain, plen, si, dec, used) != 0 ||
+		    add_basic_swapped(out, b) != 0)
+			goto out;
+	} else if (basic < 0 ||
+	    inject_add_swapped(out, f->value, f->value_len, si, dec, used) != 0)
+		goto out;
+	evbuffer_add(out, "\r\n", 2);
+	r = 0;
+out:
+	if (plain != NULL) {
+		explicit_bzero(plain, plen);
+		free(plain);
+	}
+	if (b != NULL)
+		evbuffer_free(b);
+	return r;
 }
 
 /* "Basic " base64(user ":" value), in a buffer wiped after use. */

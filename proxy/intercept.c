@@ -203,8 +203,11 @@ intercept_free(struct session *s)
 		return;
 	if (tls_bev != NULL && s->icpt->raw != NULL) {
 		ssl = bufferevent_openssl_get_ssl(tls_bev);
-		/* A clean end: the client tells a whole response from a cut. */
-		if (s->icpt->ready)
+		/*
+		 * A clean end: the client tells a whole response from a cut
+		 * (and a cut response, e.g. of a leak, ends with none).
+		 */
+		if (s->icpt->ready && !s->icpt->cut)
 			(void)SSL_shutdown(ssl);
 		bufferevent_free(tls_bev);
 		SSL_free(ssl);

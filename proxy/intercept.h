@@ -21,6 +21,7 @@ struct intercept {
 	struct target_host host; /* as CONNECT named it */
 	uint16_t port;
 	int ready; /* the client's handshake is done */
+	int cut; /* end with no close_notify: the client sees a truncation */
 	struct bufferevent *raw; /* the client's socket, under the TLS */
 	intercept_up_cb *up_cb;
 };

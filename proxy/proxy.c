@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"
+#include "proxy/scan.h"
 #include "proxy/session.h"
 
 #define LISTENERS_MAX 8
@@ -209,6 +210,7 @@ proxy_set_policy(struct proxy *px, struct policy *p)
 	}
 	px->ctx.policy = pp;
 	if (--old->refs == 0) {
+		scan_free(old->scan);
 		policy_free(old->p);
 		free(old);
 	}
@@ -266,6 +268,7 @@ proxy_free(struct proxy *px)
 		evconnlistener_free(px->lev[i]);
 	session_close_all(&px->ctx);
 	if (px->ctx.policy != NULL && --px->ctx.policy->refs == 0) {
+		scan_free(px->ctx.policy->scan);
 		policy_free(px->ctx.policy->p);
 		free(px->ctx.policy);
 	}

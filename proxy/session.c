@@ -30,6 +30,7 @@
 #include "policy/policy.h"
 #include "proxy/audit.h"
 #include "proxy/intercept.h"
+#include "proxy/scan.h"
 #include "proxy/session.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
@@ -194,6 +195,7 @@ static void
 policy_unref(struct session_ctx *ctx, struct proxy_policy *pp)
 {
 	if (--pp->refs == 0 && pp != ctx->policy) {
+		scan_free(pp->scan);
 		policy_free(pp->p);
 		free(pp);
 	}

@@ -25,11 +25,13 @@ struct event_base;
 struct upstream;
 struct tls;
 struct inject_standins;
+struct scan;
 
 /* A policy shared by the sessions that started under it. */
 struct proxy_policy {
 	struct policy *p;
 	unsigned refs;
+	struct scan *scan; /* its secrets' values, for responses (forward.c) */
 };
 
 struct session;

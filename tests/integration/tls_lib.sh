@@ -230,7 +230,7 @@ git_nginx_up() { port_listening "$GIT_PORT" || pid_done "$GIT_NGINX_PID"; }
 # echo_script: $T/echo.sh, the per-connection program of the echo server:
 # reads the request head up to the empty line, drops a Content-Length
 # body, and answers 200 with the head (CRs removed, one LF a line) as the
-# body, then closes.
+# body, then closes; it also appends the head to $T/echo.log.
 echo_script() {
 	[ -x "$T/echo.sh" ] && return 0
 	cat >"$T/echo.sh" <<-'EOF'
@@ -251,6 +251,8 @@ echo_script() {
 			esac
 		done
 		[ "${len:-0}" -gt 0 ] 2>/dev/null && head -c "$len" >/dev/null
+		# What arrived, for the test to read outside (echo_seen).
+		printf '%s' "$req" >>"${0%/*}/echo.log"
 		case $req in
 		"GET /upgrade "*)
 			# Switch protocols, answer one line, close.
@@ -263,6 +265,14 @@ echo_script() {
 			"${#req}" "$req"
 	EOF
 	chmod 755 "$T/echo.sh"
+}
+
+# echo_seen: prints the request heads the echo servers received since the
+# last call (a response that echoes a credential is cut by the proxy, so
+# what the upstream got is read here), and forgets them.
+echo_seen() {
+	cat "$T/echo.log" 2>/dev/null
+	: >"$T/echo.log"
 }
 
 # start_echo_server [plain | CERT]: a server on 127.0.0.1 that answers

@@ -18,7 +18,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <ctype.h>
 #include <event2/buffer.h>
+#include <openssl/evp.h>
 
 #include "policy/policy.h"
 #include "proxy/http.h"
@@ -396,19 +398,19 @@ test_leak_field(void **state)
 	assert_int_equal(
 	    decide(f, "registry.test", 1, "/pkg", &d), POLICY_ALLOW);
 	assert_int_equal(d.nplaceholder, 1);
-	assert_int_equal(inject_leak(f->si, &f->h, &d, 1), -1);
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 1, NULL), -1);
 	/* Another host, even one that binds another variable. */
 	assert_int_equal(decide(f, "other.test", 1, "/pkg", &other), 1);
-	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), 0);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1, NULL), 0);
 	assert_int_equal(decide(f, "github.test", 1, "/pkg", &other), 1);
-	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), 0);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1, NULL), 0);
 	/* A denied request (the proxy passes no decision). */
-	assert_int_equal(inject_leak(f->si, &f->h, NULL, 1), 0);
+	assert_int_equal(inject_leak(f->si, &f->h, NULL, 1, NULL), 0);
 	/* Plain HTTP: even the binding rule's decision does not cover it. */
-	assert_int_equal(inject_leak(f->si, &f->h, &d, 0), 0);
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 0, NULL), 0);
 	assert_int_equal(decide(f, "registry.test", 0, "/pkg", &plain), 1);
 	assert_int_equal(plain.nplaceholder, 0);
-	assert_int_equal(inject_leak(f->si, &f->h, &plain, 0), 0);
+	assert_int_equal(inject_leak(f->si, &f->h, &plain, 0, NULL), 0);
 }
 
 /* In the request target (the query), and which stand-in is named. */
@@ -421,23 +423,29 @@ test_leak_target(void **state)
 	load_leak_policy(f);
 	assert_int_equal(decide(f, "github.test", 1, "/search", &d), 1);
 	assert_int_equal(decide(f, "other.test", 1, "/search", &other), 1);
+	/* Never swapped in the target: refused even toward its own host. */
 	parse_head(f,
 	    "GET /search?q=x&token=%s HTTP/1.1\r\nHost: github.test\r\n\r\n",
 	    standin(f, "GH_TOKEN"));
-	assert_int_equal(inject_leak(f->si, &f->h, &d, 1), -1);
-	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), 1);
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 1, NULL), 1);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1, NULL), 1);
 	/* In the path too. */
 	parse_head(f, "GET /%s/x HTTP/1.1\r\nHost: github.test\r\n\r\n",
 	    standin(f, "GH_TOKEN"));
-	assert_int_equal(inject_leak(f->si, &f->h, &d, 1), -1);
-	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), 1);
-	/* Both: the unbound one is named. */
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 1, NULL), 1);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1, NULL), 1);
+	/* Both: the one in the target is named first. */
 	parse_head(f,
 	    "GET /search?t=%s HTTP/1.1\r\nHost: github.test\r\n"
 	    "X-Npm: %s\r\n\r\n",
 	    standin(f, "GH_TOKEN"), standin(f, "NPM_TOKEN"));
-	assert_int_equal(inject_leak(f->si, &f->h, &d, 1), 0);
-	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), 0);
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 1, NULL), 1);
+	parse_head(f,
+	    "GET /search HTTP/1.1\r\nHost: github.test\r\n"
+	    "Authorization: token %s\r\nX-Npm: %s\r\n\r\n",
+	    standin(f, "GH_TOKEN"), standin(f, "NPM_TOKEN"));
+	assert_int_equal(inject_leak(f->si, &f->h, &d, 1, NULL), 0);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1, NULL), 1);
 }
 
 /* No stand-in, or only part of one: no leak. */
@@ -455,12 +463,12 @@ test_leak_absent(void **state)
 	    "GET /?q=npm_ HTTP/1.1\r\nHost: other.test\r\n"
 	    "Authorization: Bearer npm_0123456789abcdefghijABCDEFGHIJ012345"
 	    "\r\n\r\n");
-	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), -1);
-	assert_int_equal(inject_leak(f->si, &f->h, &other, 0), -1);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1, NULL), -1);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 0, NULL), -1);
 	parse_head(f, "GET /?q=%.*s HTTP/1.1\r\nHost: other.test\r\n\r\n",
 	    (int)strlen(si) - 1, si);
-	assert_int_equal(inject_leak(f->si, &f->h, &other, 1), -1);
-	assert_int_equal(inject_leak(NULL, &f->h, &other, 0), -1);
+	assert_int_equal(inject_leak(f->si, &f->h, &other, 1, NULL), -1);
+	assert_int_equal(inject_leak(NULL, &f->h, &other, 0, NULL), -1);
 }
 
 /* --- swapping ------------------------------------------------------------- */
@@ -474,7 +482,7 @@ swap(struct fixture *f, const char *s, const struct policy_decision *d,
     const char **used)
 {
 	assert_int_equal(
-	    inject_add_swapped(f->out, s, strlen(s), f->si, d, used, 0), 0);
+	    inject_add_swapped(f->out, s, strlen(s), f->si, d, used), 0);
 	return take(f);
 }
 
@@ -531,7 +539,7 @@ test_swap_bound(void **state)
 	assert_string_equal(used, "untouched");
 	free(got);
 	assert_int_equal(
-	    inject_add_swapped(f->out, "", 0, f->si, &d, &used, 0), 0);
+	    inject_add_swapped(f->out, "", 0, f->si, &d, &used), 0);
 	assert_int_equal(evbuffer_get_length(f->out), 0);
 }
 
@@ -586,40 +594,8 @@ test_swap_no_value(void **state)
 	assert_int_equal(decide(f, "registry.test", 1, "/", &d), 1);
 	snprintf(in, sizeof(in), "x %s", standin(f, "NPM_TOKEN"));
 	assert_int_equal(
-	    inject_add_swapped(f->out, in, strlen(in), f->si, &d, &used, 0),
-	    -1);
+	    inject_add_swapped(f->out, in, strlen(in), f->si, &d, &used), -1);
 	assert_null(used);
-}
-
-/*
- * In the request target the value is percent-encoded.  (A value with a
- * control character, which would split a head, is refused when secrets
- * load, and again by inject_add_swapped for fields.)
- */
-static void
-test_swap_encoding(void **state)
-{
-	static const char pol[] =
-	    "secret odd env PH_TEST_INJECT_ODD\n"
-	    "allow registry.test { placeholder ODD_TOKEN odd }\n";
-	struct fixture *f = *state;
-	struct policy_decision d;
-	const char *used = NULL;
-	char in[256], *got;
-	size_t len;
-
-	setenv("PH_TEST_INJECT_ODD", "a b#c&d%e/f-_.~Z9", 1);
-	load(f, pol);
-	assert_int_equal(decide(f, "registry.test", 1, "/", &d), 1);
-	snprintf(in, sizeof(in), "/p?t=%s", standin(f, "ODD_TOKEN"));
-	assert_int_equal(
-	    inject_add_swapped(f->out, in, strlen(in), f->si, &d, &used, 1), 0);
-	len = evbuffer_get_length(f->out);
-	got = strndup((const char *)evbuffer_pullup(f->out, -1), len);
-	assert_string_equal(got, "/p?t=a%20b%23c%26d%25e%2Ff-_.~Z9");
-	free(got);
-	assert_string_equal(used, "odd");
-	unsetenv("PH_TEST_INJECT_ODD");
 }
 
 /* --- injected fields ------------------------------------------------------ */
@@ -728,6 +704,245 @@ test_fields_no_value(void **state)
 	assert_int_equal(inject_add_fields(f->out, &d), -1);
 }
 
+/* --- item 9.15: the forms a stand-in may take toward another host ------- */
+
+static const char forms_pol[] =
+    "secret npm env PH_TEST_INJECT_NPM\n"
+    "allow registry.test { placeholder NPM_TOKEN npm header X-Api-Key }\n"
+    "allow other.test\n";
+
+/* Base64 of S, to free. */
+static char *
+b64(const char *s)
+{
+	size_t n = strlen(s);
+	char *e = malloc(4 * ((n + 2) / 3) + 1);
+
+	assert_non_null(e);
+	EVP_EncodeBlock((unsigned char *)e, (const unsigned char *)s, (int)n);
+	return e;
+}
+
+/* The head printed from FMT, toward HOST: leak WANT (-1: none). */
+static void leaks(struct fixture *f, const char *host, long want,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void
+leaks(struct fixture *f, const char *host, long want, const char *fmt, ...)
+{
+	struct policy_decision d;
+	const char *where = NULL;
+	char head[HEADLEN];
+	va_list ap;
+	long got;
+
+	va_start(ap, fmt);
+	vsnprintf(head, sizeof(head), fmt, ap);
+	va_end(ap);
+	assert_int_equal(decide(f, host, 1, "/", &d), POLICY_ALLOW);
+	parse_head(f, "%s", head);
+	got = inject_leak(f->si, &f->h, &d, 1, &where);
+	if (got != want)
+		fail_msg("%s: got %ld, want %ld, for:\n%s", host, got, want,
+		    f->head);
+	if (want >= 0)
+		assert_non_null(where);
+}
+
+static void
+test_leak_forms(void **state)
+{
+	struct fixture *f = *state;
+	char buf[512], enc[512], *e;
+	const char *si;
+	size_t i, n, half;
+
+	set("PH_TEST_INJECT_NPM", NPM);
+	load(f, forms_pol);
+	si = standin(f, "NPM_TOKEN");
+	half = strlen(si) / 2;
+	/* Split across two fields' values, and across a name and a value. */
+	snprintf(buf, sizeof(buf), "%.*s\r\nX-B: %s", (int)half, si, si + half);
+	leaks(f, "other.test", 0,
+	    "GET / HTTP/1.1\r\nHost: other.test\r\nX-A: %s\r\n\r\n", buf);
+	snprintf(buf, sizeof(buf), "%.*s: %s", (int)half, si, si + half);
+	leaks(f, "other.test", 0,
+	    "GET / HTTP/1.1\r\nHost: other.test\r\n%s\r\n\r\n", buf);
+	/* In a field name, also in lower case. */
+	leaks(f, "other.test", 0,
+	    "GET / HTTP/1.1\r\nHost: other.test\r\nX-%s: 1\r\n\r\n", si);
+	for (i = 0; si[i] != '\0'; i++)
+		buf[i] = (char)tolower((unsigned char)si[i]);
+	buf[i] = '\0';
+	leaks(f, "other.test", 0,
+	    "GET / HTTP/1.1\r\nHost: other.test\r\n%s: 1\r\n\r\n", buf);
+	/* Percent-encoded in the path, every byte; and twice over. */
+	for (i = n = 0; si[i] != '\0'; i++)
+		n += (size_t)snprintf(
+		    enc + n, sizeof(enc) - n, "%%%02X", (unsigned char)si[i]);
+	leaks(f, "other.test", 0,
+	    "GET /a/%s HTTP/1.1\r\nHost: other.test\r\n\r\n", enc);
+	for (i = n = 0; si[i] != '\0'; i++)
+		n += (size_t)snprintf(
+		    enc + n, sizeof(enc) - n, "%%25%02x", (unsigned char)si[i]);
+	leaks(f, "other.test", 0,
+	    "GET /?q=%s HTTP/1.1\r\nHost: other.test\r\n\r\n", enc);
+	/* Base64 in a field toward another host: Basic, or on its own. */
+	snprintf(buf, sizeof(buf), "x-access-token:%s", si);
+	e = b64(buf);
+	leaks(f, "other.test", 0,
+	    "GET / HTTP/1.1\r\nHost: other.test\r\nAuthorization: Basic "
+	    "%s\r\n\r\n",
+	    e);
+	free(e);
+	e = b64(si);
+	leaks(f, "other.test", 0,
+	    "GET / HTTP/1.1\r\nHost: other.test\r\nX: %s\r\n\r\n", e);
+	free(e);
+	/* Toward its own host: Authorization and X-Api-Key, not X-Other. */
+	leaks(f, "registry.test", -1,
+	    "GET / HTTP/1.1\r\nHost: registry.test\r\nX-Api-Key: %s\r\n\r\n",
+	    si);
+	leaks(f, "registry.test", -1,
+	    "GET / HTTP/1.1\r\nHost: registry.test\r\nx-api-key: %s\r\n\r\n",
+	    si);
+	leaks(f, "registry.test", 0,
+	    "GET / HTTP/1.1\r\nHost: registry.test\r\nX-Other: %s\r\n\r\n", si);
+	leaks(f, "registry.test", 0,
+	    "GET /?t=%s HTTP/1.1\r\nHost: registry.test\r\n\r\n", si);
+	snprintf(buf, sizeof(buf), "__token__:%s", si);
+	e = b64(buf);
+	leaks(f, "registry.test", -1,
+	    "GET / HTTP/1.1\r\nHost: registry.test\r\nAuthorization: Basic "
+	    "%s\r\n\r\n",
+	    e);
+	free(e);
+	/* Nothing there: no leak. */
+	leaks(f, "other.test", -1,
+	    "GET /%s HTTP/1.1\r\nHost: other.test\r\nX-A: npm_\r\n\r\n",
+	    "plain");
+}
+
+/* Appends field NAME: VALUE as the proxy would; returns it, to free. */
+static char *
+field(struct fixture *f, const struct policy_decision *d, const char *name,
+    const char *value, const char **used)
+{
+	char head[1024];
+	struct http_head h;
+	const char *why = NULL;
+	int n;
+
+	n = snprintf(head, sizeof(head),
+	    "GET / HTTP/1.1\r\nHost: x.test\r\n%s: %s\r\n\r\n", name, value);
+	assert_int_equal(http_parse_request(head, (size_t)n, &h, &why), n);
+	assert_int_equal(
+	    inject_add_field(f->out, &h.fields[1], f->si, d, used), 0);
+	return take(f);
+}
+
+static void
+test_field_swap(void **state)
+{
+	struct fixture *f = *state;
+	struct policy_decision d, other;
+	char in[512], want[512], *e, *got;
+	const char *si, *used = NULL;
+
+	set("PH_TEST_INJECT_NPM", NPM);
+	load(f, forms_pol);
+	si = standin(f, "NPM_TOKEN");
+	assert_int_equal(decide(f, "registry.test", 1, "/", &d), 1);
+	assert_int_equal(decide(f, "other.test", 1, "/", &other), 1);
+	/* Bearer and token. */
+	snprintf(in, sizeof(in), "Bearer %s", si);
+	got = field(f, &d, "Authorization", in, &used);
+	assert_string_equal(got, "Authorization: Bearer " NPM "\r\n");
+	assert_string_equal(used, "npm");
+	free(got);
+	/* Basic: the stand-in as password, as user, both. */
+	snprintf(in, sizeof(in), "x-access-token:%s", si);
+	e = b64(in);
+	snprintf(in, sizeof(in), "basic  %s", e);
+	free(e);
+	e = b64("x-access-token:" NPM);
+	snprintf(want, sizeof(want), "authorization: Basic %s\r\n", e);
+	free(e);
+	got = field(f, &d, "authorization", in, &used);
+	assert_string_equal(got, want);
+	free(got);
+	snprintf(in, sizeof(in), "%s:%s", si, si);
+	e = b64(in);
+	snprintf(in, sizeof(in), "Basic %s", e);
+	free(e);
+	e = b64(NPM ":" NPM);
+	snprintf(want, sizeof(want), "Authorization: Basic %s\r\n", e);
+	free(e);
+	got = field(f, &d, "Authorization", in, &used);
+	assert_string_equal(got, want);
+	free(got);
+	/* Not valid Base64: as is (the tripwire has looked at it). */
+	got = field(f, &d, "Authorization", "Basic !!!!", &used);
+	assert_string_equal(got, "Authorization: Basic !!!!\r\n");
+	free(got);
+	/* A listed header; another field stays as it is. */
+	got = field(f, &d, "X-Api-Key", si, &used);
+	assert_string_equal(got, "X-Api-Key: " NPM "\r\n");
+	free(got);
+	snprintf(want, sizeof(want), "X-Other: %s\r\n", si);
+	got = field(f, &d, "X-Other", si, &used);
+	assert_string_equal(got, want);
+	free(got);
+	/* Another host: nothing swapped. */
+	snprintf(in, sizeof(in), "Bearer %s", si);
+	snprintf(want, sizeof(want), "Authorization: Bearer %s\r\n", si);
+	got = field(f, &other, "Authorization", in, &used);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* The "header NAME" pairs of placeholder, and what they may name. */
+static void
+test_placeholder_headers_syntax(void **state)
+{
+	static const char *const bad[] = {
+	    "allow a.test { placeholder T npm header }\n",
+	    "allow a.test { placeholder T npm header Host }\n",
+	    "allow a.test { placeholder T npm header Authorization }\n",
+	    "allow a.test { placeholder T npm header Proxy-Authorization }\n",
+	    "allow a.test { placeholder T npm header X-A header x-a }\n",
+	    "allow a.test { placeholder T npm header \"X A\" }\n",
+	    "allow a.test { placeholder T npm hdr X-A }\n",
+	};
+	struct fixture *f = *state;
+	struct policy *p = NULL;
+	struct policy_decision d;
+	char text[256];
+	size_t i;
+
+	set("PH_TEST_INJECT_NPM", NPM);
+	load(f,
+	    "secret npm env PH_TEST_INJECT_NPM\n"
+	    "allow a.test { placeholder T npm header X-A header X-B "
+	    "methods GET }\n");
+	assert_int_equal(decide(f, "a.test", 1, "/", &d), 1);
+	assert_int_equal(d.nplaceholder, 1);
+	assert_int_equal(d.placeholder[0].nheaders, 2);
+	assert_string_equal(d.placeholder[0].headers[0], "X-A");
+	assert_string_equal(d.placeholder[0].headers[1], "X-B");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text),
+		    "secret npm env PH_TEST_INJECT_NPM\n%s", bad[i]);
+		f->nerr = 0;
+		if (policy_load_string(
+		        "p.conf", text, strlen(text), print_diag, f, &p) == 0 &&
+		    f->nerr == 0)
+			fail_msg("accepted: %s", bad[i]);
+		policy_free(p);
+		p = NULL;
+	}
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -744,11 +959,13 @@ main(void)
 	    T(test_leak_absent),
 	    T(test_swap_bound),
 	    T(test_swap_unbound),
-	    T(test_swap_encoding),
 	    T(test_swap_no_value),
 	    T(test_fields),
 	    T(test_replaces),
 	    T(test_fields_no_value),
+	    T(test_leak_forms),
+	    T(test_field_swap),
+	    T(test_placeholder_headers_syntax),
 	};
 
 	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);
