@@ -212,6 +212,7 @@ proxy_set_policy(struct proxy *px, struct policy *p)
 		policy_free(old->p);
 		free(old);
 	}
+	session_policy_reloaded(&px->ctx);
 }
 
 static void

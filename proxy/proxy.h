@@ -44,8 +44,10 @@ struct proxy *proxy_new(struct event_base *base, const struct proxy_config *);
 int proxy_listen_fd(struct proxy *, int fd);
 
 /*
- * Replaces the policy: new requests are decided by P (taken over); each
- * session keeps the policy it started with until it ends.
+ * Replaces the policy: every request from now on is decided by P (taken
+ * over), on new connections and on kept-alive or intercepted ones alike;
+ * a request decided before goes on under its decision.  Open tunnels
+ * (opaque CONNECT, or after a 101) that P would not allow are closed.
  */
 void proxy_set_policy(struct proxy *, struct policy *p);
 

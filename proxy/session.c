@@ -41,6 +41,7 @@ static void head_read(struct bufferevent *, void *);
 static void client_event(struct bufferevent *, short, void *);
 static void head_wait(struct session *);
 static void head_eof(struct session *);
+static void policy_follow(struct session *);
 
 int64_t
 session_ms_since(const struct timespec *ts)
@@ -558,6 +559,7 @@ static void
 dispatch(struct session *s, const struct http_head *h)
 {
 	evtimer_del(s->idle);
+	policy_follow(s);
 	if (s->icpt != NULL) {
 		if (h->form == HTTP_FORM_ORIGIN)
 			forward_start(s, h);
@@ -656,6 +658,66 @@ client_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	session_close(s, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+/*
+ * A reload applies to every request after it: a session that has read
+ * a whole request head takes the current policy before deciding it.  An idle upstream connection
+ * kept for reuse was checked (addresses, upstream-ca) under the old one,
+ * so it goes.
+ */
+static void
+policy_follow(struct session *s)
+{
+	struct session_ctx *ctx = s->ctx;
+
+	if (s->policy == ctx->policy)
+		return;
+	policy_unref(ctx, s->policy);
+	s->policy = ctx->policy;
+	s->policy->refs++;
+	if (s->up.bev != NULL) {
+		bufferevent_free(s->up.bev);
+		s->up.bev = NULL;
+	}
+}
+
+/*
+ * Would the current policy still allow the tunnel S relays?  A CONNECT
+ * tunnel is decided again as a CONNECT (and must not now need
+ * interception); a tunnel after a 101 as the request that opened it.
+ */
+static int
+tunnel_still_allowed(struct session *s)
+{
+	struct policy_request q = {0};
+	struct policy_decision d;
+	struct target_host host;
+	int connect = strcmp(s->method, "CONNECT") == 0;
+
+	if (target_host_parse(s->host, strlen(s->host), &host) != 0)
+		return 0;
+	q.host = &host;
+	q.port = s->port;
+	q.tls = connect || s->icpt != NULL;
+	q.method = connect ? NULL : s->method;
+	q.path = connect ? NULL : s->path;
+	policy_decide(s->ctx->policy->p, &q, &d);
+	return d.verdict == POLICY_ALLOW && !(connect && d.intercept);
+}
+
+void
+session_policy_reloaded(struct session_ctx *ctx)
+{
+	struct session *s, *next;
+
+	for (s = TAILQ_FIRST(&ctx->sessions); s != NULL; s = next) {
+		next = TAILQ_NEXT(s, entry);
+		if (s->state == SESSION_TUNNEL && !tunnel_still_allowed(s))
+			session_close(s,
+			    "closed by a policy reload that no "
+			    "longer allows it");
+	}
 }
 
 /* Resets S for a new request and waits for its head. */

@@ -40,7 +40,7 @@ struct session_ctx {
 	struct dns *dns;
 	struct audit *audit;
 	const char *run_id;
-	struct proxy_policy *policy; /* for new sessions */
+	struct proxy_policy *policy; /* for every new request */
 	struct session_list sessions;
 	size_t nsessions;
 	uint64_t audit_failures;
@@ -111,6 +111,13 @@ void session_close(struct session *s, const char *error);
 
 /* Closes S once its output to the client is written. */
 void session_finish(struct session *s);
+
+/*
+ * The policy in the context was replaced: every open tunnel that the new
+ * policy would not allow is closed.  Other sessions take the new policy
+ * at their next request head.
+ */
+void session_policy_reloaded(struct session_ctx *);
 
 /* Closes every session (shutdown). */
 void session_close_all(struct session_ctx *);
