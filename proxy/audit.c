@@ -40,6 +40,7 @@
 struct audit {
 	int fd;
 	int own_fd; /* 0 for standard error */
+	int partial; /* a write was cut short: the next line ends it first */
 	char *run_id;
 	char buf[AUDIT_LINE_MAX];
 };
@@ -344,10 +345,27 @@ write_line(int fd, const char *buf, size_t n)
 	if (w == -1)
 		return -1;
 	if ((size_t)w != n) {
-		errno = EIO;
+		errno = EIO; /* cut short: see put_line() */
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Writes the N bytes of A->buf.  A full disk or a file size limit may
+ * take part of a line: the next write then ends that line first, so
+ * that the records after it parse.
+ */
+static int
+put_line(struct audit *a, size_t n)
+{
+	if (a->partial && write_line(a->fd, "\n", 1) != 0)
+		return -1;
+	a->partial = 0;
+	if (write_line(a->fd, a->buf, n) == 0)
+		return 0;
+	a->partial = errno == EIO;
+	return -1;
 }
 
 void
@@ -425,7 +443,7 @@ audit_write(struct audit *a, const struct audit_rec *r)
 		goto out;
 	}
 	a->buf[n] = '\n';
-	ret = write_line(a->fd, a->buf, n + 1);
+	ret = put_line(a, n + 1);
 out:
 	return ret;
 }

@@ -53,8 +53,9 @@ void audit_close(struct audit *);
 
 /*
  * Writes one record with the current time as "ts" (RFC 3339, ms, UTC).
- * Returns 0, or -1 when the write failed (errno set); the caller counts
- * failures but goes on: a full disk must not stop the proxy.
+ * Returns 0, or -1 when the write failed (errno set): the proxy then
+ * refuses the request the record was about (fail closed), and tries
+ * again with the next one.
  */
 int audit_write(struct audit *, const struct audit_rec *);
 

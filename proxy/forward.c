@@ -639,7 +639,8 @@ decide(struct session *s, const struct http_head *h, const struct target_url *u)
 	q.path = s->path;
 	policy_decide(s->policy->p, &q, &s->dec);
 	check_leak(s, h);
-	session_audit_request(s);
+	if (session_audit_request(s) != 0)
+		return -1;
 	if (s->dec.verdict == POLICY_ALLOW)
 		return 0;
 	session_reply_close(s, 403, s->dec.reason);

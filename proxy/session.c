@@ -84,29 +84,55 @@ fill_rec(const struct session *s, struct audit_rec *r, const char *event)
 	}
 }
 
-static void
+/*
+ * Writes R.  A failure is said once, when the log stops taking records,
+ * and once more when it takes them again; the requests in between are
+ * refused (session_audit_request).  Returns what audit_write() did.
+ */
+static int
 audit_put(struct session *s, const struct audit_rec *r)
 {
-	if (s->ctx->audit != NULL && audit_write(s->ctx->audit, r) != 0)
-		s->ctx->audit_failures++;
+	struct session_ctx *ctx = s->ctx;
+	int rc;
+
+	if (ctx->audit == NULL)
+		return 0;
+	if ((rc = audit_write(ctx->audit, r)) < 0) {
+		ctx->audit_failures++;
+		if (!ctx->audit_broken)
+			log_warnx("audit log: cannot write (%s); requests are "
+			          "refused with 503 until it can be written",
+			    strerror(errno));
+		ctx->audit_broken = 1;
+	} else if (ctx->audit_broken) {
+		log_warnx("audit log: writable again after %llu failed "
+		          "records; serving requests",
+		    (unsigned long long)ctx->audit_failures);
+		ctx->audit_broken = 0;
+	}
+	return rc;
 }
 
-void
+int
 session_audit_request(struct session *s)
 {
 	struct audit_rec r;
+	int rc;
 
 	fill_rec(s, &r, "request");
 	r.decision = s->dec.verdict == POLICY_ALLOW ? "allow" : "deny";
 	if (s->dec.verdict != POLICY_ALLOW)
 		r.reason = s->dec.reason;
-	audit_put(s, &r);
+	rc = audit_put(s, &r);
 	s->end_pending = 1;
 	/* The session id on every line; never a header or a query. */
 	log_info("conn %llu: %s %s:%u%s: %s%s%s", (unsigned long long)s->conn,
 	    s->method, s->host, s->port, s->path != NULL ? s->path : "",
 	    r.decision, r.reason != NULL ? ", " : "",
 	    r.reason != NULL ? r.reason : "");
+	if (rc < 0)
+		session_reply_close(s, 503, SESSION_AUDIT_FAILED);
+	return rc < 0 ? -1 : 0;
 }
 
 void
@@ -257,6 +283,8 @@ session_status_text(int status)
 		return "Bad Gateway";
 	case 504:
 		return "Gateway Timeout";
+	case 503:
+		return "Service Unavailable";
 	case 505:
 		return "HTTP Version Not Supported";
 	default:
@@ -527,7 +555,8 @@ connect_start(struct session *s, const struct http_head *h)
 	q.port = port;
 	q.tls = 1;
 	policy_decide(s->policy->p, &q, &s->dec);
-	session_audit_request(s);
+	if (session_audit_request(s) != 0)
+		return;
 	if (s->dec.verdict != POLICY_ALLOW) {
 		session_reply_close(s, 403, s->dec.reason);
 		return;

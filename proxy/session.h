@@ -44,6 +44,7 @@ struct session_ctx {
 	struct session_list sessions;
 	size_t nsessions;
 	uint64_t audit_failures;
+	int audit_broken; /* the last write failed (said once) */
 	/* Called after a session is gone (the proxy may accept again). */
 	void (*ended)(void *arg);
 	void *ended_arg;
@@ -128,8 +129,17 @@ void session_close_all(struct session_ctx *);
  */
 void session_reply_close(struct session *s, int status, const char *reason);
 
-/* Writes the "request" audit record of the current decision. */
-void session_audit_request(struct session *s);
+/* Why a request is refused when its record cannot be written. */
+#define SESSION_AUDIT_FAILED                                                   \
+	"the audit log cannot be written: pinhole serves no request it "       \
+	"cannot log"
+
+/*
+ * Writes the "request" audit record of the current decision.  Returns 0,
+ * or -1 when the record could not be written: then S has been answered
+ * with 503 (fail closed) and is closing; the caller must not serve it.
+ */
+int session_audit_request(struct session *s);
 
 /* Writes an "end" record for the current request (forward keeps going). */
 void session_audit_end(struct session *s, const char *error);
