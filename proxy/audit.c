@@ -16,6 +16,7 @@
  * written from two threads at once.
  */
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -407,6 +408,24 @@ fail:
 	audit_close(a);
 	errno = saved;
 	return NULL;
+}
+
+int
+audit_same_file(const struct audit *a, int fd)
+{
+	struct stat l, o;
+
+	if (fstat(a->fd, &l) != 0 || fstat(fd, &o) != 0)
+		return 0;
+	/* Devices other than terminals (/dev/null, /dev/full) hold nothing. */
+	return l.st_dev == o.st_dev && l.st_ino == o.st_ino &&
+	    (l.st_mode & S_IFMT) == (o.st_mode & S_IFMT) && !S_ISCHR(l.st_mode);
+}
+
+int
+audit_is_tty(const struct audit *a)
+{
+	return isatty(a->fd);
 }
 
 void

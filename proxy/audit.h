@@ -48,6 +48,15 @@ void audit_rec_init(struct audit_rec *, const char *event, uint64_t conn);
 struct audit *
 audit_open(const char *path, const char *run_id, char *err, size_t errlen);
 
+/*
+ * Is the log open on the same file as descriptor FD (a regular file, a
+ * FIFO or a socket; devices do not count)?
+ */
+int audit_same_file(const struct audit *, int fd);
+
+/* Is the log a terminal? */
+int audit_is_tty(const struct audit *);
+
 /* Closes the log.  NULL does nothing. */
 void audit_close(struct audit *);
 

@@ -6,7 +6,7 @@
 #   disk) refuses until it can be written again, then serves again.
 # usage: escape_log.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
-ph_begin escape_log nginx openssl curl jq prlimit
+ph_begin escape_log nginx openssl curl jq prlimit script
 gen_certs || exit 1
 mkdir -p "$T/www"
 echo "allowed file" >"$T/www/a.txt"
@@ -57,5 +57,68 @@ equal "log with room again: the request is logged" "$n" 1
 PX_PREFIX=()
 trap - XFSZ
 stop_proxy full
+
+# --- item 13: the log is not a stream the sandbox writes ---------------------
+uid=$(id -u)
+RUN_LOG=stderr prun -p "$T/p.conf" -- sh -c 'echo ran'
+equal "--log stderr: refused" "$RC" 125
+refuse "--log stderr: the command did not run" "$OUT" ran
+expect "--log stderr: why" "$ERR" 'audit log stderr is standard error.*forge records'
+cat >"$T/stderr.conf" <<EOC
+log stderr
+allow web.test:$H_PORT
+EOC
+(cd "$W" && "$PINHOLE" run -p "$T/stderr.conf" -- true) >"$T/o" 2>"$T/e" </dev/null
+equal "policy 'log stderr': refused" "$?" 125
+expect "policy 'log stderr': why" "$(cat "$T/e")" 'is standard error'
+(cd "$W" && "$PINHOLE" run --log "$T/shared.log" -- true) >/dev/null 2>>"$T/shared.log" </dev/null
+equal "log = the command's stderr file: refused" "$?" 125
+expect "log = the command's stderr file: why" "$(cat "$T/shared.log")" 'behind the command.s standard streams'
+
+# No usable home: XDG_STATE_HOME where nothing can be made (as root too),
+# and for uid 65534 a home that does not exist.
+nohome() {
+	(cd "$W" && env XDG_STATE_HOME=/proc/pinhole-no-such-dir TMPDIR="$1" \
+		"$PINHOLE" run -p "$T/p.conf" -- sh -c "$2") \
+		>"$T/nh.out" 2>"$T/nh.err" </dev/null
+	RC=$?
+	OUT=$(cat "$T/nh.out")
+	ERR=$(cat "$T/nh.err")
+}
+mkdir -p "$T/tmpd"
+forged='{"ts":"2026-01-01T00:00:00.000Z","sandbox":"x","conn":1,"event":"request","method":"GET","host":"forged.test","port":80,"decision":"allow"}'
+nohome "$T/tmpd" "echo '$forged' >&2; curl -sS -o /dev/null -w 'code %{http_code}\n' http://deny.test/"
+plog=$T/tmpd/pinhole-$uid/audit.jsonl
+equal "no home: the run works" "$RC" 0
+expect "no home: the denial" "$OUT" '^code 403$'
+check "no home: a private log file" test -f "$plog"
+equal "no home: its directory is 0700" "$(stat -c %a "$T/tmpd/pinhole-$uid")" 700
+equal "no home: the log has the denial" "$(log_query "$plog" 'select(.host == "deny.test" and .event == "request") | .decision')" '"deny"'
+refuse "no home: no record on stderr but the command's" "$(grep -v forged <<<"$ERR")" '"event"'
+expect "no home: the last line names the private log" "$(last_line "$ERR")" "^pinhole: 1 denied: deny\.test:80 \(x1\); see $plog\$"
+"$PINHOLE" log "$plog" >"$T/review" 2>&1
+refuse "no home: pinhole log does not count the forged record" "$(cat "$T/review")" forged
+# A directory someone else could have made: a symlink, or open to others.
+mkdir -p "$T/tmpl" "$T/elsewhere" "$T/tmpo/pinhole-$uid"
+ln -s "$T/elsewhere" "$T/tmpl/pinhole-$uid"
+nohome "$T/tmpl" 'echo ran'
+equal "no home, symlinked directory: refused" "$RC" 125
+expect "no home, symlinked directory: why" "$ERR" 'is not a private directory'
+chmod 755 "$T/tmpo/pinhole-$uid"
+nohome "$T/tmpo" 'echo ran'
+equal "no home, directory open to others: refused" "$RC" 125
+refuse "no home, directory open to others: did not run" "$OUT" ran
+
+# The summary line after an unterminated OSC: on a terminal, CAN and ST
+# end the string first; in a file, nothing is added.
+prun -p "$T/p.conf" -- sh -c "curl -sS -o /dev/null http://deny.test/; printf '\033]0;swallow'"
+expect "not a terminal: the last line" "$(last_line "$ERR")" '^pinhole: 1 denied: deny\.test:80'
+refuse "not a terminal: no control bytes added" "$(tr -d '\033' <<<"$ERR" | tr '\030' X)" 'X'
+cat >"$T/tty.sh" <<EOS
+cd "$W" && exec "$PINHOLE" run --log "$T/audit.jsonl" -p "$T/p.conf" -- sh -c "curl -sS -o /dev/null http://deny.test/; printf '\\033]0;swallow'"
+EOS
+timeout 60 script -qec "bash $T/tty.sh" /dev/null </dev/null >"$T/tty.out" 2>&1
+tty=$(od -An -c "$T/tty.out" | tr -d ' \n')
+expect "terminal: CAN and ST end the OSC before the line" "$tty" 'swallow.*030033\\.*pinhole:1denied:deny\.test:80'
 
 ph_end
