@@ -186,6 +186,26 @@ log_shared(const struct run *r)
 	return why != NULL;
 }
 
+/*
+ * What one run may make pinhole write to the log (--log-limit): past it,
+ * records are only counted (audit.h), so a sandbox cannot fill the disk.
+ */
+static int
+log_limit(struct run *r)
+{
+	const char *s = r->log_limit != NULL ? r->log_limit : RUN_LOG_LIMIT;
+	uint64_t bytes;
+
+	if (audit_parse_size(s, &bytes) != 0) {
+		log_warnx("run: --log-limit %s: a size is digits with an "
+		          "optional K, M or G",
+		    s);
+		return -1;
+	}
+	audit_set_limit(r->audit, bytes);
+	return 0;
+}
+
 static int
 open_log(struct run *r)
 {
@@ -216,7 +236,7 @@ open_log(struct run *r)
 		log_warnx("run: audit log: %s", err);
 		return -1;
 	}
-	return log_shared(r) ? -1 : 0;
+	return log_shared(r) || log_limit(r) != 0 ? -1 : 0;
 }
 
 /* --- interception --------------------------------------------------------- */

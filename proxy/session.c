@@ -97,7 +97,15 @@ audit_put(struct session *s, const struct audit_rec *r)
 
 	if (ctx->audit == NULL)
 		return 0;
-	if ((rc = audit_write(ctx->audit, r)) < 0) {
+	rc = audit_write(ctx->audit, r);
+	if (!ctx->audit_over_said && audit_over_limit(ctx->audit)) {
+		log_warnx(
+		    "audit log: this run reached its limit on what it may "
+		    "write; further requests are only counted, per "
+		    "host, in summary records at the end");
+		ctx->audit_over_said = 1;
+	}
+	if (rc < 0) {
 		ctx->audit_failures++;
 		if (!ctx->audit_broken)
 			log_warnx("audit log: cannot write (%s); requests are "
@@ -124,7 +132,9 @@ session_audit_request(struct session *s)
 	if (s->dec.verdict != POLICY_ALLOW)
 		r.reason = s->dec.reason;
 	rc = audit_put(s, &r);
-	s->end_pending = 1;
+	/* Folded into an earlier identical denial: no "end" record either. */
+	s->end_pending =
+	    rc == AUDIT_HELD && !audit_over_limit(s->ctx->audit) ? 2 : 1;
 	/* The session id on every line; never a header or a query. */
 	log_info("conn %llu: %s %s:%u%s: %s%s%s", (unsigned long long)s->conn,
 	    s->method, s->host, s->port, s->path != NULL ? s->path : "",
@@ -140,7 +150,7 @@ session_audit_end(struct session *s, const char *error)
 {
 	struct audit_rec r;
 
-	if (!s->end_pending)
+	if (s->end_pending != 1)
 		return;
 	fill_rec(s, &r, "end");
 	r.addr = s->addr[0] ? s->addr : NULL;

@@ -45,6 +45,7 @@ struct session_ctx {
 	size_t nsessions;
 	uint64_t audit_failures;
 	int audit_broken; /* the last write failed (said once) */
+	int audit_over_said; /* the log's limit was reached (said once) */
 	/* Called after a session is gone (the proxy may accept again). */
 	void (*ended)(void *arg);
 	void *ended_arg;
@@ -92,7 +93,7 @@ struct session {
 	char addr[64]; /* address connected to */
 	struct policy_decision dec;
 	int status;
-	int end_pending; /* a "request" record awaits its "end" */
+	int end_pending; /* a "request" record awaits its "end"; 2: folded */
 	char why[256]; /* reason of a proxy-made reply */
 	size_t head_seen; /* head bytes already looked at */
 	struct forward *fwd; /* plain HTTP state (forward.c) */

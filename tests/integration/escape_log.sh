@@ -121,4 +121,39 @@ timeout 60 script -qec "bash $T/tty.sh" /dev/null </dev/null >"$T/tty.out" 2>&1
 tty=$(od -An -c "$T/tty.out" | tr -d ' \n')
 expect "terminal: CAN and ST end the OSC before the line" "$tty" 'swallow.*030033\\.*pinhole:1denied:deny\.test:80'
 
+# --- item 18: what one sandbox can make pinhole write -----------------------
+# 300 denied requests with 8 KB URLs (the proxy takes up to 8 KiB), through one curl: identical ones,
+# then distinct ones under a 64 KiB limit.
+N=300
+long=$(head -c 8000 /dev/zero | tr '\0' a)
+for ((i = 0; i < N; i++)); do echo "url = \"http://deny.test/$long\""; done >"$W/same.curl"
+for ((i = 0; i < N; i++)); do echo "url = \"http://deny.test/$i/$long\""; done >"$W/distinct.curl"
+RUN_LOG=$T/same.jsonl prun -p "$T/p.conf" -- sh -c 'curl -sS -K same.curl -o /dev/null -w "%{http_code}\n" | sort | uniq -c'
+expect "identical denials: all refused" "$OUT" "^ *$N 403$"
+size=$(stat -c %s "$T/same.jsonl")
+[ "$size" -lt 20000 ] && ok || bad "identical denials: the log has $size bytes, want < 20000"
+n=$(log_query "$T/same.jsonl" 'select(.event == "request") | .count // 1' | jq -s add)
+equal "identical denials: the counts add up" "$n" "$N"
+"$PINHOLE" log --json "$T/same.jsonl" >"$T/review.json" 2>&1
+equal "identical denials: pinhole log counts them" "$(jq .totals.denied "$T/review.json")" "$N"
+p=$(log_query "$T/same.jsonl" 'select(.event == "request") | .path | length' | sort -n | tail -1)
+[ "$p" -le 1024 ] && ok || bad "identical denials: a path of $p bytes, want <= 1024"
+expect "identical denials: a cut path ends in ..." "$(head -1 "$T/same.jsonl")" '"path":"/aaa*\.\.\."'
+expect "identical denials: the summary line" "$(last_line "$ERR")" "^pinhole: $N denied: deny\.test:80 \(x$N\)"
+audit_wellformed same "$T/same.jsonl"
+
+RUN_LOG=$T/distinct.jsonl prun -p "$T/p.conf" --log-limit 64K -- sh -c 'curl -sS -K distinct.curl -o /dev/null -w "%{http_code}\n" | sort | uniq -c'
+expect "distinct denials: all refused" "$OUT" "^ *$N 403$"
+size=$(stat -c %s "$T/distinct.jsonl")
+[ "$size" -le $((64 * 1024 + 4096)) ] && ok || bad "distinct denials: the log has $size bytes, want <= 64 KiB + summaries"
+expect "distinct denials: the run says the limit was reached" "$ERR" 'audit log: this run reached its limit'
+expect "distinct denials: the summary line is still last" "$(last_line "$ERR")" "^pinhole: $N denied: deny\.test:80 \(x$N\)"
+n=$(log_query "$T/distinct.jsonl" 'select(.summary == true and .host == "deny.test") | .count')
+[ "${n:-0}" -gt 200 ] && ok || bad "distinct denials: a summary record counts ${n:-none}"
+"$PINHOLE" log --json "$T/distinct.jsonl" >"$T/review.json" 2>&1
+equal "distinct denials: pinhole log counts them all" "$(jq .totals.denied "$T/review.json")" "$N"
+audit_wellformed distinct "$T/distinct.jsonl"
+RUN_LOG=$T/x.jsonl prun --log-limit 12Q -- true
+equal "--log-limit: a bad size is refused" "$RC" 125
+
 ph_end
