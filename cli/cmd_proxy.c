@@ -80,7 +80,7 @@ proxy_usage(FILE *f)
 	    "                         counts (K, M, G; default: no limit)\n"
 	    "      --head-memory SIZE memory for unfinished request heads, all "
 	    "\n"
-	    "                         connections together (default 32M)\n"
+	    "                         connections together (default 16M)\n"
 	    "      --max-sessions N   concurrent connections (default: what "
 	    "the\n"
 	    "                         descriptor limit allows, at most 65536)\n"

@@ -27,7 +27,7 @@ struct proxy_config {
 	struct dns *dns; /* borrowed */
 	const char *run_id; /* "sandbox" of audit records */
 	unsigned max_sessions; /* 0: 4096 */
-	/* Bytes of unfinished request heads, all sessions together; 0: 32M. */
+	/* Bytes of unfinished request heads, all sessions together; 0: 16M. */
 	size_t head_memory;
 	/* Called for each request refused with 403 (policy or address). */
 	void (*denied)(void *arg, const char *host, unsigned port);

@@ -41,6 +41,7 @@ static void head_read(struct bufferevent *, void *);
 static void client_event(struct bufferevent *, short, void *);
 static void head_wait(struct session *);
 static void head_eof(struct session *);
+static void head_release(struct session *);
 static void policy_follow(struct session *);
 
 int64_t
@@ -242,6 +243,7 @@ session_close(struct session *s, const char *error)
 	struct session_ctx *ctx = s->ctx;
 
 	session_audit_end(s, error);
+	head_release(s);
 	upstream_cancel(s->connecting);
 	forward_free(s);
 	intercept_free(s);
@@ -322,6 +324,7 @@ closing_event(struct bufferevent *bev, short what, void *arg)
 void
 session_finish(struct session *s)
 {
+	head_release(s);
 	s->state = SESSION_CLOSING;
 	bufferevent_disable(s->client.bev, EV_READ);
 	bufferevent_setwatermark(s->client.bev, EV_WRITE, 0, 0);
@@ -597,6 +600,7 @@ connect_start(struct session *s, const struct http_head *h)
 static void
 dispatch(struct session *s, const struct http_head *h)
 {
+	head_release(s);
 	evtimer_del(s->idle);
 	policy_follow(s);
 	if (s->icpt != NULL) {
@@ -630,6 +634,67 @@ session_head_ready(struct evbuffer *in, size_t *seen)
 	return ready;
 }
 
+/* --- the memory of unfinished heads ---------------------------------------- */
+
+static void
+head_release(struct session *s)
+{
+	s->ctx->head_bytes -= s->head_held;
+	s->head_held = 0;
+}
+
+/* The session whose unfinished head has waited longest, or NULL. */
+static struct session *
+slowest_head(struct session_ctx *ctx)
+{
+	struct session *s, *old = NULL;
+
+	TAILQ_FOREACH(s, &ctx->sessions, entry)
+	if (s->state == SESSION_HEAD && s->head_held > 0 &&
+	    (old == NULL || s->start.tv_sec < old->start.tv_sec ||
+	        (s->start.tv_sec == old->start.tv_sec &&
+	            s->start.tv_nsec < old->start.tv_nsec)))
+		old = s;
+	return old;
+}
+
+/*
+ * Counts the LEN bytes of S's unfinished head against the budget that
+ * all sessions share (a per-session limit alone lets thousands of
+ * connections each hold 64 KiB).  Over it, the heads that have waited
+ * longest are refused with 503 until the rest fits: a slow client
+ * (slowloris) loses before a fast one.  Returns 1 when S itself was
+ * refused, else 0.
+ */
+static int
+head_account(struct session *s, size_t len)
+{
+	struct session_ctx *ctx = s->ctx;
+	struct session *old;
+	int self = 0;
+
+	ctx->head_bytes += len - s->head_held;
+	s->head_held = len;
+	if (ctx->head_bytes <= ctx->head_budget) {
+		if (ctx->head_bytes < ctx->head_budget / 2)
+			ctx->head_full_said = 0;
+		return 0;
+	}
+	if (!ctx->head_full_said)
+		log_warnx("unfinished request heads hold over %zu bytes; the "
+		          "slowest are refused (503)",
+		    ctx->head_budget);
+	ctx->head_full_said = 1;
+	while (ctx->head_bytes > ctx->head_budget &&
+	    (old = slowest_head(ctx)) != NULL) {
+		self |= old == s;
+		session_reply_close(old, 503,
+		    "the proxy's memory for unfinished request heads is full; "
+		    "this head waited longest");
+	}
+	return self;
+}
+
 /*
  * The client has sent all it will (EOF) and no whole head is left: what
  * was answered goes out first, then the connection closes.
@@ -655,6 +720,8 @@ head_try(struct session *s)
 	const char *buf;
 	int r;
 
+	if (len > 0 && head_account(s, len))
+		return;
 	if (len == 0 || !session_head_ready(in, &s->head_seen)) {
 		head_eof(s);
 		return;

@@ -46,6 +46,9 @@ struct session_ctx {
 	uint64_t audit_failures;
 	int audit_broken; /* the last write failed (said once) */
 	int audit_over_said; /* the log's limit was reached (said once) */
+	size_t head_bytes; /* unfinished request heads, all sessions */
+	size_t head_budget; /* ...at most; beyond, the slowest get 503 */
+	int head_full_said; /* the budget was reached (said once) */
 	/* Called after a session is gone (the proxy may accept again). */
 	void (*ended)(void *arg);
 	void *ended_arg;
@@ -96,6 +99,7 @@ struct session {
 	int end_pending; /* a "request" record awaits its "end"; 2: folded */
 	char why[256]; /* reason of a proxy-made reply */
 	size_t head_seen; /* head bytes already looked at */
+	size_t head_held; /* ...of them counted in ctx->head_bytes */
 	struct forward *fwd; /* plain HTTP state (forward.c) */
 	struct intercept *icpt; /* inside an intercepted tunnel (intercept.c) */
 	const char *secret; /* name of a secret this request carries */
