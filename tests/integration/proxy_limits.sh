@@ -170,7 +170,12 @@ rss1=$(rss_kb "$PX_PID")
 n=$(count_in "$PX_LOG" 'unfinished request heads is full')
 echo "$PH_NAME: 200 unfinished 59 KiB heads, --head-memory 1M: $n refused (503), RSS ${rss0} kB -> ${rss1} kB"
 [ "$n" -ge 170 ] && [ "$n" -le 190 ] && ok || bad "heads: $n refused, want 170-190"
-[ $((rss1 - rss0)) -lt 6144 ] && ok || bad "heads: RSS grew by $((rss1 - rss0)) kB for 1 MiB of heads"
+# Under ASan freed memory stays in quarantine: RSS says nothing there.
+if ldd "$PINHOLE" 2>/dev/null | grep -q libasan; then
+	echo "$PH_NAME: heads: ASan build, the RSS figure is not checked"
+elif [ $((rss1 - rss0)) -lt 6144 ]; then ok; else
+	bad "heads: RSS grew by $((rss1 - rss0)) kB for 1 MiB of heads"
+fi
 expect "heads: said on stderr" "$(cat "$PX_ERR")" 'unfinished request heads hold over 1048576 bytes'
 read_response "${conns[0]}" 10
 equal "heads: the oldest gets 503" "$RESP_STATUS" 503

@@ -128,6 +128,7 @@ test_count_field(void **state)
 	struct logview *lv = logview_new();
 	struct logview_host_stats st;
 	struct logview_totals t;
+	char *out;
 
 	(void)state;
 	feed_ok(lv,
@@ -160,7 +161,9 @@ test_count_field(void **state)
 	assert_int_equal(t.records, 4);
 	assert_int_equal(t.requests, 1042);
 	assert_int_equal(t.denied, 42);
-	has(print_text(lv), "42x");
+	out = print_text(lv);
+	has(out, "42x");
+	free(out);
 	logview_free(lv);
 }
 
