@@ -12,6 +12,11 @@
  * it does; other strings are capped at SHORT_MAX bytes once escaped, which
  * guarantees that cutting those four always suffices.
  *
+ * Host, path, reason and error are first cut to FIELD_MAX, so a long URL
+ * costs about 1 KiB, not 8; identical denials are folded into one record
+ * with a count, and past the limit the records are only counted
+ * (audit.h): what a sandbox can make pinhole write is bounded.
+ *
  * The line buffer lives in struct audit, so one struct audit must not be
  * written from two threads at once.
  */

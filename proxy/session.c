@@ -293,10 +293,10 @@ session_status_text(int status)
 		return "Not Implemented";
 	case 502:
 		return "Bad Gateway";
-	case 504:
-		return "Gateway Timeout";
 	case 503:
 		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
 	case 505:
 		return "HTTP Version Not Supported";
 	default:
@@ -649,12 +649,15 @@ slowest_head(struct session_ctx *ctx)
 {
 	struct session *s, *old = NULL;
 
-	TAILQ_FOREACH(s, &ctx->sessions, entry)
-	if (s->state == SESSION_HEAD && s->head_held > 0 &&
-	    (old == NULL || s->start.tv_sec < old->start.tv_sec ||
-	        (s->start.tv_sec == old->start.tv_sec &&
-	            s->start.tv_nsec < old->start.tv_nsec)))
-		old = s;
+	for (s = TAILQ_FIRST(&ctx->sessions); s != NULL;
+	     s = TAILQ_NEXT(s, entry)) {
+		if (s->state != SESSION_HEAD || s->head_held == 0)
+			continue;
+		if (old == NULL || s->start.tv_sec < old->start.tv_sec ||
+		    (s->start.tv_sec == old->start.tv_sec &&
+		        s->start.tv_nsec < old->start.tv_nsec))
+			old = s;
+	}
 	return old;
 }
 
@@ -768,9 +771,9 @@ client_event(struct bufferevent *bev, short what, void *arg)
 
 /*
  * A reload applies to every request after it: a session that has read
- * a whole request head takes the current policy before deciding it.  An idle upstream connection
- * kept for reuse was checked (addresses, upstream-ca) under the old one,
- * so it goes.
+ * a whole request head takes the current policy before deciding it.  An
+ * idle upstream connection kept for reuse was checked (addresses,
+ * upstream-ca) under the old one, so it goes.
  */
 static void
 policy_follow(struct session *s)
