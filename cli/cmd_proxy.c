@@ -42,6 +42,7 @@ struct proxy_opts {
 	const char *dns;
 	uint64_t log_limit; /* 0: none */
 	uint64_t head_memory; /* 0: the proxy's default */
+	uint64_t buffer_memory; /* 0: the proxy's default */
 	unsigned max_sessions;
 	unsigned grace_ms;
 };
@@ -63,7 +64,8 @@ proxy_usage(FILE *f)
 	    "[--log FILE]\n"
 	    "                     [--dns SERVERS] [--max-sessions N] "
 	    "[--grace SECONDS]\n"
-	    "                     [--log-limit SIZE] [--head-memory SIZE]\n\n"
+	    "                     [--log-limit SIZE] [--head-memory SIZE] "
+	    "[--buffer-memory SIZE]\n\n"
 	    "Runs the egress proxy without a sandbox.  ADDR is HOST:PORT (an "
 	    "IPv4 or\n[IPv6] address; port 0 picks a free one) or "
 	    "unix:PATH.\n\n"
@@ -81,6 +83,10 @@ proxy_usage(FILE *f)
 	    "      --head-memory SIZE memory for unfinished request heads, all "
 	    "\n"
 	    "                         connections together (default 16M)\n"
+	    "      --buffer-memory SIZE  bytes queued between clients and "
+	    "upstreams,\n"
+	    "                         all connections together, about "
+	    "(default 64M)\n"
 	    "      --max-sessions N   concurrent connections (default: what "
 	    "the\n"
 	    "                         descriptor limit allows, at most 65536)\n"
@@ -118,6 +124,7 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 	    {"grace", required_argument, NULL, 'g'},
 	    {"log-limit", required_argument, NULL, 'S'},
 	    {"head-memory", required_argument, NULL, 'H'},
+	    {"buffer-memory", required_argument, NULL, 'B'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -160,6 +167,11 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 		case 'H':
 			if (audit_parse_size(optarg, &o->head_memory) != 0 ||
 			    o->head_memory == 0)
+				goto usage;
+			break;
+		case 'B':
+			if (audit_parse_size(optarg, &o->buffer_memory) != 0 ||
+			    o->buffer_memory == 0)
 				goto usage;
 			break;
 		case 'v':
@@ -361,6 +373,7 @@ daemon_open(struct daemon *d, struct policy **pp)
 	cf.max_sessions =
 	    d->o.max_sessions ? d->o.max_sessions : proxy_fd_budget();
 	cf.head_memory = (size_t)d->o.head_memory;
+	cf.buffer_memory = (size_t)d->o.buffer_memory;
 	if ((d->px = proxy_new(d->base, &cf)) == NULL)
 		fatalx("proxy: out of memory");
 	*pp = NULL;

@@ -26,6 +26,7 @@
 #define ACCEPT_PAUSE_MS 100
 #define SESSIONS_DEFAULT 4096
 #define HEADS_DEFAULT (16 * 1024 * 1024) /* unfinished heads, in all */
+#define BUFFERS_DEFAULT (64 * 1024 * 1024) /* relay buffers, in all */
 #define FLUSH_S 1 /* folded denials are counted in the log this often */
 
 struct proxy {
@@ -187,6 +188,8 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	px->max_sessions =
 	    cf->max_sessions ? cf->max_sessions : SESSIONS_DEFAULT;
 	px->ctx.head_budget = cf->head_memory ? cf->head_memory : HEADS_DEFAULT;
+	px->ctx.buf_budget =
+	    cf->buffer_memory ? cf->buffer_memory : BUFFERS_DEFAULT;
 	px->resume = evtimer_new(base, on_resume, px);
 	px->flush = event_new(base, -1, EV_PERSIST, on_flush, px);
 	px->ctx.policy = wrap_policy(cf->policy);

@@ -29,6 +29,8 @@ struct proxy_config {
 	unsigned max_sessions; /* 0: 4096 */
 	/* Bytes of unfinished request heads, all sessions together; 0: 16M. */
 	size_t head_memory;
+	/* Bytes queued between clients and upstreams, about; 0: 64M. */
+	size_t buffer_memory;
 	/* Called for each request refused with 403 (policy or address). */
 	void (*denied)(void *arg, const char *host, unsigned port);
 	void *denied_arg;

@@ -4,8 +4,9 @@
  *
  * Tunnel bytes move between the two bufferevents by handing over evbuffer
  * chains (no copy).  Backpressure: when the peer's output grows past
- * RELAY_HIGH, reading stops on the side that feeds it and resumes from the
- * peer's write callback once it has drained.  Half-close: EOF from one
+ * session_buf_high() (RELAY_HIGH, less with many sessions), reading stops
+ * on the side that feeds it and resumes from the peer's write callback
+ * once it has drained.  Half-close: EOF from one
  * side becomes shutdown(SHUT_WR) on the other once its output is flushed;
  * the tunnel ends when both directions are done.
  */
@@ -35,7 +36,7 @@
 #include "proxy/upstream.h"
 
 #define RELAY_HIGH (256 * 1024) /* stop reading the feeding side */
-#define RELAY_LOW (64 * 1024) /* ...until the output drains to this */
+#define RELAY_FLOOR (16 * 1024) /* ...or less when many sessions are open */
 
 static void head_read(struct bufferevent *, void *);
 static void client_event(struct bufferevent *, short, void *);
@@ -433,16 +434,29 @@ relay_move(struct session *s, struct session_dir *d)
 	struct evbuffer *in = bufferevent_get_input(d->bev);
 	struct evbuffer *out = bufferevent_get_output(d->dst->bev);
 	size_t n = evbuffer_get_length(in);
+	size_t high = session_buf_high(s->ctx);
 
 	if (n == 0)
 		return;
 	evbuffer_add_buffer(out, in);
 	d->bytes += n;
 	session_touch(s);
-	if (evbuffer_get_length(out) >= RELAY_HIGH) {
+	if (evbuffer_get_length(out) >= high) {
 		bufferevent_disable(d->bev, EV_READ);
-		bufferevent_setwatermark(d->dst->bev, EV_WRITE, RELAY_LOW, 0);
+		bufferevent_setwatermark(d->dst->bev, EV_WRITE, high / 4, 0);
 	}
+}
+
+size_t
+session_buf_high(const struct session_ctx *ctx)
+{
+	size_t share = ctx->nsessions > 0
+	    ? ctx->buf_budget / (2 * ctx->nsessions)
+	    : RELAY_HIGH;
+
+	if (share > RELAY_HIGH)
+		return RELAY_HIGH;
+	return share < RELAY_FLOOR ? RELAY_FLOOR : share;
 }
 
 /* Passes D's EOF on as soon as the peer's output is flushed. */

@@ -49,6 +49,7 @@ struct session_ctx {
 	size_t head_bytes; /* unfinished request heads, all sessions */
 	size_t head_budget; /* ...at most; beyond, the slowest get 503 */
 	int head_full_said; /* the budget was reached (said once) */
+	size_t buf_budget; /* relay buffers, all sessions (session_buf_high) */
 	/* Called after a session is gone (the proxy may accept again). */
 	void (*ended)(void *arg);
 	void *ended_arg;
@@ -192,6 +193,14 @@ void forward_free(struct session *s);
  * client sending one byte at a time must not cost a parse per byte.
  */
 int session_head_ready(struct evbuffer *in, size_t *seen);
+
+/*
+ * How many bytes a session may queue toward one peer before it stops
+ * reading the side that feeds it: 256 KiB, less when many sessions are
+ * open, so that all of them together queue about ctx->buf_budget (never
+ * less than 16 KiB each, or bulk transfers would crawl).
+ */
+size_t session_buf_high(const struct session_ctx *);
 
 /* Status reason phrase for proxy-made responses. */
 const char *session_status_text(int status);

@@ -4,7 +4,8 @@
 # two idle connections a third is not served until one closes; with the
 # descriptor limit reached, accepting pauses (no spinning) and resumes;
 # unfinished request heads share one memory budget (--head-memory): over
-# it, those that waited longest get 503.
+# it, those that waited longest get 503; relay buffers share one too
+# (--buffer-memory).
 # usage: proxy_limits.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 ph_begin proxy_limits nginx openssl curl jq prlimit
@@ -189,4 +190,33 @@ code=$(px_curl -o /dev/null -w '%{http_code}' "http://$W/index.html" 2>/dev/null
 equal "heads: a new connection is served after" "$code" 200
 stop_proxy heads
 audit_wellformed heads "$PX_LOG"
+
+# --- relay buffers: one budget for all connections ------------------------------
+# 80 clients ask for 16 MiB each and read nothing.  Each session may queue
+# 256 KiB toward its client (20 MiB in all) unless many are open; with
+# --buffer-memory 2M each gets 16 KiB and the proxy stays small.  (The
+# kernel's socket buffers fill first: they are not the proxy's memory.)
+head -c $((16 * 1024 * 1024)) /dev/zero >"$T/www/big16.bin"
+start_proxy bufs "$pol" --buffer-memory 2M || exit 1
+code=$(px_curl -o /dev/null -w '%{http_code}' "http://$W/index.html" 2>/dev/null)
+equal "buffers: served before" "$code" 200
+rss0=$(rss_kb "$PX_PID")
+conns=()
+for ((i = 0; i < 80; i++)); do
+	open_conn
+	conns+=("$CONN")
+	send "$CONN" "GET http://$W/big16.bin HTTP/1.1\r\nHost: $W\r\n\r\n"
+done
+grown() { [ $(($(rss_kb "$PX_PID") - rss0)) -ge 12288 ]; }
+# Bounded wait for what must not happen: the buffers growing past 12 MiB.
+if wait_for 5 grown; then
+	bad "buffers: RSS grew by $(($(rss_kb "$PX_PID") - rss0)) kB with --buffer-memory 2M"
+else ok; fi
+echo "$PH_NAME: 80 clients not reading 16 MiB each, --buffer-memory 2M: RSS ${rss0} kB -> $(rss_kb "$PX_PID") kB"
+n=$(log_query "$PX_LOG" 'select(.event == "request" and .path == "/big16.bin")' | wc -l)
+equal "buffers: every request reached the proxy" "$n" 80
+for fd in "${conns[@]}"; do exec {fd}>&-; done
+code=$(px_curl -o /dev/null -w '%{http_code}' "http://$W/index.html" 2>/dev/null)
+equal "buffers: a new connection is served after" "$code" 200
+stop_proxy bufs
 ph_end
