@@ -48,6 +48,9 @@ struct proxy_opts {
 	const char *listen;
 	const char *log;
 	const char *dns;
+	uint64_t log_limit; /* 0: none */
+	uint64_t head_memory; /* 0: the proxy's default */
+	uint64_t buffer_memory; /* 0: the proxy's default */
 	unsigned max_sessions;
 	unsigned grace_ms;
 };
@@ -77,7 +80,9 @@ proxy_usage(FILE *f)
 	    "usage: pinhole proxy -p POLICY [-p POLICY]... --listen ADDR "
 	    "[--log FILE]\n"
 	    "                     [--dns SERVERS] [--max-sessions N] "
-	    "[--grace SECONDS]\n\n"
+	    "[--grace SECONDS]\n"
+	    "                     [--log-limit SIZE] [--head-memory SIZE] "
+	    "[--buffer-memory SIZE]\n\n"
 	    "Runs the egress proxy without a sandbox.  ADDR is HOST:PORT (an "
 	    "IPv4 or\n[IPv6] address; port 0 picks a free one) or "
 	    "unix:PATH.\n\n"
@@ -89,6 +94,16 @@ proxy_usage(FILE *f)
 	    "      --dns SERVERS      DNS servers (c-ares list, e.g. "
 	    "127.0.0.1:5353);\n"
 	    "                         default: /etc/resolv.conf\n"
+	    "      --log-limit SIZE   bytes the proxy may write to the log, "
+	    "then only\n"
+	    "                         counts (K, M, G; default: no limit)\n"
+	    "      --head-memory SIZE memory for unfinished request heads, all "
+	    "\n"
+	    "                         connections together (default 16M)\n"
+	    "      --buffer-memory SIZE  bytes queued between clients and "
+	    "upstreams,\n"
+	    "                         all connections together, about "
+	    "(default 64M)\n"
 	    "      --max-sessions N   concurrent connections (default: what "
 	    "the\n"
 	    "                         descriptor limit allows, at most 65536)\n"
@@ -124,6 +139,9 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 	    {"dns", required_argument, NULL, 'D'},
 	    {"max-sessions", required_argument, NULL, 'm'},
 	    {"grace", required_argument, NULL, 'g'},
+	    {"log-limit", required_argument, NULL, 'S'},
+	    {"head-memory", required_argument, NULL, 'H'},
+	    {"buffer-memory", required_argument, NULL, 'B'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -157,6 +175,20 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 			break;
 		case 'g':
 			if (parse_uint(optarg, 3600, &secs) != 0)
+				goto usage;
+			break;
+		case 'S':
+			if (audit_parse_size(optarg, &o->log_limit) != 0)
+				goto usage;
+			break;
+		case 'H':
+			if (audit_parse_size(optarg, &o->head_memory) != 0 ||
+			    o->head_memory == 0)
+				goto usage;
+			break;
+		case 'B':
+			if (audit_parse_size(optarg, &o->buffer_memory) != 0 ||
+			    o->buffer_memory == 0)
 				goto usage;
 			break;
 		case 'v':
@@ -449,6 +481,7 @@ daemon_open(struct daemon *d, struct policy **pp)
 		log_warnx("proxy: %s", err);
 		return -1;
 	}
+	audit_set_limit(d->audit, d->o.log_limit);
 	if ((d->dns = dns_new(d->base, d->o.dns,
 	         policy_timeout(p, POLICY_TIMEOUT_CONNECT), err,
 	         sizeof(err))) == NULL) {
@@ -461,6 +494,8 @@ daemon_open(struct daemon *d, struct policy **pp)
 	cf.run_id = d->run_id;
 	cf.max_sessions =
 	    d->o.max_sessions ? d->o.max_sessions : proxy_fd_budget();
+	cf.head_memory = (size_t)d->o.head_memory;
+	cf.buffer_memory = (size_t)d->o.buffer_memory;
 	if ((d->px = proxy_new(d->base, &cf)) == NULL)
 		fatalx("proxy: out of memory");
 	*pp = NULL;

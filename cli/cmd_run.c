@@ -59,19 +59,41 @@ on_denied(void *arg, const char *host, unsigned port)
 	}
 }
 
-/* The last stderr line: pinhole: N denied: HOST:PORT (xK), ...; see LOG */
+/*
+ * What a terminal needs before pinhole's last line, whatever the command
+ * left it in: CAN aborts an escape or control sequence in progress, ST
+ * ends a string one (OSC, DCS, APC, PM, SOS: an unterminated OSC would
+ * swallow the line), SGR 0 undoes attributes that could hide it
+ * (concealed, black on black), and CR LF starts a fresh line.
+ */
+#define TERM_RESET "\030\033\\\033[0m\r\n"
+
+/*
+ * The last stderr line: pinhole: N denied: HOST:PORT (xK), ...; see LOG.
+ * Written with one write(2).  On a terminal it comes after TERM_RESET; a
+ * file or a pipe gets the bytes the command wrote as they were and the
+ * line after them, starting with "pinhole: " on a line of its own unless
+ * the command's output did not end in a newline.
+ */
 static void
 print_denied(const struct run *r)
 {
-	size_t i;
+	char *line = NULL;
+	size_t len = 0, i;
+	FILE *f;
 
-	if (r->denied_total == 0)
+	if (r->denied_total == 0 || (f = open_memstream(&line, &len)) == NULL)
 		return;
-	fprintf(stderr, "pinhole: %zu denied: ", r->denied_total);
+	if (isatty(STDERR_FILENO))
+		fputs(TERM_RESET, f);
+	fprintf(f, "pinhole: %zu denied: ", r->denied_total);
 	for (i = 0; i < r->ndenied; i++)
-		fprintf(stderr, "%s%s (x%u)", i ? ", " : "", r->denied[i].what,
+		fprintf(f, "%s%s (x%u)", i ? ", " : "", r->denied[i].what,
 		    r->denied[i].n);
-	fprintf(stderr, "; see %s\n", r->logpath);
+	fprintf(f, "; see %s\n", r->logpath);
+	if (fclose(f) == 0)
+		(void)!write(STDERR_FILENO, line, len);
+	free(line);
 }
 
 static void

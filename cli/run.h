@@ -28,6 +28,7 @@ struct tls;
 #define RUN_DENIED_MAX 16 /* host:port pairs named in the last line */
 #define RUN_LIST_MAX 256 /* intercepted targets, upstream-ca files */
 #define RUN_UNIX_MAX 16 /* --unix-socket */
+#define RUN_LOG_LIMIT "64M" /* what one run may write to the audit log */
 
 struct run_denied {
 	char what[300];
@@ -40,6 +41,7 @@ struct run {
 	size_t npolicies;
 	char *allow; /* --allow rules, one per line */
 	const char *log, *dns, *chdir;
+	const char *log_limit; /* --log-limit SIZE */
 	const char *keep[RUN_KEEP_MAX];
 	size_t nkeep;
 	int verbose;

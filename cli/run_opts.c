@@ -28,6 +28,10 @@ run_usage(FILE *f)
 	    "example.org:443\n"
 	    "      --log FILE         audit log (default: the policy's, else\n"
 	    "                         ~/.local/state/pinhole/audit.jsonl)\n"
+	    "      --log-limit SIZE   bytes the run may write to the log, "
+	    "then only\n"
+	    "                         counts (K, M, G; default 64M; 0: no "
+	    "limit)\n"
 	    "      --dns SERVERS      DNS servers for the proxy (c-ares list)\n"
 	    "      --bind SRC [DST]   SRC at DST (default: SRC), read-write\n"
 	    "      --ro-bind SRC [DST]  the same, read-only\n"
@@ -214,6 +218,8 @@ plain_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 		mnt_plan_allow_git_config(r->plan);
 	else if (strcmp(o, "--log") == 0)
 		slot = &r->log;
+	else if (strcmp(o, "--log-limit") == 0)
+		slot = &r->log_limit;
 	else if (strcmp(o, "--dns") == 0)
 		slot = &r->dns;
 	else if (strcmp(o, "--chdir") == 0)

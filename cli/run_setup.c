@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -117,6 +118,36 @@ make_dirs(char *dir)
 	(void)mkdir(dir, 0700);
 }
 
+/*
+ * The log when there is no usable home (e.g. nobody): a directory of this
+ * user's, $TMPDIR/pinhole-UID (or /tmp/...), made 0700 and checked to be
+ * a real directory that the user owns and nobody else may enter, so that
+ * no one can plant the log there.  Returns the log's path, or NULL (said).
+ */
+static char *
+private_log(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct stat st;
+	char *dir, *path = NULL;
+
+	if (tmp == NULL || tmp[0] != '/')
+		tmp = "/tmp";
+	dir = xasprintf("%s/pinhole-%u", tmp, (unsigned)getuid());
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		log_warn("run: audit log: %s", dir);
+	else if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != getuid() || (st.st_mode & 077) != 0)
+		log_warnx("run: audit log: %s is not a private directory of "
+		          "uid %u (a symlink, another owner, or open to "
+		          "others); give --log FILE",
+		    dir, (unsigned)getuid());
+	else
+		path = xasprintf("%s/audit.jsonl", dir);
+	free(dir);
+	return path;
+}
+
 /* $XDG_STATE_HOME/pinhole/audit.jsonl, by default in the user's home. */
 static char *
 default_log(void)
@@ -130,11 +161,59 @@ default_log(void)
 	else if (pw != NULL && pw->pw_dir[0] == '/')
 		dir = xasprintf("%s/.local/state/pinhole", pw->pw_dir);
 	else
-		return xstrdup("stderr");
+		return private_log();
 	make_dirs(dir);
 	path = xasprintf("%s/audit.jsonl", dir);
 	free(dir);
 	return path;
+}
+
+/*
+ * Under run the log must be a stream the sandbox cannot write: not
+ * pinhole's standard error (or a terminal, or the file behind fds 0-2),
+ * which the command writes to as well and could fill with forged records.
+ */
+static int
+log_shared(const struct run *r)
+{
+	const char *why = NULL;
+	int fd;
+
+	if (strcmp(r->logpath, "stderr") == 0)
+		why = "is standard error";
+	else if (audit_is_tty(r->audit))
+		why = "is a terminal";
+	for (fd = 0; why == NULL && fd <= 2; fd++)
+		if (audit_same_file(r->audit, fd))
+			why =
+			    "is the file behind the command's standard streams";
+	if (why != NULL)
+		log_warnx(
+		    "run: the audit log %s %s, which the sandboxed command "
+		    "writes to as well (it could forge records); give "
+		    "--log FILE",
+		    r->logpath, why);
+	return why != NULL;
+}
+
+/*
+ * What one run may make pinhole write to the log (--log-limit): past it,
+ * records are only counted (audit.h), so a sandbox cannot fill the disk.
+ */
+static int
+log_limit(struct run *r)
+{
+	const char *s = r->log_limit != NULL ? r->log_limit : RUN_LOG_LIMIT;
+	uint64_t bytes;
+
+	if (audit_parse_size(s, &bytes) != 0) {
+		log_warnx("run: --log-limit %s: a size is digits with an "
+		          "optional K, M or G",
+		    s);
+		return -1;
+	}
+	audit_set_limit(r->audit, bytes);
+	return 0;
 }
 
 static int
@@ -144,23 +223,30 @@ open_log(struct run *r)
 	char err[256];
 
 	r->logpath = path ? xstrdup(path) : default_log();
+	if (r->logpath == NULL)
+		return -1;
 	if (audit_make_run_id(r->run_id) != 0)
 		fatal("getrandom");
+	if (strcmp(r->logpath, "stderr") == 0) {
+		(void)log_shared(r);
+		return -1;
+	}
 	r->audit = audit_open(r->logpath, r->run_id, err, sizeof(err));
 	if (r->audit == NULL && path == NULL) {
-		/* No usable home (e.g. nobody): the log must still exist. */
-		log_warnx("run: %s; the audit log goes to stderr (--log FILE "
+		/* No usable home after all: the private fallback. */
+		log_warnx("run: %s; using a private file instead (--log FILE "
 		          "chooses)",
 		    err);
 		free(r->logpath);
-		r->logpath = xstrdup("stderr");
+		if ((r->logpath = private_log()) == NULL)
+			return -1;
 		r->audit = audit_open(r->logpath, r->run_id, err, sizeof(err));
 	}
 	if (r->audit == NULL) {
 		log_warnx("run: audit log: %s", err);
 		return -1;
 	}
-	return 0;
+	return log_shared(r) || log_limit(r) != 0 ? -1 : 0;
 }
 
 /* --- interception --------------------------------------------------------- */

@@ -1010,8 +1010,17 @@ probe_log(struct doctor_result *r, struct doctor_ctx *c)
 
 	if (path == NULL)
 		path = policy_log_path(c->policy);
-	if (path == NULL || strcmp(path, "stderr") == 0) {
-		verdict(r, DOCTOR_YES, "", "the audit log goes to stderr");
+	if (path == NULL) {
+		verdict(r, DOCTOR_YES, "",
+		    "the default audit log (see --log in pinhole(1))");
+		return;
+	}
+	if (strcmp(path, "stderr") == 0) {
+		/* The command writes there too: it could forge records. */
+		verdict(r, DOCTOR_NO, "",
+		    "pinhole run refuses an audit log on stderr (pinhole "
+		    "proxy takes it)");
+		advise(r, "name a file with --log or the policy's log line");
 		return;
 	}
 	/* No O_CREAT; O_NONBLOCK: a FIFO without a reader cannot hang us. */

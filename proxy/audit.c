@@ -12,10 +12,16 @@
  * it does; other strings are capped at SHORT_MAX bytes once escaped, which
  * guarantees that cutting those four always suffices.
  *
+ * Host, path, reason and error are first cut to FIELD_MAX, so a long URL
+ * costs about 1 KiB, not 8; identical denials are folded into one record
+ * with a count, and past the limit the records are only counted
+ * (audit.h): what a sandbox can make pinhole write is bounded.
+ *
  * The line buffer lives in struct audit, so one struct audit must not be
  * written from two threads at once.
  */
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,15 +38,46 @@
 
 #define AUDIT_LINE_MAX (64 * 1024) /* lines are shorter than this */
 #define SHORT_MAX 1024 /* cap of the other strings, escaped */
+#define FIELD_MAX 1024 /* cap of host, path, reason and error, escaped */
+#define SUMMARY_MAX 64 /* (decision, host, port) counted past the limit */
 #define MARK "..."
 #define MARKLEN (sizeof(MARK) - 1)
 #define OPEN_FLAGS (O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY)
 #define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII)
 
+/*
+ * The last denial written, and how many identical ones (as logged: the
+ * same method, host, port, path as cut, rule, reason and status) came
+ * after it and were only counted.
+ */
+struct fold {
+	int have;
+	char *method, *host, *path, *rule_file, *reason;
+	unsigned rule_line;
+	int port, status;
+	uint64_t conn; /* of the last one counted */
+	uint64_t count;
+};
+
+/* Past the limit: requests and bytes counted per (decision, host, port). */
+struct bucket {
+	char *host; /* NULL: every host without a bucket of its own */
+	int port;
+	int deny;
+	uint64_t count, up, down;
+};
+
 struct audit {
 	int fd;
 	int own_fd; /* 0 for standard error */
+	int partial; /* a write was cut short: the next line ends it first */
 	char *run_id;
+	uint64_t limit; /* bytes this struct audit may write; 0: no limit */
+	uint64_t written;
+	int over; /* the limit was reached: only counting now */
+	struct fold fold;
+	struct bucket sum[SUMMARY_MAX], others[2];
+	size_t nsum;
 	char buf[AUDIT_LINE_MAX];
 };
 
@@ -255,6 +292,9 @@ add_tail(json_t *o, const struct audit_rec *r, struct trim *t)
 	e |= add_str(o, "secret", r->secret, "", SHORT_MAX, NULL);
 	e |= add_str(
 	    o, "error", r->error, "", t->cap[TRIM_ERROR], &t->len[TRIM_ERROR]);
+	e |= add_int(o, "count", r->count);
+	if (r->summary)
+		e |= json_object_set_new(o, "summary", json_true());
 	return e;
 }
 
@@ -344,10 +384,27 @@ write_line(int fd, const char *buf, size_t n)
 	if (w == -1)
 		return -1;
 	if ((size_t)w != n) {
-		errno = EIO;
+		errno = EIO; /* cut short: see put_line() */
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Writes the N bytes of A->buf.  A full disk or a file size limit may
+ * take part of a line: the next write then ends that line first, so
+ * that the records after it parse.
+ */
+static int
+put_line(struct audit *a, size_t n)
+{
+	if (a->partial && write_line(a->fd, "\n", 1) != 0)
+		return -1;
+	a->partial = 0;
+	if (write_line(a->fd, a->buf, n) == 0)
+		return 0;
+	a->partial = errno == EIO;
+	return -1;
 }
 
 void
@@ -361,6 +418,7 @@ audit_rec_init(struct audit_rec *r, const char *event, uint64_t conn)
 	r->bytes_up = -1;
 	r->bytes_down = -1;
 	r->ms = -1;
+	r->count = -1;
 }
 
 struct audit *
@@ -391,43 +449,364 @@ fail:
 	return NULL;
 }
 
-void
-audit_close(struct audit *a)
+int
+audit_same_file(const struct audit *a, int fd)
 {
-	if (a == NULL)
-		return;
-	if (a->own_fd)
-		close(a->fd);
-	free(a->run_id);
-	free(a);
+	struct stat l, o;
+
+	if (fstat(a->fd, &l) != 0 || fstat(fd, &o) != 0)
+		return 0;
+	/* Devices other than terminals (/dev/null, /dev/full) hold nothing. */
+	return l.st_dev == o.st_dev && l.st_ino == o.st_ino &&
+	    (l.st_mode & S_IFMT) == (o.st_mode & S_IFMT) && !S_ISCHR(l.st_mode);
 }
 
 int
-audit_write(struct audit *a, const struct audit_rec *r)
+audit_is_tty(const struct audit *a)
+{
+	return isatty(a->fd);
+}
+
+/*
+ * Formats R as one line in A->buf.  Returns its length, newline
+ * included, or 0 with errno set.
+ */
+static size_t
+format_line(struct audit *a, const struct audit_rec *r)
 {
 	struct trim t;
 	char ts[64];
 	size_t n = 0, i;
-	int ret = -1;
 
 	timestamp(ts, sizeof(ts));
 	for (i = 0; i < NTRIM; i++)
-		t.cap[i] = AUDIT_LINE_MAX;
+		t.cap[i] = FIELD_MAX;
 	for (i = 0; i <= NTRIM; i++) {
 		if ((n = format(a, r, ts, &t)) == 0)
-			goto out;
+			return 0;
 		if (n + 1 < AUDIT_LINE_MAX)
 			break;
 		trim_shrink(&t, n + 2 - AUDIT_LINE_MAX);
 	}
 	if (n + 1 >= AUDIT_LINE_MAX) {
 		errno = EMSGSIZE;
-		goto out;
+		return 0;
 	}
 	a->buf[n] = '\n';
-	ret = write_line(a->fd, a->buf, n + 1);
-out:
-	return ret;
+	return n + 1;
+}
+
+/* --- folding and the limit ------------------------------------------------ */
+
+static int
+is(const char *s, const char *what)
+{
+	return s != NULL && strcmp(s, what) == 0;
+}
+
+static int
+same_str(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* The part of PATH that is logged: no query, at most FIELD_MAX bytes. */
+static size_t
+path_len(const char *path)
+{
+	size_t n = strcspn(path, "?#");
+
+	return n < FIELD_MAX ? n : FIELD_MAX;
+}
+
+/* Is R a denial identical, as logged, to the last one written? */
+static int
+fold_same(const struct audit *a, const struct audit_rec *r)
+{
+	const struct fold *f = &a->fold;
+	size_t n = r->path != NULL ? path_len(r->path) : 0;
+
+	if (!f->have || f->port != r->port || f->status != r->status ||
+	    f->rule_line != r->rule_line || !same_str(f->method, r->method) ||
+	    !same_str(f->host, r->host) || !same_str(f->reason, r->reason) ||
+	    !same_str(f->rule_file, r->rule_file))
+		return 0;
+	if (f->path == NULL || r->path == NULL)
+		return f->path == r->path;
+	return strlen(f->path) == n && memcmp(f->path, r->path, n) == 0;
+}
+
+static void
+fold_clear(struct fold *f)
+{
+	free(f->method);
+	free(f->host);
+	free(f->path);
+	free(f->rule_file);
+	free(f->reason);
+	memset(f, 0, sizeof(*f));
+}
+
+static char *
+dup_or_null(const char *s, size_t n, int *bad)
+{
+	char *d;
+
+	if (s == NULL)
+		return NULL;
+	if ((d = strndup(s, n)) == NULL)
+		*bad = 1;
+	return d;
+}
+
+/* Remembers the denial R, just written, to fold the ones like it. */
+static void
+fold_keep(struct audit *a, const struct audit_rec *r)
+{
+	struct fold *f = &a->fold;
+	int bad = 0;
+
+	fold_clear(f);
+	f->method = dup_or_null(r->method, SIZE_MAX, &bad);
+	f->host = dup_or_null(r->host, SIZE_MAX, &bad);
+	f->path =
+	    dup_or_null(r->path, r->path != NULL ? path_len(r->path) : 0, &bad);
+	f->rule_file = dup_or_null(r->rule_file, SIZE_MAX, &bad);
+	f->reason = dup_or_null(r->reason, SIZE_MAX, &bad);
+	f->rule_line = r->rule_line;
+	f->port = r->port;
+	f->status = r->status;
+	f->conn = r->conn;
+	f->have = !bad; /* out of memory: no folding, every record written */
+	if (bad)
+		fold_clear(f);
+}
+
+/* The record that stands for the denials folded into F. */
+static void
+fold_rec(const struct fold *f, struct audit_rec *r)
+{
+	audit_rec_init(r, "request", f->conn);
+	r->method = f->method;
+	r->host = f->host;
+	r->port = f->port;
+	r->path = f->path;
+	r->decision = "deny";
+	r->rule_file = f->rule_file;
+	r->rule_line = f->rule_line;
+	r->reason = f->reason;
+	r->status = f->status;
+	r->count = (int64_t)f->count;
+}
+
+/* The bucket of R past the limit (its own, or the "others" one). */
+static struct bucket *
+bucket_of(struct audit *a, const struct audit_rec *r)
+{
+	int deny = is(r->decision, "deny");
+	struct bucket *b;
+	size_t i;
+
+	for (i = 0; r->host != NULL && i < a->nsum; i++) {
+		b = &a->sum[i];
+		if (b->deny == deny && b->port == r->port &&
+		    strcmp(b->host, r->host) == 0)
+			return b;
+	}
+	if (r->host == NULL || a->nsum == SUMMARY_MAX ||
+	    (a->sum[a->nsum].host = strdup(r->host)) == NULL)
+		return &a->others[deny];
+	b = &a->sum[a->nsum++];
+	b->port = r->port;
+	b->deny = deny;
+	return b;
+}
+
+/* Counts R (N requests) instead of writing it. */
+static void
+summarise(struct audit *a, const struct audit_rec *r, uint64_t n)
+{
+	struct bucket *b = bucket_of(a, r);
+
+	if (is(r->event, "request"))
+		b->count += n;
+	if (r->bytes_up > 0)
+		b->up += (uint64_t)r->bytes_up;
+	if (r->bytes_down > 0)
+		b->down += (uint64_t)r->bytes_down;
+}
+
+/* The limit is reached: from now on records are only counted. */
+static void
+go_over(struct audit *a)
+{
+	struct audit_rec r;
+
+	a->over = 1;
+	if (a->fold.count > 0) {
+		fold_rec(&a->fold, &r);
+		summarise(a, &r, a->fold.count);
+		a->fold.count = 0;
+	}
+}
+
+/*
+ * Writes R unless that would pass the limit: then it goes over and counts
+ * N requests for R.  Returns 0 (written), AUDIT_HELD or -1.
+ */
+static int
+emit(struct audit *a, const struct audit_rec *r, uint64_t n)
+{
+	size_t len = format_line(a, r);
+
+	if (len == 0)
+		return -1;
+	if (a->limit > 0 && a->written + len > a->limit) {
+		go_over(a);
+		summarise(a, r, n);
+		return AUDIT_HELD;
+	}
+	if (put_line(a, len) != 0)
+		return -1;
+	a->written += len;
+	return 0;
+}
+
+/* Writes the record of the denials folded since the last one, if any. */
+static int
+fold_flush(struct audit *a)
+{
+	struct audit_rec r;
+	uint64_t n = a->fold.count;
+
+	if (n == 0 || a->over)
+		return 0;
+	fold_rec(&a->fold, &r);
+	a->fold.count = 0;
+	if (emit(a, &r, n) < 0) {
+		a->fold.count = n; /* tried again later */
+		return -1;
+	}
+	return 0;
+}
+
+/* Past the limit: one record per bucket, whatever the limit. */
+static int
+write_summary(struct audit *a)
+{
+	struct audit_rec r;
+	struct bucket *b;
+	char reason[160];
+	size_t i, len;
+	int rc = 0;
+
+	snprintf(reason, sizeof(reason),
+	    "summarised: the audit log reached its limit of %llu bytes",
+	    (unsigned long long)a->limit);
+	for (i = 0; i < a->nsum + 2; i++) {
+		b = i < a->nsum ? &a->sum[i] : &a->others[i - a->nsum];
+		if (b->count == 0 && b->up == 0 && b->down == 0)
+			continue;
+		audit_rec_init(&r, "request", 0);
+		r.host = b->host;
+		r.port = b->host != NULL ? b->port : -1;
+		r.decision = b->deny || b == &a->others[1] ? "deny" : "allow";
+		r.reason = reason;
+		r.count = (int64_t)b->count;
+		r.bytes_up = (int64_t)b->up;
+		r.bytes_down = (int64_t)b->down;
+		r.summary = 1;
+		if ((len = format_line(a, &r)) == 0 || put_line(a, len) != 0)
+			rc = -1;
+	}
+	return rc;
+}
+
+int
+audit_write(struct audit *a, const struct audit_rec *r)
+{
+	int deny = is(r->event, "request") && is(r->decision, "deny");
+	int rc;
+
+	if (a->over) {
+		summarise(a, r, 1);
+		return AUDIT_HELD;
+	}
+	if (deny && fold_same(a, r)) {
+		a->fold.count++;
+		a->fold.conn = r->conn;
+		return AUDIT_HELD;
+	}
+	if (deny && fold_flush(a) != 0)
+		return -1;
+	rc = emit(a, r, 1);
+	if (rc == 0 && deny)
+		fold_keep(a, r);
+	return rc;
+}
+
+int
+audit_flush(struct audit *a)
+{
+	return a != NULL ? fold_flush(a) : 0;
+}
+
+void
+audit_set_limit(struct audit *a, uint64_t bytes)
+{
+	a->limit = bytes;
+}
+
+int
+audit_over_limit(const struct audit *a)
+{
+	return a->over;
+}
+
+int
+audit_parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift != 0)
+		end++;
+	if (*end != '\0' || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+void
+audit_close(struct audit *a)
+{
+	size_t i;
+
+	if (a == NULL)
+		return;
+	(void)fold_flush(a);
+	if (a->over)
+		(void)write_summary(a);
+	fold_clear(&a->fold);
+	for (i = 0; i < a->nsum; i++)
+		free(a->sum[i].host);
+	if (a->own_fd)
+		close(a->fd);
+	free(a->run_id);
+	free(a);
 }
 
 int

@@ -35,7 +35,12 @@ struct audit_rec {
 	int64_t ms; /* duration, -1: none */
 	const char *secret; /* the injected secret's NAME */
 	const char *error;
+	int64_t count; /* requests the record stands for, -1: one */
+	int summary; /* counted past the limit ("summary": true) */
 };
+
+/* audit_write() did not write the record but counted it (see there). */
+#define AUDIT_HELD 1
 
 /* Sets every field of REC to "absent". */
 void audit_rec_init(struct audit_rec *, const char *event, uint64_t conn);
@@ -48,15 +53,54 @@ void audit_rec_init(struct audit_rec *, const char *event, uint64_t conn);
 struct audit *
 audit_open(const char *path, const char *run_id, char *err, size_t errlen);
 
-/* Closes the log.  NULL does nothing. */
+/*
+ * Is the log open on the same file as descriptor FD (a regular file, a
+ * FIFO or a socket; devices do not count)?
+ */
+int audit_same_file(const struct audit *, int fd);
+
+/* Is the log a terminal? */
+int audit_is_tty(const struct audit *);
+
+/*
+ * Writes what is held (folded denials, the summary past the limit) and
+ * closes the log.  NULL does nothing.
+ */
 void audit_close(struct audit *);
 
 /*
  * Writes one record with the current time as "ts" (RFC 3339, ms, UTC).
- * Returns 0, or -1 when the write failed (errno set); the caller counts
- * failures but goes on: a full disk must not stop the proxy.
+ * Host, path, reason and error are cut to 1 KiB (escaped) and end in
+ * "..." when cut.  Returns 0, or -1 when the write failed (errno set):
+ * the proxy then refuses the request the record was about (fail closed),
+ * and tries again with the next one.
+ *
+ * Returns AUDIT_HELD when the record was counted instead of written:
+ * - a denial identical, as logged, to the last denial written is folded:
+ *   no "end" record should follow it, and one "request" record with
+ *   "count": N stands for the N folded ones, written before the next
+ *   different denial, by audit_flush() and by audit_close();
+ * - past the limit (audit_set_limit) every record is counted per
+ *   (decision, host, port), up to 64 of them plus one "others" bucket
+ *   each way, and audit_close() writes one "request" record per bucket
+ *   with "count", the bytes, and "summary": true.
  */
 int audit_write(struct audit *, const struct audit_rec *);
+
+/* Writes the record of the denials folded so far, if any.  0 or -1. */
+int audit_flush(struct audit *);
+
+/*
+ * Bytes the log may take from this struct audit (0: no limit, the
+ * default); the summary records at close come on top, a few KiB at most.
+ */
+void audit_set_limit(struct audit *, uint64_t bytes);
+
+/* Has the limit been reached? */
+int audit_over_limit(const struct audit *);
+
+/* Parses SIZE: digits with an optional K, M or G suffix.  0 or -1. */
+int audit_parse_size(const char *s, uint64_t *out);
 
 /*
  * Writes a fresh random run id (16 hex digits and a NUL) to OUT: the

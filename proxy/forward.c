@@ -37,8 +37,6 @@
 #include "proxy/session.h"
 #include "proxy/upstream.h"
 
-#define FWD_HIGH (256 * 1024)
-
 struct body {
 	enum http_body kind;
 	uint64_t left; /* HTTP_BODY_LENGTH */
@@ -293,11 +291,14 @@ body_move(struct body *b, struct evbuffer *in, struct evbuffer *out,
 }
 
 static void
-backpressure(struct bufferevent *from, struct bufferevent *to)
+backpressure(
+    struct session *s, struct bufferevent *from, struct bufferevent *to)
 {
-	if (evbuffer_get_length(bufferevent_get_output(to)) >= FWD_HIGH) {
+	size_t high = session_buf_high(s->ctx);
+
+	if (evbuffer_get_length(bufferevent_get_output(to)) >= high) {
 		bufferevent_disable(from, EV_READ);
-		bufferevent_setwatermark(to, EV_WRITE, FWD_HIGH / 4, 0);
+		bufferevent_setwatermark(to, EV_WRITE, high / 4, 0);
 	}
 }
 
@@ -317,7 +318,7 @@ pump_request(struct session *s)
 	if (fw->req.done)
 		bufferevent_disable(s->client.bev, EV_READ);
 	else
-		backpressure(s->client.bev, s->up.bev);
+		backpressure(s, s->client.bev, s->up.bev);
 }
 
 /* --- response scan -------------------------------------------------------- */
@@ -679,7 +680,7 @@ pump_response(struct session *s)
 		return;
 	}
 	session_touch(s);
-	backpressure(s->up.bev, s->client.bev);
+	backpressure(s, s->up.bev, s->client.bev);
 	check_done(s);
 }
 
@@ -979,7 +980,8 @@ decide(struct session *s, const struct http_head *h, const struct target_url *u)
 	q.upgrade = upgrade_list(h, up, sizeof(up));
 	policy_decide(s->policy->p, &q, &s->dec);
 	check_leak(s, h);
-	session_audit_request(s);
+	if (session_audit_request(s) != 0)
+		return -1;
 	if (s->dec.verdict == POLICY_ALLOW)
 		return 0;
 	session_reply_close(s, 403, s->dec.reason);

@@ -97,7 +97,7 @@ enum {
 	S_ERROR,
 	S_N,
 };
-enum { N_CONN, N_PORT, N_STATUS, N_UP, N_DOWN, N_N };
+enum { N_CONN, N_PORT, N_STATUS, N_UP, N_DOWN, N_COUNT, N_N };
 
 /* One record; the strings point into the parsed object. */
 struct rec {
@@ -132,6 +132,7 @@ static const struct field {
     {"ms", FT_NUM, 0, 0},
     {"secret", FT_STR, S_SECRET, 0},
     {"error", FT_STR, S_ERROR, 0},
+    {"count", FT_INT, N_COUNT, LLONG_MAX},
 };
 
 struct logview {
@@ -665,14 +666,26 @@ add_secret(struct agg *h, const char *name)
 		h->nsecrets++;
 }
 
+/*
+ * How many requests R stands for: a "count" (identical denials folded
+ * into one record, or requests summarised past the log's limit), else 1.
+ */
+static uint64_t
+weight(const struct rec *r)
+{
+	return r->n[N_COUNT] >= 0 ? (uint64_t)r->n[N_COUNT] : 1;
+}
+
 static void
 count_agg(struct agg *a, const struct rec *r)
 {
+	uint64_t w = weight(r);
+
 	a->records++;
 	if (r->request) {
-		a->requests++;
-		a->allowed += is_allow(r);
-		a->denied += is_deny(r);
+		a->requests = sat_add(a->requests, w);
+		a->allowed = sat_add(a->allowed, is_allow(r) ? w : 0);
+		a->denied = sat_add(a->denied, is_deny(r) ? w : 0);
 	}
 	if (r->n[N_UP] > 0)
 		a->bytes_up = sat_add(a->bytes_up, r->n[N_UP]);
@@ -699,7 +712,7 @@ count_denial(struct logview *lv, const struct rec *r, const struct agg *h,
 	if (h->host != NULL)
 		d = table_get(&lv->denials, h->host, h->port, reason, rlen);
 	d->records++;
-	d->denied++;
+	d->denied = sat_add(d->denied, r->request ? weight(r) : 1);
 	if (d == lv->denials.others)
 		return;
 	d->reason_cut = reason[rlen] != '\0';
@@ -727,12 +740,13 @@ static void
 count_totals(struct logview *lv, const struct rec *r)
 {
 	struct logview_totals *t = &lv->t;
+	uint64_t w = weight(r);
 
 	t->records++;
 	if (r->request) {
-		t->requests++;
-		t->allowed += is_allow(r);
-		t->denied += is_deny(r);
+		t->requests = sat_add(t->requests, w);
+		t->allowed = sat_add(t->allowed, is_allow(r) ? w : 0);
+		t->denied = sat_add(t->denied, is_deny(r) ? w : 0);
 	}
 	if (r->n[N_UP] > 0)
 		t->bytes_up = sat_add(t->bytes_up, r->n[N_UP]);

@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "policy/policy.h"
+#include "proxy/audit.h"
 #include "proxy/proxy.h"
 #include "proxy/scan.h"
 #include "proxy/session.h"
@@ -25,6 +26,9 @@
 #define LISTENERS_MAX 8
 #define ACCEPT_PAUSE_MS 100
 #define SESSIONS_DEFAULT 4096
+#define HEADS_DEFAULT (16 * 1024 * 1024) /* unfinished heads, in all */
+#define BUFFERS_DEFAULT (64 * 1024 * 1024) /* relay buffers, in all */
+#define FLUSH_S 1 /* folded denials are counted in the log this often */
 
 struct proxy {
 	struct session_ctx ctx;
@@ -36,6 +40,7 @@ struct proxy {
 	int starved; /* accept failed: said so once */
 	int stopping;
 	struct event *grace;
+	struct event *flush; /* writes the count of folded denials */
 	void (*done)(void *);
 	void *done_arg;
 	uint64_t next_conn;
@@ -135,6 +140,21 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 		log_warnx("accept: %s", strerror(err));
 }
 
+/*
+ * Identical denials are folded into one record with a count (audit.h):
+ * the count is written at least once a second, not only at the next
+ * different denial.
+ */
+static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+
+	(void)fd;
+	(void)what;
+	(void)audit_flush(px->ctx.audit);
+}
+
 static struct proxy_policy *
 wrap_policy(struct policy *p)
 {
@@ -150,6 +170,7 @@ wrap_policy(struct policy *p)
 struct proxy *
 proxy_new(struct event_base *base, const struct proxy_config *cf)
 {
+	static const struct timeval flush_tv = {FLUSH_S, 0};
 	struct proxy *px;
 
 	if ((px = calloc(1, sizeof(*px))) == NULL)
@@ -167,14 +188,20 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	TAILQ_INIT(&px->ctx.sessions);
 	px->max_sessions =
 	    cf->max_sessions ? cf->max_sessions : SESSIONS_DEFAULT;
+	px->ctx.head_budget = cf->head_memory ? cf->head_memory : HEADS_DEFAULT;
+	px->ctx.buf_budget =
+	    cf->buffer_memory ? cf->buffer_memory : BUFFERS_DEFAULT;
 	px->resume = evtimer_new(base, on_resume, px);
+	px->flush = event_new(base, -1, EV_PERSIST, on_flush, px);
 	px->ctx.policy = wrap_policy(cf->policy);
-	if (px->resume == NULL || px->ctx.policy == NULL) {
+	if (px->resume == NULL || px->flush == NULL || px->ctx.policy == NULL) {
 		if (px->ctx.policy == NULL)
 			policy_free(cf->policy);
 		proxy_free(px);
 		return NULL;
 	}
+	if (px->ctx.audit != NULL)
+		evtimer_add(px->flush, &flush_tv);
 	return px;
 }
 
@@ -214,6 +241,7 @@ proxy_set_policy(struct proxy *px, struct policy *p)
 		policy_free(old->p);
 		free(old);
 	}
+	session_policy_reloaded(&px->ctx);
 }
 
 static void
@@ -276,6 +304,8 @@ proxy_free(struct proxy *px)
 		event_free(px->resume);
 	if (px->grace != NULL)
 		event_free(px->grace);
+	if (px->flush != NULL)
+		event_free(px->flush);
 	free(px);
 }
 

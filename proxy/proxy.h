@@ -27,6 +27,10 @@ struct proxy_config {
 	struct dns *dns; /* borrowed */
 	const char *run_id; /* "sandbox" of audit records */
 	unsigned max_sessions; /* 0: 4096 */
+	/* Bytes of unfinished request heads, all sessions together; 0: 16M. */
+	size_t head_memory;
+	/* Bytes queued between clients and upstreams, about; 0: 64M. */
+	size_t buffer_memory;
 	/* Called for each request refused with 403 (policy or address). */
 	void (*denied)(void *arg, const char *host, unsigned port);
 	void *denied_arg;
@@ -44,8 +48,10 @@ struct proxy *proxy_new(struct event_base *base, const struct proxy_config *);
 int proxy_listen_fd(struct proxy *, int fd);
 
 /*
- * Replaces the policy: new requests are decided by P (taken over); each
- * session keeps the policy it started with until it ends.
+ * Replaces the policy: every request from now on is decided by P (taken
+ * over), on new connections and on kept-alive or intercepted ones alike;
+ * a request decided before goes on under its decision.  Open tunnels
+ * (opaque CONNECT, or after a 101) that P would not allow are closed.
  */
 void proxy_set_policy(struct proxy *, struct policy *p);
 

@@ -4,8 +4,9 @@
  *
  * Tunnel bytes move between the two bufferevents by handing over evbuffer
  * chains (no copy).  Backpressure: when the peer's output grows past
- * RELAY_HIGH, reading stops on the side that feeds it and resumes from the
- * peer's write callback once it has drained.  Half-close: EOF from one
+ * session_buf_high() (RELAY_HIGH, less with many sessions), reading stops
+ * on the side that feeds it and resumes from the peer's write callback
+ * once it has drained.  Half-close: EOF from one
  * side becomes shutdown(SHUT_WR) on the other once its output is flushed;
  * the tunnel ends when both directions are done.
  */
@@ -36,12 +37,14 @@
 #include "proxy/upstream.h"
 
 #define RELAY_HIGH (256 * 1024) /* stop reading the feeding side */
-#define RELAY_LOW (64 * 1024) /* ...until the output drains to this */
+#define RELAY_FLOOR (16 * 1024) /* ...or less when many sessions are open */
 
 static void head_read(struct bufferevent *, void *);
 static void client_event(struct bufferevent *, short, void *);
 static void head_wait(struct session *);
 static void head_eof(struct session *);
+static void head_release(struct session *);
+static void policy_follow(struct session *);
 
 int64_t
 session_ms_since(const struct timespec *ts)
@@ -84,29 +87,65 @@ fill_rec(const struct session *s, struct audit_rec *r, const char *event)
 	}
 }
 
-static void
+/*
+ * Writes R.  A failure is said once, when the log stops taking records,
+ * and once more when it takes them again; the requests in between are
+ * refused (session_audit_request).  Returns what audit_write() did.
+ */
+static int
 audit_put(struct session *s, const struct audit_rec *r)
 {
-	if (s->ctx->audit != NULL && audit_write(s->ctx->audit, r) != 0)
-		s->ctx->audit_failures++;
+	struct session_ctx *ctx = s->ctx;
+	int rc;
+
+	if (ctx->audit == NULL)
+		return 0;
+	rc = audit_write(ctx->audit, r);
+	if (!ctx->audit_over_said && audit_over_limit(ctx->audit)) {
+		log_warnx(
+		    "audit log: this run reached its limit on what it may "
+		    "write; further requests are only counted, per "
+		    "host, in summary records at the end");
+		ctx->audit_over_said = 1;
+	}
+	if (rc < 0) {
+		ctx->audit_failures++;
+		if (!ctx->audit_broken)
+			log_warnx("audit log: cannot write (%s); requests are "
+			          "refused with 503 until it can be written",
+			    strerror(errno));
+		ctx->audit_broken = 1;
+	} else if (ctx->audit_broken) {
+		log_warnx("audit log: writable again after %llu failed "
+		          "records; serving requests",
+		    (unsigned long long)ctx->audit_failures);
+		ctx->audit_broken = 0;
+	}
+	return rc;
 }
 
-void
+int
 session_audit_request(struct session *s)
 {
 	struct audit_rec r;
+	int rc;
 
 	fill_rec(s, &r, "request");
 	r.decision = s->dec.verdict == POLICY_ALLOW ? "allow" : "deny";
 	if (s->dec.verdict != POLICY_ALLOW)
 		r.reason = s->dec.reason;
-	audit_put(s, &r);
-	s->end_pending = 1;
+	rc = audit_put(s, &r);
+	/* Folded into an earlier identical denial: no "end" record either. */
+	s->end_pending =
+	    rc == AUDIT_HELD && !audit_over_limit(s->ctx->audit) ? 2 : 1;
 	/* The session id on every line; never a header or a query. */
 	log_info("conn %llu: %s %s:%u%s: %s%s%s", (unsigned long long)s->conn,
 	    s->method, s->host, s->port, s->path != NULL ? s->path : "",
 	    r.decision, r.reason != NULL ? ", " : "",
 	    r.reason != NULL ? r.reason : "");
+	if (rc < 0)
+		session_reply_close(s, 503, SESSION_AUDIT_FAILED);
+	return rc < 0 ? -1 : 0;
 }
 
 void
@@ -114,7 +153,7 @@ session_audit_end(struct session *s, const char *error)
 {
 	struct audit_rec r;
 
-	if (!s->end_pending)
+	if (s->end_pending != 1)
 		return;
 	fill_rec(s, &r, "end");
 	r.addr = s->addr[0] ? s->addr : NULL;
@@ -207,6 +246,7 @@ session_close(struct session *s, const char *error)
 	struct session_ctx *ctx = s->ctx;
 
 	session_audit_end(s, error);
+	head_release(s);
 	upstream_cancel(s->connecting);
 	forward_free(s);
 	intercept_free(s);
@@ -256,6 +296,8 @@ session_status_text(int status)
 		return "Not Implemented";
 	case 502:
 		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
 	case 504:
 		return "Gateway Timeout";
 	case 505:
@@ -285,6 +327,7 @@ closing_event(struct bufferevent *bev, short what, void *arg)
 void
 session_finish(struct session *s)
 {
+	head_release(s);
 	s->state = SESSION_CLOSING;
 	bufferevent_disable(s->client.bev, EV_READ);
 	bufferevent_setwatermark(s->client.bev, EV_WRITE, 0, 0);
@@ -393,16 +436,29 @@ relay_move(struct session *s, struct session_dir *d)
 	struct evbuffer *in = bufferevent_get_input(d->bev);
 	struct evbuffer *out = bufferevent_get_output(d->dst->bev);
 	size_t n = evbuffer_get_length(in);
+	size_t high = session_buf_high(s->ctx);
 
 	if (n == 0)
 		return;
 	evbuffer_add_buffer(out, in);
 	d->bytes += n;
 	session_touch(s);
-	if (evbuffer_get_length(out) >= RELAY_HIGH) {
+	if (evbuffer_get_length(out) >= high) {
 		bufferevent_disable(d->bev, EV_READ);
-		bufferevent_setwatermark(d->dst->bev, EV_WRITE, RELAY_LOW, 0);
+		bufferevent_setwatermark(d->dst->bev, EV_WRITE, high / 4, 0);
 	}
+}
+
+size_t
+session_buf_high(const struct session_ctx *ctx)
+{
+	size_t share = ctx->nsessions > 0
+	    ? ctx->buf_budget / (2 * ctx->nsessions)
+	    : RELAY_HIGH;
+
+	if (share > RELAY_HIGH)
+		return RELAY_HIGH;
+	return share < RELAY_FLOOR ? RELAY_FLOOR : share;
 }
 
 /* Passes D's EOF on as soon as the peer's output is flushed. */
@@ -528,7 +584,8 @@ connect_start(struct session *s, const struct http_head *h)
 	q.port = port;
 	q.tls = 1;
 	policy_decide(s->policy->p, &q, &s->dec);
-	session_audit_request(s);
+	if (session_audit_request(s) != 0)
+		return;
 	if (s->dec.verdict != POLICY_ALLOW) {
 		session_reply_close(s, 403, s->dec.reason);
 		return;
@@ -559,7 +616,9 @@ connect_start(struct session *s, const struct http_head *h)
 static void
 dispatch(struct session *s, const struct http_head *h)
 {
+	head_release(s);
 	evtimer_del(s->idle);
+	policy_follow(s);
 	if (s->icpt != NULL) {
 		if (h->form == HTTP_FORM_ORIGIN)
 			forward_start(s, h);
@@ -591,6 +650,70 @@ session_head_ready(struct evbuffer *in, size_t *seen)
 	return ready;
 }
 
+/* --- the memory of unfinished heads ---------------------------------------- */
+
+static void
+head_release(struct session *s)
+{
+	s->ctx->head_bytes -= s->head_held;
+	s->head_held = 0;
+}
+
+/* The session whose unfinished head has waited longest, or NULL. */
+static struct session *
+slowest_head(struct session_ctx *ctx)
+{
+	struct session *s, *old = NULL;
+
+	for (s = TAILQ_FIRST(&ctx->sessions); s != NULL;
+	     s = TAILQ_NEXT(s, entry)) {
+		if (s->state != SESSION_HEAD || s->head_held == 0)
+			continue;
+		if (old == NULL || s->start.tv_sec < old->start.tv_sec ||
+		    (s->start.tv_sec == old->start.tv_sec &&
+		        s->start.tv_nsec < old->start.tv_nsec))
+			old = s;
+	}
+	return old;
+}
+
+/*
+ * Counts the LEN bytes of S's unfinished head against the budget that
+ * all sessions share (a per-session limit alone lets thousands of
+ * connections each hold 64 KiB).  Over it, the heads that have waited
+ * longest are refused with 503 until the rest fits: a slow client
+ * (slowloris) loses before a fast one.  Returns 1 when S itself was
+ * refused, else 0.
+ */
+static int
+head_account(struct session *s, size_t len)
+{
+	struct session_ctx *ctx = s->ctx;
+	struct session *old;
+	int self = 0;
+
+	ctx->head_bytes += len - s->head_held;
+	s->head_held = len;
+	if (ctx->head_bytes <= ctx->head_budget) {
+		if (ctx->head_bytes < ctx->head_budget / 2)
+			ctx->head_full_said = 0;
+		return 0;
+	}
+	if (!ctx->head_full_said)
+		log_warnx("unfinished request heads hold over %zu bytes; the "
+		          "slowest are refused (503)",
+		    ctx->head_budget);
+	ctx->head_full_said = 1;
+	while (ctx->head_bytes > ctx->head_budget &&
+	    (old = slowest_head(ctx)) != NULL) {
+		self |= old == s;
+		session_reply_close(old, 503,
+		    "the proxy's memory for unfinished request heads is full; "
+		    "this head waited longest");
+	}
+	return self;
+}
+
 /*
  * The client has sent all it will (EOF) and no whole head is left: what
  * was answered goes out first, then the connection closes.
@@ -616,6 +739,8 @@ head_try(struct session *s)
 	const char *buf;
 	int r;
 
+	if (len > 0 && head_account(s, len))
+		return;
 	if (len == 0 || !session_head_ready(in, &s->head_seen)) {
 		head_eof(s);
 		return;
@@ -658,6 +783,66 @@ client_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	session_close(s, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+/*
+ * A reload applies to every request after it: a session that has read
+ * a whole request head takes the current policy before deciding it.  An
+ * idle upstream connection kept for reuse was checked (addresses,
+ * upstream-ca) under the old one, so it goes.
+ */
+static void
+policy_follow(struct session *s)
+{
+	struct session_ctx *ctx = s->ctx;
+
+	if (s->policy == ctx->policy)
+		return;
+	policy_unref(ctx, s->policy);
+	s->policy = ctx->policy;
+	s->policy->refs++;
+	if (s->up.bev != NULL) {
+		bufferevent_free(s->up.bev);
+		s->up.bev = NULL;
+	}
+}
+
+/*
+ * Would the current policy still allow the tunnel S relays?  A CONNECT
+ * tunnel is decided again as a CONNECT (and must not now need
+ * interception); a tunnel after a 101 as the request that opened it.
+ */
+static int
+tunnel_still_allowed(struct session *s)
+{
+	struct policy_request q = {0};
+	struct policy_decision d;
+	struct target_host host;
+	int connect = strcmp(s->method, "CONNECT") == 0;
+
+	if (target_host_parse(s->host, strlen(s->host), &host) != 0)
+		return 0;
+	q.host = &host;
+	q.port = s->port;
+	q.tls = connect || s->icpt != NULL;
+	q.method = connect ? NULL : s->method;
+	q.path = connect ? NULL : s->path;
+	policy_decide(s->ctx->policy->p, &q, &d);
+	return d.verdict == POLICY_ALLOW && !(connect && d.intercept);
+}
+
+void
+session_policy_reloaded(struct session_ctx *ctx)
+{
+	struct session *s, *next;
+
+	for (s = TAILQ_FIRST(&ctx->sessions); s != NULL; s = next) {
+		next = TAILQ_NEXT(s, entry);
+		if (s->state == SESSION_TUNNEL && !tunnel_still_allowed(s))
+			session_close(s,
+			    "closed by a policy reload that no "
+			    "longer allows it");
+	}
 }
 
 /* Resets S for a new request and waits for its head. */

@@ -42,10 +42,16 @@ struct session_ctx {
 	struct dns *dns;
 	struct audit *audit;
 	const char *run_id;
-	struct proxy_policy *policy; /* for new sessions */
+	struct proxy_policy *policy; /* for every new request */
 	struct session_list sessions;
 	size_t nsessions;
 	uint64_t audit_failures;
+	int audit_broken; /* the last write failed (said once) */
+	int audit_over_said; /* the log's limit was reached (said once) */
+	size_t head_bytes; /* unfinished request heads, all sessions */
+	size_t head_budget; /* ...at most; beyond, the slowest get 503 */
+	int head_full_said; /* the budget was reached (said once) */
+	size_t buf_budget; /* relay buffers, all sessions (session_buf_high) */
 	/* Called after a session is gone (the proxy may accept again). */
 	void (*ended)(void *arg);
 	void *ended_arg;
@@ -93,9 +99,10 @@ struct session {
 	char addr[64]; /* address connected to */
 	struct policy_decision dec;
 	int status;
-	int end_pending; /* a "request" record awaits its "end" */
+	int end_pending; /* a "request" record awaits its "end"; 2: folded */
 	char why[256]; /* reason of a proxy-made reply */
 	size_t head_seen; /* head bytes already looked at */
+	size_t head_held; /* ...of them counted in ctx->head_bytes */
 	struct forward *fwd; /* plain HTTP state (forward.c) */
 	struct intercept *icpt; /* inside an intercepted tunnel (intercept.c) */
 	const char *secret; /* name of a secret this request carries */
@@ -114,6 +121,13 @@ void session_close(struct session *s, const char *error);
 /* Closes S once its output to the client is written. */
 void session_finish(struct session *s);
 
+/*
+ * The policy in the context was replaced: every open tunnel that the new
+ * policy would not allow is closed.  Other sessions take the new policy
+ * at their next request head.
+ */
+void session_policy_reloaded(struct session_ctx *);
+
 /* Closes every session (shutdown). */
 void session_close_all(struct session_ctx *);
 
@@ -123,8 +137,17 @@ void session_close_all(struct session_ctx *);
  */
 void session_reply_close(struct session *s, int status, const char *reason);
 
-/* Writes the "request" audit record of the current decision. */
-void session_audit_request(struct session *s);
+/* Why a request is refused when its record cannot be written. */
+#define SESSION_AUDIT_FAILED                                                   \
+	"the audit log cannot be written: pinhole serves no request it "       \
+	"cannot log"
+
+/*
+ * Writes the "request" audit record of the current decision.  Returns 0,
+ * or -1 when the record could not be written: then S has been answered
+ * with 503 (fail closed) and is closing; the caller must not serve it.
+ */
+int session_audit_request(struct session *s);
 
 /* Writes an "end" record for the current request (forward keeps going). */
 void session_audit_end(struct session *s, const char *error);
@@ -172,6 +195,14 @@ void forward_free(struct session *s);
  * client sending one byte at a time must not cost a parse per byte.
  */
 int session_head_ready(struct evbuffer *in, size_t *seen);
+
+/*
+ * How many bytes a session may queue toward one peer before it stops
+ * reading the side that feeds it: 256 KiB, less when many sessions are
+ * open, so that all of them together queue about ctx->buf_budget (never
+ * less than 16 KiB each, or bulk transfers would crawl).
+ */
+size_t session_buf_high(const struct session_ctx *);
 
 /* Status reason phrase for proxy-made responses. */
 const char *session_status_text(int status);

@@ -51,7 +51,7 @@ CONF
 run doctor-secret-mode 1 "$PINHOLE" doctor -p "$tmp/sec.conf"
 expect doctor-secret-mode "$out" '^policy +yes +1 rule, 1 secret'
 expect doctor-secret-mode "$out" '^secrets +no +secret tok: '
-expect doctor-secret-mode "$out" '^log +yes +the audit log goes to stderr'
+expect doctor-secret-mode "$out" '^log +yes +the default audit log'
 expect doctor-secret-mode "$out" '^pinhole cannot run here; failing: secrets$'
 refuse doctor-secret-mode "$out$err" "$value"
 run doctor-secret-json 1 "$PINHOLE" doctor -p "$tmp/sec.conf" --json

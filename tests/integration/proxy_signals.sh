@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Scenario: signals.  SIGHUP with a valid policy changes decisions for new
-# connections; with a broken or missing one it prints the errors and the
-# old policy stays.  SIGTERM stops accepting at once, lets an open tunnel
+# Scenario: signals.  SIGHUP with a valid policy changes every decision
+# after it: on new connections, on a kept-alive connection (its next
+# request), and an open CONNECT tunnel the new policy no longer allows is
+# closed (one it still allows goes on); with a broken or missing policy it
+# prints the errors and the old policy stays.  SIGTERM stops accepting at once, lets an open tunnel
 # finish within --grace and exits 0 when it ends; after the grace period
 # the proxy closes what remains and exits 0.
 # usage: proxy_signals.sh PATH-TO-PINHOLE
@@ -14,14 +16,15 @@ start_socat echo "TCP-LISTEN:@PORT@,bind=127.0.0.1,reuseaddr,fork" EXEC:cat || e
 ECHO_PORT=$SOCAT_PORT
 
 pol=$T/policy.conf
-# write_policy ALLOWED-HOST: the policy allows only that name.
+# write_policy ALLOWED-HOST [noecho]: the policy allows only that name
+# (and the echo server, unless "noecho").
 write_policy() {
 	cat >"$pol.new" <<-EOF
 		resolve web.test 127.0.0.1
 		resolve other.test 127.0.0.1
 		allow $1:$H_PORT { private }
-		allow 127.0.0.1:$ECHO_PORT
 	EOF
+	[ "${2:-}" = noecho ] || echo "allow 127.0.0.1:$ECHO_PORT" >>"$pol.new"
 	mv "$pol.new" "$pol"
 }
 code_for() {
@@ -40,8 +43,8 @@ expect "shed: empty bounding set" "$st" '^CapBnd:[[:space:]]+0000000000000000$|^
 expect "shed: no_new_privs" "$st" '^NoNewPrivs:[[:space:]]+1$'
 equal "before reload: web.test" "$(code_for web.test)" 200
 equal "before reload: other.test" "$(code_for other.test)" 403
-# A keep-alive connection from before the reload keeps its policy
-# (proxy.h: "each session keeps the policy it started with").
+# A keep-alive connection from before the reload: its next request is
+# decided by the new policy (proxy.h, proxy_set_policy).
 open_conn
 old=$CONN
 W=web.test:$H_PORT
@@ -57,8 +60,59 @@ equal "valid reload: web.test now" "$(code_for web.test)" 403
 equal "valid reload: other.test now" "$(code_for other.test)" 200
 send "$old" "GET http://$W/whoami/old2 HTTP/1.1\r\nHost: $W\r\n\r\n"
 read_response "$old" 10
-equal "valid reload: the older connection keeps its policy" "$RESP_STATUS" 200
+equal "valid reload: the kept-alive connection follows the new policy" "$RESP_STATUS" 403
 exec {old}>&-
+n=$(log_query "$PX_LOG" 'select(.event == "request" and .path == "/whoami/old2" and .decision == "deny")' | wc -l)
+equal "valid reload: the kept-alive request's denial is logged" "$n" 1
+# The other way round: a connection kept alive while web.test was denied
+# is allowed after a reload that allows it.
+open_conn
+old=$CONN
+send "$old" "GET http://other.test:$H_PORT/whoami/o1 HTTP/1.1\r\nHost: other.test:$H_PORT\r\n\r\n"
+read_response "$old" 10
+equal "valid reload: kept connection, other.test allowed" "$RESP_STATUS" 200
+write_policy web.test
+kill -HUP "$PX_PID"
+wait_for 10 reloads 2 'reload: policy reloaded'
+send "$old" "GET http://$W/whoami/new HTTP/1.1\r\nHost: $W\r\n\r\n"
+read_response "$old" 10
+equal "second reload: the kept connection may now reach web.test" "$RESP_STATUS" 200
+send "$old" "GET http://other.test:$H_PORT/whoami/o2 HTTP/1.1\r\nHost: other.test:$H_PORT\r\n\r\n"
+read_response "$old" 10
+equal "second reload: ...and no longer other.test" "$RESP_STATUS" 403
+exec {old}>&-
+# Open CONNECT tunnels: one the new policy still allows goes on, one it
+# no longer allows is closed, with an end record that says why.
+open_tunnel_raw() {
+	open_conn
+	TUN=$CONN
+	send "$TUN" 'CONNECT 127.0.0.1:%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n' \
+		"$ECHO_PORT" "$ECHO_PORT"
+	read_response "$TUN" 10
+	equal "$1: tunnel open" "$RESP_STATUS" 200
+}
+open_tunnel_raw "reload, tunnel kept"
+keep=$TUN
+write_policy other.test
+kill -HUP "$PX_PID"
+wait_for 10 reloads 3 'reload: policy reloaded'
+send "$keep" 'kept\n'
+IFS= read -r -t 10 -u "$keep" line
+equal "reload: a tunnel the new policy allows goes on" "$line" kept
+open_tunnel_raw "reload, tunnel cut"
+cut=$TUN
+write_policy other.test noecho
+kill -HUP "$PX_PID"
+wait_for 10 reloads 4 'reload: policy reloaded'
+IFS= read -r -t 10 -u "$cut" line
+equal "reload: a tunnel the new policy denies is closed (read status)" "$?" 1
+exec {cut}>&- {keep}>&-
+n=$(log_query "$PX_LOG" 'select(.event == "end" and .method == "CONNECT" and
+	(.error // "" | test("policy reload")))' | wc -l)
+equal "reload: the closed tunnels' end records say why" "$n" 2
+write_policy other.test
+kill -HUP "$PX_PID"
+wait_for 10 reloads 5 'reload: policy reloaded'
 
 cat >"$pol" <<EOF
 resolve web.test 127.0.0.1
@@ -81,7 +135,7 @@ expect "missing policy: the error is printed" "$(cat "$PX_ERR")" "$pol: cannot o
 equal "missing policy: other.test still" "$(code_for other.test)" 200
 write_policy web.test
 kill -HUP "$PX_PID"
-wait_for 10 reloads 2 'reload: policy reloaded'
+wait_for 10 reloads 6 'reload: policy reloaded'
 equal "restored policy: web.test" "$(code_for web.test)" 200
 stop_proxy hup
 

@@ -5,6 +5,7 @@
  * /tmp), read back and parsed line by line with jansson: every line must
  * be one complete JSON object, whatever bytes the record held.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +31,7 @@
 #include "proxy/audit.h"
 
 #define LINE_LIMIT (64 * 1024)
+#define FIELD_CAP 1024 /* host, path, reason, error (audit.h) */
 #define MAXLINES 2100
 #define NCHILD 4
 #define NPERCHILD 500
@@ -453,11 +456,11 @@ test_huge_path(void **state)
 	full_rec(&r);
 	r.path = path;
 	write_one(f, &r);
-	assert_true(f->longest < LINE_LIMIT);
-	/* Cut only as much as needed, and marked. */
-	assert_true(f->longest > LINE_LIMIT - 64);
+	/* Cut to FIELD_CAP bytes, marked: a long URL costs little. */
+	assert_true(f->longest < 2 * FIELD_CAP);
 	got = str_field(f->lines[0], "path");
-	assert_memory_equal(got, path, 1000);
+	assert_int_equal(strlen(got), FIELD_CAP);
+	assert_memory_equal(got, path, FIELD_CAP - 3);
 	assert_string_equal(got + strlen(got) - 3, "...");
 	assert_int_equal(int_field(f->lines[0], "status"), 403);
 	assert_string_equal(str_field(f->lines[0], "error"), "none");
@@ -483,8 +486,10 @@ test_huge_everything(void **state)
 	r.reason = s;
 	r.error = q;
 	write_one(f, &r);
-	assert_true(f->longest < LINE_LIMIT);
-	assert_true(f->longest > LINE_LIMIT - 64);
+	/* Each of the four at most FIELD_CAP once escaped. */
+	assert_true(f->longest < 5 * FIELD_CAP);
+	assert_true(f->longest > 4 * FIELD_CAP - 64);
+	assert_true(strlen(str_field(f->lines[0], "host")) <= FIELD_CAP / 2);
 	assert_int_equal(int_field(f->lines[0], "port"), 443);
 	free(s);
 	free(q);
@@ -495,7 +500,7 @@ test_fits_uncut(void **state)
 {
 	struct fixture *f = *state;
 	struct audit_rec r;
-	size_t n = 60 * 1024;
+	size_t n = FIELD_CAP;
 	char *path = malloc(n + 1);
 
 	assert_non_null(path);
@@ -720,6 +725,238 @@ test_write_failure(void **state)
 	audit_close(a);
 }
 
+/* A denial like FULL_REC on connection CONN with PATH. */
+static void
+deny_rec(struct audit_rec *r, uint64_t conn, const char *path)
+{
+	full_rec(r);
+	r->conn = conn;
+	r->path = path;
+	r->bytes_up = r->bytes_down = r->ms = -1;
+	r->secret = r->error = r->addr = NULL;
+}
+
+static json_int_t
+count_of(const json_t *o)
+{
+	return json_object_get(o, "count") != NULL ? int_field(o, "count") : 1;
+}
+
+/* Identical denials fold into one record with a count. */
+static void
+test_fold(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-f");
+	struct audit_rec r;
+	char long1[3000], long2[3000];
+	uint64_t i;
+
+	deny_rec(&r, 1, "/x");
+	assert_int_equal(audit_write(a, &r), 0);
+	for (i = 2; i <= 5; i++) {
+		/* The query is not logged: these are identical as logged. */
+		deny_rec(&r, i, i % 2 ? "/x?a=1" : "/x");
+		assert_int_equal(audit_write(a, &r), AUDIT_HELD);
+	}
+	/* Anything else is written; the folded ones are flushed first. */
+	audit_rec_init(&r, "end", 1);
+	r.status = 403;
+	assert_int_equal(audit_write(a, &r), 0);
+	deny_rec(&r, 6, "/y");
+	assert_int_equal(audit_write(a, &r), 0);
+	/* Paths that differ only past the cut are identical as logged. */
+	fill(long1, sizeof(long1) - 1, "/a");
+	memcpy(long2, long1, sizeof(long2));
+	long2[2500] = 'z';
+	deny_rec(&r, 7, long1);
+	assert_int_equal(audit_write(a, &r), 0);
+	deny_rec(&r, 8, long2);
+	assert_int_equal(audit_write(a, &r), AUDIT_HELD);
+	deny_rec(&r, 9, long2);
+	r.reason = "another reason";
+	assert_int_equal(audit_write(a, &r), 0);
+	deny_rec(&r, 10, long2);
+	r.reason = "another reason";
+	assert_int_equal(audit_write(a, &r), AUDIT_HELD);
+	assert_int_equal(audit_flush(a), 0);
+	assert_int_equal(audit_flush(a), 0); /* nothing more held */
+	deny_rec(&r, 11, long2);
+	r.reason = "another reason";
+	assert_int_equal(audit_write(a, &r), AUDIT_HELD);
+	audit_close(a); /* writes the last count */
+	load_log(f);
+	assert_int_equal(f->nlines, 9);
+	assert_null(json_object_get(f->lines[0], "count"));
+	assert_string_equal(str_field(f->lines[1], "event"), "end");
+	assert_int_equal(int_field(f->lines[2], "count"), 4);
+	assert_int_equal(int_field(f->lines[2], "conn"), 5);
+	assert_string_equal(str_field(f->lines[2], "path"), "/x");
+	assert_string_equal(str_field(f->lines[2], "decision"), "deny");
+	assert_string_equal(
+	    str_field(f->lines[2], "reason"), "no rule matches");
+	assert_string_equal(str_field(f->lines[2], "rule"), "f.conf:12");
+	assert_string_equal(str_field(f->lines[3], "path"), "/y");
+	assert_int_equal(int_field(f->lines[5], "count"), 1);
+	assert_string_equal(str_field(f->lines[6], "reason"), "another reason");
+	assert_int_equal(int_field(f->lines[7], "count"), 1);
+	assert_int_equal(int_field(f->lines[8], "count"), 1);
+	assert_int_equal(int_field(f->lines[8], "conn"), 11);
+}
+
+/* Allowed requests are never folded. */
+static void
+test_fold_allow(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-f");
+	struct audit_rec r;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		deny_rec(&r, 1, "/x");
+		r.decision = "allow";
+		r.reason = NULL;
+		assert_int_equal(audit_write(a, &r), 0);
+	}
+	audit_close(a);
+	load_log(f);
+	assert_int_equal(f->nlines, 3);
+}
+
+/* Past the limit, records are counted per (decision, host, port). */
+static void
+test_limit(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-l");
+	struct audit_rec r;
+	struct stat st;
+	json_int_t allowed = 0, denied = 0, up = 0;
+	char host[32];
+	int i, rc, held = 0;
+	size_t k;
+
+	audit_set_limit(a, 4000);
+	for (i = 0; i < 200; i++) {
+		deny_rec(&r, (uint64_t)i, "/p");
+		/* 70 hosts: more than the summary keeps one by one. */
+		snprintf(host, sizeof(host), "h%d.test", i % 70);
+		r.host = host;
+		r.decision = i % 3 ? "allow" : "deny";
+		rc = audit_write(a, &r);
+		assert_true(rc == 0 || rc == AUDIT_HELD);
+		held += rc == AUDIT_HELD;
+		if (rc == AUDIT_HELD)
+			assert_true(audit_over_limit(a));
+		audit_rec_init(&r, "end", (uint64_t)i);
+		r.host = host;
+		r.port = 443;
+		r.bytes_up = 10;
+		r.bytes_down = 0;
+		rc = audit_write(a, &r);
+		assert_true(rc == 0 || rc == AUDIT_HELD);
+	}
+	assert_true(held > 150);
+	assert_int_equal(stat(f->log, &st), 0);
+	assert_true(st.st_size <= 4000);
+	audit_close(a);
+	load_log(f);
+	for (k = 0; k < f->nlines; k++) {
+		const json_t *o = f->lines[k];
+
+		if (json_object_get(o, "bytes_up") != NULL)
+			up += int_field(o, "bytes_up");
+		if (strcmp(str_field(o, "event"), "request") != 0)
+			continue;
+		if (strcmp(str_field(o, "decision"), "allow") == 0)
+			allowed += count_of(o);
+		else
+			denied += count_of(o);
+		if (json_object_get(o, "summary") != NULL) {
+			assert_true(
+			    json_is_true(json_object_get(o, "summary")));
+			assert_non_null(
+			    strstr(str_field(o, "reason"), "limit"));
+		}
+	}
+	/* Every request and byte is accounted for, in few lines. */
+	assert_int_equal(allowed + denied, 200);
+	assert_int_equal(denied, 67);
+	assert_int_equal(up, 2000);
+	assert_true(f->nlines < 4000 / 100 + 2 * 64 + 2 + 1);
+}
+
+/* A write cut short by a file size limit: the next line ends it. */
+static void
+test_partial_line(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-p");
+	struct audit_rec r;
+	struct rlimit old, lim;
+	void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
+	char *buf, *p;
+	size_t len, lines = 0, i;
+	int n = 0;
+
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 1000;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (i = 0; i < 20; i++) {
+		audit_rec_init(&r, "end", i);
+		r.path = "/some/path/of/a/few/bytes";
+		if (audit_write(a, &r) != 0)
+			break;
+		n++;
+	}
+	assert_true(i < 20);
+	assert_int_equal(audit_write(a, &r), -1); /* still full */
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, oldsig);
+	audit_rec_init(&r, "end", 99);
+	assert_int_equal(audit_write(a, &r), 0);
+	audit_close(a);
+	buf = slurp(f->log, &len);
+	assert_int_equal(len > 0 ? buf[len - 1] : 0, '\n');
+	/* N whole lines, the cut one, then a whole one that parses. */
+	for (p = buf; (p = strchr(p, '\n')) != NULL; p++)
+		lines++;
+	assert_int_equal(lines, (size_t)n + 2);
+	p = buf + len - 1;
+	while (p > buf && p[-1] != '\n')
+		p--;
+	parse_line(f, p, (size_t)(buf + len - 1 - p));
+	assert_int_equal(int_field(f->lines[f->nlines - 1], "conn"), 99);
+	free(buf);
+}
+
+static void
+test_parse_size(void **state)
+{
+	uint64_t v = 0;
+
+	(void)state;
+	assert_int_equal(audit_parse_size("0", &v), 0);
+	assert_true(v == 0);
+	assert_int_equal(audit_parse_size("123", &v), 0);
+	assert_true(v == 123);
+	assert_int_equal(audit_parse_size("64K", &v), 0);
+	assert_true(v == 64 * 1024);
+	assert_int_equal(audit_parse_size("10m", &v), 0);
+	assert_true(v == 10 * 1024 * 1024);
+	assert_int_equal(audit_parse_size("2G", &v), 0);
+	assert_true(v == (uint64_t)2 << 30);
+	assert_int_equal(audit_parse_size("", &v), -1);
+	assert_int_equal(audit_parse_size("-1", &v), -1);
+	assert_int_equal(audit_parse_size("1T", &v), -1);
+	assert_int_equal(audit_parse_size("1KB", &v), -1);
+	assert_int_equal(audit_parse_size("K", &v), -1);
+	assert_int_equal(audit_parse_size("99999999999999999999", &v), -1);
+	assert_int_equal(audit_parse_size("17179869184G", &v), -1);
+}
+
 static void
 test_close_null(void **state)
 {
@@ -750,6 +987,11 @@ main(void)
 	    T(test_mode_and_append),
 	    T(test_cloexec),
 	    T(test_write_failure),
+	    T(test_fold),
+	    T(test_fold_allow),
+	    T(test_limit),
+	    T(test_partial_line),
+	    T(test_parse_size),
 	    T(test_close_null),
 	};
 

@@ -121,6 +121,52 @@ test_counts(void **state)
 	logview_free(lv);
 }
 
+/* "count": folded denials and summaries stand for that many requests. */
+static void
+test_count_field(void **state)
+{
+	struct logview *lv = logview_new();
+	struct logview_host_stats st;
+	struct logview_totals t;
+	char *out;
+
+	(void)state;
+	feed_ok(lv,
+	    REQ("evil.test", 80, "deny",
+	        ",\"conn\":1,\"reason\":\"no rule allows evil.test:80\""));
+	feed_ok(lv,
+	    REQ("evil.test", 80, "deny",
+	        ",\"conn\":9,\"reason\":\"no rule allows "
+	        "evil.test:80\",\"count\":41"));
+	feed_ok(lv,
+	    REQ("ok.test", 443, "allow",
+	        ",\"conn\":0,\"count\":1000,\"summary\":true,"
+	        "\"bytes_up\":5"));
+	feed_ok(lv, REQ("ok.test", 443, "allow", ",\"count\":0"));
+	assert_int_equal(
+	    feed(lv, REQ("ok.test", 443, "allow", ",\"count\":-1")), -1);
+	assert_int_equal(
+	    feed(lv, REQ("ok.test", 443, "allow", ",\"count\":\"2\"")), -1);
+	assert_int_equal(logview_host(lv, "evil.test", 80, &st), 0);
+	assert_int_equal(st.requests, 42);
+	assert_int_equal(st.denied, 42);
+	assert_int_equal(
+	    logview_denials(lv, "evil.test", 80, "no rule allows evil.test:80"),
+	    42);
+	assert_int_equal(logview_host(lv, "ok.test", 443, &st), 0);
+	assert_int_equal(st.requests, 1000);
+	assert_int_equal(st.allowed, 1000);
+	assert_int_equal(st.bytes_up, 5);
+	logview_totals(lv, &t);
+	assert_int_equal(t.records, 4);
+	assert_int_equal(t.requests, 1042);
+	assert_int_equal(t.denied, 42);
+	out = print_text(lv);
+	has(out, "42x");
+	free(out);
+	logview_free(lv);
+}
+
 static void
 test_end_by_conn(void **state)
 {
@@ -629,6 +675,7 @@ main(void)
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_read),
 	    cmocka_unit_test(test_read_long),
+	    cmocka_unit_test(test_count_field),
 	    cmocka_unit_test(test_filter),
 	    cmocka_unit_test(test_bounded),
 	    cmocka_unit_test(test_json),
