@@ -401,26 +401,6 @@ hide_file(struct run *r, const char *path)
 }
 
 /*
- * The audit log must not lie where the sandbox can write: hidden, the
- * file itself cannot be touched, but the directory holding it could be
- * renamed and a forged log put in its place for the reviewer.
- */
-static int
-log_writable(const struct run *r)
-{
-	char *real = realpath(r->logpath, NULL);
-	int w = real != NULL && mnt_plan_is_writable(r->plan, real);
-
-	if (w)
-		log_warnx("run: the audit log %s lies in a directory the "
-		          "sandbox may write to, where it could be replaced; "
-		          "give --log FILE elsewhere",
-		    r->logpath);
-	free(real);
-	return w;
-}
-
-/*
  * A file pinhole trusts (policy, include, secret, CA, trust anchor, secret
  * helper) must be out of the sandbox's reach, or the sandbox could replace
  * it, or retarget a symlink or directory on its way, and so widen its own
@@ -532,7 +512,14 @@ plan_hides(struct run *r)
 			bad = -1;
 	if (policy_ca(r->policy, &cert, &key) && hide_file(r, key) != 0)
 		bad = -1;
-	if (strcmp(r->logpath, "stderr") != 0 && log_writable(r))
+	/*
+	 * The audit log must not lie where the sandbox can write: hidden, the
+	 * file itself cannot be touched, but a directory or a symlink on its
+	 * way could be renamed or retargeted and a forged log put in its
+	 * place for the reviewer.
+	 */
+	if (strcmp(r->logpath, "stderr") != 0 &&
+	    out_of_reach(r, "audit log", r->logpath) != 0)
 		bad = -1;
 	else if (strcmp(r->logpath, "stderr") != 0 &&
 	    hide_file(r, r->logpath) != 0)
