@@ -131,6 +131,15 @@ trust_conf "$O/t7.conf" "$O/token" "$O/helper.sh" "$O/up-link.pem" "$O/ca.pem" "
 prun -p "$O/t7.conf" -- true
 refused "upstream-ca through the work directory" "upstream-ca .*up-link\.pem: .*work/up\.pem"
 
+# --- the audit log through a symlink the sandbox could retarget -----------------------
+# Its target is outside, but retargeted from inside, the next run would
+# write elsewhere and `pinhole log LINK` read a log the sandbox forged.
+ln -s "$O/audit.jsonl" "$W/audit-link"
+RUN_LOG=$W/audit-link prun -- true
+refused "audit log through a symlink in the work directory" \
+	"audit log .*work/audit-link: .*work/audit-link lies in a directory"
+rm -f "$W/audit-link"
+
 # --- a writable bind is the sandbox's too ---------------------------------------------
 mkdir -p "$T/bound"
 cp "$O/strict.conf" "$T/bound/p.conf"

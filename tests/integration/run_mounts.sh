@@ -105,7 +105,7 @@ rm -f "$W/inside.conf"
 mkdir -p "$W/logs"
 RUN_LOG=$W/logs/audit.jsonl prun -- true
 equal "audit log the sandbox could replace: refused" "$RC" 125
-expect "audit log: says why" "$ERR" 'audit log .*logs/audit\.jsonl lies in a directory the sandbox may write to'
+expect "audit log: says why" "$ERR" 'audit log .*logs/audit\.jsonl: .*/logs lies in a directory the sandbox may write to'
 rm -rf "$W/logs"
 (cd / && "$PINHOLE" run --log "$T/audit.jsonl" -- true) >/dev/null 2>"$T/root.err"
 equal "start directory /: refused" "$?" 125
