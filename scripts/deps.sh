@@ -19,6 +19,10 @@ PACKAGES=(
 	nginx dnsmasq socat jq openssl		# servers and tools the tests start
 	fcgiwrap				# git-http-backend behind nginx
 )
+# gcc -m32: the i386 prober of the escape scenarios (x86_64 only).
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+	PACKAGES+=(gcc-multilib)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
