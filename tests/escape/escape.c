@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -843,9 +844,10 @@ tty_calls(const char *what, int fd, unsigned long req, void *arg)
 	snprintf(name, sizeof(name), "%s", what);
 	report(name, syscall(SYS_ioctl, fd, req, arg));
 	/* The kernel reads 32 bits: bits above must not slip it through. */
+#if ULONG_MAX > 0xffffffffUL
 	snprintf(name, sizeof(name), "%s-high-bits", what);
-	report(name,
-	    syscall(SYS_ioctl, fd, req | (1UL << (sizeof(long) * 8 - 1)), arg));
+	report(name, syscall(SYS_ioctl, fd, req | (1UL << 63), arg));
+#endif
 #ifdef HAVE_I386_CALL
 	snprintf(name, sizeof(name), "i386:%s", what);
 	report_neg(name,
