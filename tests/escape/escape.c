@@ -943,7 +943,7 @@ a_abstract_listen(char **av)
 		close(fd);
 	for (;;)
 		if ((c = accept(s, NULL, NULL)) >= 0) {
-			(void)write(c, "escaped\n", 8);
+			(void)send(c, "escaped\n", 8, MSG_NOSIGNAL);
 			close(c);
 		}
 }
