@@ -74,7 +74,7 @@ home=$(sed -n 's/^home //p' <<<"$out")
 check "home list: a home ($home)" test -n "$home"
 got_through "read:$home/.profile-test" "$out"
 for d in $dirs; do
-	expect "~/$d appears empty" "$out" "^ls $(re "$d") 0\$"
+	expect "home/$d appears empty" "$out" "^ls $(re "$d") 0\$"
 	refused "read:$home/$d/inner" ENOENT "$out"
 	refused "unhide-proc-root:$home/$d/inner" ENOENT "$out"
 	refused "umount:$home/$d" EPERM "$out"

@@ -20,8 +20,8 @@ env_value=ENVTOK-$r-END
 file_value=FILETOK-$r-END
 # The values as patterns that do not contain them ("[-]"), so that a
 # command line holding the pattern is no false alarm.
-env_pat="ENVTOK-$r[-]END"
-file_pat="FILETOK-$r[-]END"
+env_pat="ENVTOK-${r}[-]END"
+file_pat="FILETOK-${r}[-]END"
 printf '%s\n' "$file_value" >"$T/conf/key"
 chmod 600 "$T/conf/key"
 cat >"$T/conf/p.conf" <<EOC
