@@ -807,8 +807,12 @@ a_ptrace(char **av)
 
 	r = ptrace(PTRACE_ATTACH, pid, 0, 0);
 	report(label("ptrace-attach", av[0]), r);
-	if (r == 0)
+	if (r == 0) {
+		/* Let it go again: a tracee left stopped hangs the run. */
+		(void)waitpid(pid, NULL, __WALL);
 		(void)ptrace(PTRACE_DETACH, pid, 0, 0);
+		(void)kill(pid, SIGCONT);
+	}
 	r = ptrace(PTRACE_SEIZE, pid, 0, 0);
 	report(label("ptrace-seize", av[0]), r);
 	if (r == 0)
