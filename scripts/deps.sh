@@ -18,7 +18,12 @@ PACKAGES=(
 	curl git				# clients for integration tests
 	nginx dnsmasq socat jq openssl		# servers and tools the tests start
 	fcgiwrap				# git-http-backend behind nginx
+	libcap2-bin				# setcap: the escape scenarios' file caps
 )
+# gcc -m32: the i386 prober of the escape scenarios (x86_64 only).
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+	PACKAGES+=(gcc-multilib)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
