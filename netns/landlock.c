@@ -205,7 +205,10 @@ ruleset_for(struct ruleset_attr *a, enum ll_mode mode, int abi)
 		a->handled_access_fs = ACCESS_WRITE | ACCESS_DEV;
 		a->scoped =
 		    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
-	} else
+	} else if (mode == LL_SCOPE)
+		a->scoped =
+		    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+	else
 		a->handled_access_fs = ACCESS_ALL;
 	mask_abi(a, abi);
 }
@@ -323,6 +326,13 @@ report_applied(const struct ll_rules *r, const struct ruleset_attr *a,
 {
 	const char *what = "file access", *scoped = "", *abi1 = "";
 
+	if (r->mode == LL_SCOPE) {
+		snprintf(buf, len,
+		    "landlock: ABI %d, PID 1 scoped: abstract-unix-socket, "
+		    "signal",
+		    r->abi);
+		return;
+	}
 	if (r->mode == LL_SANDBOX) {
 		what = "writes";
 		scoped = a->scoped != 0
@@ -360,6 +370,14 @@ ll_apply(struct ll_rules *r, char *report, size_t reportlen)
 		return 0;
 	}
 	ruleset_for(&a, r->mode, r->abi);
+	if (r->mode == LL_SCOPE && a.scoped == 0) {
+		/* Before ABI 6 there is nothing to scope; the netns is. */
+		snprintf(report, reportlen,
+		    "landlock: ABI %d has no scopes; abstract sockets are "
+		    "limited by the network namespace alone",
+		    r->abi);
+		return 0;
+	}
 	if ((rfd = create_ruleset(&a, sizeof(a), 0)) == -1) {
 		t.err = errno;
 		goto out;

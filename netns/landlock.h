@@ -31,6 +31,14 @@ enum ll_mode {
 	 * still signals its child.
 	 */
 	LL_PROXY,
+	/*
+	 * The sandbox's PID 1, before it starts the command: scopes only
+	 * (from ABI 6), no file access restricted.  The command's domain is
+	 * nested in it, so what PID 1 does on the command's behalf (the
+	 * Unix socket supervisor's connect) reaches abstract sockets made
+	 * inside, and none made outside, as the command itself would.
+	 */
+	LL_SCOPE,
 };
 
 /* Rights for ll_allow(), beneath a directory or on a file. */

@@ -304,6 +304,27 @@ start_guard(const struct sbx_config *c, int gsock, pid_t cmd)
 	(void)send(gsock, &e, sizeof(e), MSG_NOSIGNAL);
 }
 
+/*
+ * PID 1 makes the command's connections to Unix sockets (sockguard.c):
+ * its own Landlock domain, with the command's nested in it, keeps those
+ * to abstract sockets (and its signals) inside, as the command's would
+ * be.  Before the fork, while PID 1 has one thread.
+ */
+static void
+scope_pid1(const struct sbx_config *c, int sock)
+{
+	struct ll_rules *r;
+	char report[256];
+
+	if ((r = ll_new(LL_SCOPE)) == NULL)
+		child_fail(sock, "landlock: out of memory");
+	if (ll_apply(r, report, sizeof(report)) != 0)
+		child_fail(sock, "%s", report);
+	if (c->verbose)
+		fprintf(stderr, "pinhole: %s\n", report);
+	ll_free(r);
+}
+
 static void __attribute__((noreturn))
 child_main(const struct sbx_config *c, int sock)
 {
@@ -342,6 +363,7 @@ child_main(const struct sbx_config *c, int sock)
 		child_fail(sock, "signalfd: %s", strerror(errno));
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, gp) != 0)
 		child_fail(sock, "socketpair: %s", strerror(errno));
+	scope_pid1(c, sock);
 	if ((cmd = fork()) < 0)
 		child_fail(sock, "fork: %s", strerror(errno));
 	if (cmd == 0) {

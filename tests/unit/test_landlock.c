@@ -486,6 +486,67 @@ test_scopes(void **state)
 	run(child_scopes, f, LL_PROXY);
 }
 
+/*
+ * LL_SCOPE (the sandbox's PID 1): the parent's abstract socket is out of
+ * reach, files are not restricted, and an abstract socket made in a
+ * nested domain (the command's) is reached, as PID 1's Unix socket
+ * supervisor must reach the command's.
+ */
+static void
+child_scope_pid1(struct fixture *f, int arg)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	char report[256], c;
+	socklen_t len;
+	int up[2], down[2], fd, n;
+	pid_t pid;
+
+	(void)arg;
+	apply(ll_new(LL_SCOPE), report, sizeof(report));
+	expect_report(__LINE__, report, "PID 1 scoped: abstract-unix-socket");
+	EXPECT(try_connect(f), EPERM);
+	EXPECT(try_write(P("o/scope-new"), O_WRONLY | O_CREAT, "x\n"), 0);
+	n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1,
+	    "pinhole-test-landlock-nested-%ld", (long)getpid());
+	len =
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	EXPECT(ERR(pipe(up)), 0);
+	EXPECT(ERR(pipe(down)), 0);
+	if ((pid = fork()) == 0) {
+		/* The command: its own domain, nested, and a listener. */
+		close(up[0]);
+		close(down[1]);
+		apply(sandbox_rules(0), report, sizeof(report));
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd == -1 || bind(fd, (struct sockaddr *)&sun, len) != 0 ||
+		    listen(fd, 1) != 0 || write(up[1], "r", 1) != 1)
+			_exit(1);
+		/* Until the parent is done (or gone: end of file). */
+		(void)!read(down[0], &c, 1);
+		_exit(0);
+	}
+	EXPECT(pid == -1 ? errno : 0, 0);
+	close(up[1]);
+	close(down[0]);
+	EXPECT(read(up[0], &c, 1) == 1 ? 0 : EIO, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	EXPECT(ERR(connect(fd, (struct sockaddr *)&sun, len)), 0);
+	close(fd);
+	close(down[1]);
+	close(up[0]);
+	EXPECT(ERR(waitpid(pid, NULL, 0)), 0);
+}
+
+static void
+test_scope_pid1(void **state)
+{
+	struct fixture *f = *state;
+
+	need_abi(f, 6, __func__);
+	listen_abstract(f);
+	run(child_scope_pid1, f, 0);
+}
+
 static void
 child_proxy(struct fixture *f, int arg)
 {
@@ -778,6 +839,7 @@ main(void)
 	    T(test_sandbox_refer),
 	    T(test_sandbox_dev),
 	    T(test_scopes),
+	    T(test_scope_pid1),
 	    T(test_proxy),
 	    T(test_all_bits),
 	    T(test_missing_skipped),
