@@ -368,7 +368,12 @@ put(const char *dir, const char *name, const char *text, char *err,
 	int fd, r = -1;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) >= 0) {
+	/*
+	 * O_CREAT: cgroupfs makes its files itself (and refuses to create
+	 * others), a test's fake tree needs them made.  No O_TRUNC: cgroupfs
+	 * takes each write whole.
+	 */
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0) {
 		if (write(fd, text, n) == (ssize_t)n)
 			r = 0;
 		if (close(fd) != 0)
@@ -599,24 +604,21 @@ static int
 remove_node(struct node *n, char *err, size_t errlen)
 {
 	const struct timespec pause = {0, REMOVE_PAUSE_NS};
-	int i, r = -1;
+	int i, e = EBUSY;
 
-	for (i = 0; n->made && r != 0 && i < REMOVE_TRIES; i++) {
+	for (i = 0; n->made && i < REMOVE_TRIES && e == EBUSY; i++) {
+		if (i > 0)
+			(void)nanosleep(&pause, NULL);
 		kill_rest(n);
 		if (rmdir(n->dir) == 0 || errno == ENOENT)
-			r = 0;
-		else if (errno != EBUSY)
-			break;
+			n->made = 0;
 		else
-			(void)nanosleep(&pause, NULL);
+			e = errno;
 	}
-	if (!n->made)
-		r = 0;
-	if (r != 0 && err != NULL)
+	if (n->made && err != NULL)
 		ph_errf(err, errlen, "cgroup: cannot remove %s: %s", n->dir,
-		    strerror(errno));
-	n->made = 0;
-	return r;
+		    strerror(e));
+	return n->made ? -1 : 0;
 }
 
 int
