@@ -2,11 +2,14 @@
  * cgroup.c: the sandbox's own cgroup (see cgroup.h).
  *
  * cgroup v2 forbids processes in a cgroup that hands a domain controller
- * (memory) to its children, the root excepted: pinhole run sits in its
- * own cgroup, so memory can be given to the run's child only where that
- * cgroup has it enabled already or is the root.  pids is a threaded
- * controller, which the kernel lets a cgroup with processes enable.  In
- * cgroup v1 every hierarchy lets a writable cgroup have children.
+ * (memory) to its children, the root excepted, and pinhole run sits in
+ * its own cgroup.  So, as systemd's delegation asks of a delegate, when
+ * pinhole run is the only process there (a scope of its own, e.g.
+ * systemd-run --user --scope -p Delegate=yes) it moves itself into a leaf
+ * beside the sandbox's, NAME-run, enables memory, and after the run puts
+ * everything back as it was.  pids is a threaded controller, which the
+ * kernel lets a cgroup with processes enable.  In cgroup v1 every
+ * hierarchy lets a writable cgroup have children.
  *
  * The sandbox cannot raise its limits: it sees /sys read-only, holds no
  * capability, and its cgroup namespace (sandbox.c) is rooted at this
@@ -40,6 +43,12 @@ struct node {
 	int version;
 	unsigned ctrls; /* 1 << enum cgroup_ctrl */
 	int made; /* the directory exists: remove it */
+	/* v2, pinhole run alone in the parent (see the top): */
+	int move; /* move it into RUN */
+	char run[PATH_MAX]; /* its leaf */
+	pid_t self; /* pinhole run */
+	int moved; /* it is in RUN: move it back, remove RUN */
+	unsigned enabled; /* controllers enabled here: disable them after */
 };
 
 struct cgroup {
@@ -258,7 +267,23 @@ file_lists(const char *dir, const char *name, const char *word)
 	return r;
 }
 
-/* cgroup v2: the caller's cgroup DIR (path CGPATH) can hold C's child. */
+/* Whether DIR/cgroup.procs lists this process and no other. */
+static int
+alone_in(const char *dir)
+{
+	char *text = read_file(dir, "cgroup.procs"), me[32];
+	int r;
+
+	snprintf(me, sizeof(me), "%d\n", (int)getpid());
+	r = text != NULL && strcmp(text, me) == 0;
+	free(text);
+	return r;
+}
+
+/*
+ * cgroup v2: whether the caller's cgroup DIR (path CGPATH) can hold C's
+ * child: 1, or 2 once pinhole run has moved itself into a leaf; 0: no.
+ */
 static int
 v2_usable(const char *dir, const char *cgpath, enum cgroup_ctrl c, char *why,
     size_t len)
@@ -273,16 +298,17 @@ v2_usable(const char *dir, const char *cgpath, enum cgroup_ctrl c, char *why,
 	    !writable(dir, "cgroup.subtree_control", why, len))
 		return 0;
 	/* The no-internal-process rule (see the top). */
-	if (c == CGROUP_MEMORY && strcmp(cgpath, "/") != 0 &&
-	    !file_lists(dir, "cgroup.subtree_control", names[c])) {
-		ph_errf(why, len,
-		    "v2: memory is not in %s/cgroup.subtree_control, and the "
-		    "kernel enables it only in a cgroup with no process (this "
-		    "one holds pinhole)",
-		    dir);
-		return 0;
-	}
-	return 1;
+	if (c != CGROUP_MEMORY || strcmp(cgpath, "/") == 0 ||
+	    file_lists(dir, "cgroup.subtree_control", names[c]))
+		return 1;
+	if (alone_in(dir))
+		return 2;
+	ph_errf(why, len,
+	    "v2: memory is not in %s/cgroup.subtree_control, and the kernel "
+	    "enables it only in a cgroup with no process: pinhole moves "
+	    "itself out only when it is alone there",
+	    dir);
+	return 0;
 }
 
 static void
@@ -296,7 +322,9 @@ find_v2(const char *proc, const char *mi, enum cgroup_ctrl c,
 		ph_errf(w->why[c], sizeof(w->why[c]), "v2: not mounted");
 		return;
 	}
-	if (v2_usable(dir, path, c, w->why[c], sizeof(w->why[c]))) {
+	if ((w->move[c] = v2_usable(
+	         dir, path, c, w->why[c], sizeof(w->why[c]))) != 0) {
+		w->move[c] = w->move[c] == 2;
 		w->version[c] = 2;
 		snprintf(w->dir[c], sizeof(w->dir[c]), "%s", dir);
 	}
@@ -365,7 +393,7 @@ put(const char *dir, const char *name, const char *text, char *err,
 {
 	char path[PATH_MAX + 64];
 	size_t n = strlen(text);
-	int fd, r = -1;
+	int fd, r = -1, e;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	/*
@@ -379,8 +407,11 @@ put(const char *dir, const char *name, const char *text, char *err,
 		if (close(fd) != 0)
 			r = -1;
 	}
-	if (r != 0)
-		ph_errf(err, errlen, "cgroup: %s: %s", path, strerror(errno));
+	if (r != 0) {
+		e = errno;
+		ph_errf(err, errlen, "cgroup: %s: %s", path, strerror(e));
+		errno = e;
+	}
 	return r;
 }
 
@@ -399,14 +430,17 @@ put_if_there(const char *dir, const char *name, const char *text, char *err,
 
 /* cgroup v2: C enabled for the children of the caller's cgroup. */
 static int
-enable(const struct node *n, enum cgroup_ctrl c, char *err, size_t errlen)
+enable(struct node *n, enum cgroup_ctrl c, char *err, size_t errlen)
 {
 	char word[16];
 
 	if (file_lists(n->parent, "cgroup.subtree_control", names[c]))
 		return 0;
 	snprintf(word, sizeof(word), "+%s", names[c]);
-	return put(n->parent, "cgroup.subtree_control", word, err, errlen);
+	if (put(n->parent, "cgroup.subtree_control", word, err, errlen) != 0)
+		return -1;
+	n->enabled |= 1U << c;
+	return 0;
 }
 
 static int
@@ -457,28 +491,86 @@ node_for(struct cgroup *cg, const struct cgroup_where *w, enum cgroup_ctrl c,
 
 	for (i = 0; i < cg->nn; i++)
 		if (cg->n[i].version == 2 && w->version[c] == 2 &&
-		    strcmp(cg->n[i].parent, w->dir[c]) == 0)
+		    strcmp(cg->n[i].parent, w->dir[c]) == 0) {
+			cg->n[i].move |= w->move[c];
 			return &cg->n[i];
+		}
 	n = &cg->n[cg->nn++];
+	n->move = w->move[c];
 	n->version = w->version[c];
 	snprintf(n->parent, sizeof(n->parent), "%s", w->dir[c]);
 	snprintf(
 	    n->dir, sizeof(n->dir), "%.*s/%s", PATH_MAX - 64, w->dir[c], name);
+	snprintf(n->run, sizeof(n->run), "%.*s/%s-run", PATH_MAX - 64,
+	    w->dir[c], name);
 	return n;
 }
 
-/* The directory of N: a stale one of an earlier pinhole-PID goes first. */
+/* Makes DIR: a stale one of an earlier pinhole-PID goes first. */
 static int
-make_dir(struct node *n, char *err, size_t errlen)
+make_dir(const char *dir, char *err, size_t errlen)
 {
-	if (mkdir(n->dir, 0755) != 0 &&
-	    (errno != EEXIST || rmdir(n->dir) != 0 ||
-	        mkdir(n->dir, 0755) != 0)) {
-		ph_errf(err, errlen, "cgroup: %s: %s", n->dir, strerror(errno));
+	if (mkdir(dir, 0755) != 0 &&
+	    (errno != EEXIST || rmdir(dir) != 0 || mkdir(dir, 0755) != 0)) {
+		ph_errf(err, errlen, "cgroup: %s: %s", dir, strerror(errno));
 		return -1;
 	}
-	n->made = 1;
 	return 0;
+}
+
+/* cgroup v2: pinhole run into its leaf, so its cgroup may enable memory. */
+static int
+move_self(struct node *n, char *err, size_t errlen)
+{
+	char v[32];
+
+	n->self = getpid();
+	snprintf(v, sizeof(v), "%d\n", (int)n->self);
+	if (make_dir(n->run, err, errlen) != 0)
+		return -1;
+	if (put(n->run, "cgroup.procs", v, err, errlen) != 0) {
+		(void)rmdir(n->run);
+		return -1;
+	}
+	n->moved = 1;
+	return 0;
+}
+
+/*
+ * Undoes move_self and enable once the run's cgroup is gone: controllers
+ * off, pinhole run (if alive) and the caller back, the leaf removed.
+ */
+static int
+restore(struct node *n, char *err, size_t errlen)
+{
+	char v[32];
+	int c, r = 0;
+
+	for (c = 0; c < CGROUP_NCTRL; c++) {
+		snprintf(v, sizeof(v), "-%s", names[c]);
+		if ((n->enabled & 1U << c) &&
+		    put(n->parent, "cgroup.subtree_control", v, err, errlen) ==
+		        0)
+			n->enabled &= ~(1U << c);
+	}
+	if (!n->moved)
+		return n->enabled != 0 ? -1 : 0;
+	snprintf(v, sizeof(v), "%d\n", (int)n->self);
+	if (put(n->parent, "cgroup.procs", v, err, errlen) != 0 &&
+	    errno != ESRCH)
+		r = -1;
+	snprintf(v, sizeof(v), "%d\n", (int)getpid());
+	if (r == 0 && getpid() != n->self &&
+	    put(n->parent, "cgroup.procs", v, err, errlen) != 0)
+		r = -1;
+	if (r == 0 && rmdir(n->run) != 0) {
+		ph_errf(err, errlen, "cgroup: cannot remove %s: %s", n->run,
+		    strerror(errno));
+		r = -1;
+	}
+	if (r == 0)
+		n->moved = 0;
+	return r;
 }
 
 static int
@@ -487,14 +579,17 @@ make_node(struct node *n, unsigned long pids, unsigned long long memory,
 {
 	int r = -1;
 
+	if (n->move && move_self(n, err, errlen) != 0)
+		goto out;
 	if (n->version == 2 &&
 	    (((n->ctrls & 1U << CGROUP_PIDS) &&
 	         enable(n, CGROUP_PIDS, err, errlen) != 0) ||
 	        ((n->ctrls & 1U << CGROUP_MEMORY) &&
 	            enable(n, CGROUP_MEMORY, err, errlen) != 0)))
 		goto out;
-	if (make_dir(n, err, errlen) != 0)
+	if (make_dir(n->dir, err, errlen) != 0)
 		goto out;
+	n->made = 1;
 	if ((n->ctrls & 1U << CGROUP_PIDS) &&
 	    limit_pids(n, pids, err, errlen) != 0)
 		goto out;
@@ -559,6 +654,9 @@ cgroup_describe(const struct cgroup *cg, const struct cgroup_where *w,
 		        : cg->n[i].ctrls & 1U << CGROUP_MEMORY ? "memory"
 		                                               : "",
 		    cg->n[i].dir);
+		if (cg->n[i].moved && l < len)
+			l += (size_t)snprintf(buf + l, len - l,
+			    "; pinhole run waits in %s", cg->n[i].run);
 	}
 	for (c = 0; c < CGROUP_NCTRL && l < len; c++)
 		if ((cg->asked & 1U << c) &&
@@ -618,16 +716,21 @@ remove_node(struct node *n, char *err, size_t errlen)
 	if (n->made && err != NULL)
 		ph_errf(err, errlen, "cgroup: cannot remove %s: %s", n->dir,
 		    strerror(e));
+	/* Never while the run's cgroup may hold a process. */
+	if (!n->made && restore(n, err, errlen) != 0)
+		return -1;
 	return n->made ? -1 : 0;
 }
 
 int
 cgroup_remove(struct cgroup *cg, char *err, size_t errlen)
 {
+	char later[PATH_MAX + 64]; /* the first failure is the one said */
 	int i, r = 0;
 
 	for (i = 0; cg != NULL && i < cg->nn; i++)
-		if (remove_node(&cg->n[i], r == 0 ? err : NULL, errlen) != 0)
+		if (remove_node(&cg->n[i], r == 0 ? err : later,
+		        r == 0 ? errlen : sizeof(later)) != 0)
 			r = -1;
 	return r;
 }

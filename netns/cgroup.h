@@ -30,6 +30,7 @@ enum cgroup_ctrl {
 /* Where the caller may make a cgroup, per controller. */
 struct cgroup_where {
 	int version[CGROUP_NCTRL]; /* 1 or 2; 0: none usable */
+	int move[CGROUP_NCTRL]; /* v2: pinhole run must leave its cgroup */
 	char dir[CGROUP_NCTRL][PATH_MAX]; /* the caller's cgroup directory */
 	char why[CGROUP_NCTRL][256]; /* when version is 0: why not */
 };

@@ -450,6 +450,71 @@ test_create_v2(void **state)
 	free(mi);
 }
 
+/*
+ * pinhole run alone in its delegated v2 cgroup: it moves into NAME-run,
+ * enables memory, and after the run disables it, moves back and removes
+ * the leaf.
+ */
+static void
+test_create_v2_move(void **state)
+{
+	static const char proc[] = "0::/user.slice/u.scope\n";
+	char *mi = fake_mountinfo(), buf[PATH_MAX * 3], me[32],
+	     err[PATH_MAX + 64];
+	struct cgroup_where w;
+	struct cgroup *cg;
+
+	(void)state;
+	snprintf(me, sizeof(me), "%d\n", (int)getpid());
+	fake_v2("memory pids\n", "pids\n", 0);
+	put("unified/user.slice/u.scope/cgroup.procs", "1\n"); /* not alone */
+	cgroup_find(proc, mi, &w);
+	assert_int_equal(w.version[CGROUP_MEMORY], 0);
+	assert_non_null(strstr(w.why[CGROUP_MEMORY], "alone"));
+	put("unified/user.slice/u.scope/cgroup.procs", me);
+	cgroup_find(proc, mi, &w);
+	assert_int_equal(w.version[CGROUP_MEMORY], 2);
+	assert_true(w.move[CGROUP_MEMORY]);
+	assert_false(w.move[CGROUP_PIDS]);
+	assert_non_null(
+	    cg = cgroup_create(&w, "m", 64, 8 << 20, err, sizeof(err)));
+	get("unified/user.slice/u.scope/m-run/cgroup.procs", buf, sizeof(buf));
+	assert_string_equal(buf, me);
+	get("unified/user.slice/u.scope/cgroup.subtree_control", buf,
+	    sizeof(buf));
+	assert_string_equal(buf, "+memory"); /* pids was on already */
+	get("unified/user.slice/u.scope/m/memory.max", buf, sizeof(buf));
+	assert_string_equal(buf, "8388608\n");
+	cgroup_describe(cg, &w, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "v2 pids and memory in "));
+	assert_non_null(strstr(buf, "; pinhole run waits in "));
+	rm("unified/user.slice/u.scope/m/memory.max");
+	rm("unified/user.slice/u.scope/m/pids.max");
+	rm("unified/user.slice/u.scope/m-run/cgroup.procs");
+	put("unified/user.slice/u.scope/cgroup.procs", "");
+	assert_int_equal(cgroup_remove(cg, err, sizeof(err)), 0);
+	assert_false(exists("unified/user.slice/u.scope/m"));
+	assert_false(exists("unified/user.slice/u.scope/m-run"));
+	get("unified/user.slice/u.scope/cgroup.subtree_control", buf,
+	    sizeof(buf));
+	assert_string_equal(buf, "-memory"); /* only what it enabled */
+	get("unified/user.slice/u.scope/cgroup.procs", buf, sizeof(buf));
+	assert_string_equal(buf, me);
+	cgroup_free(cg);
+	/* The leaf cannot be made: nothing is left enabled or made. */
+	put("unified/user.slice/u.scope/cgroup.subtree_control", "pids\n");
+	put("unified/user.slice/u.scope/cgroup.procs", me);
+	mkdirs("unified/user.slice/u.scope/m-run");
+	put("unified/user.slice/u.scope/m-run/stale", "");
+	assert_null(cgroup_create(&w, "m", 64, 8 << 20, err, sizeof(err)));
+	assert_non_null(strstr(err, "m-run: Directory not empty"));
+	get("unified/user.slice/u.scope/cgroup.subtree_control", buf,
+	    sizeof(buf));
+	assert_string_equal(buf, "pids\n");
+	assert_false(exists("unified/user.slice/u.scope/m"));
+	free(mi);
+}
+
 static void
 test_create_none(void **state)
 {
@@ -590,6 +655,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_create_v1, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_create_stale, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_create_v2, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_create_v2_move, setup, teardown),
 	    cmocka_unit_test(test_create_none),
 	    cmocka_unit_test_setup_teardown(test_keeper, setup, teardown),
 	    cmocka_unit_test(test_real),
