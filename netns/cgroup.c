@@ -456,7 +456,8 @@ limit_pids(const struct node *n, unsigned long pids, char *err, size_t errlen)
  * Memory and swap together: v1's memsw is memory plus swap, so equal to
  * the memory limit it leaves no swap outside the limit; v2 counts swap
  * apart, and none is allowed.  memsw and swap exist only with swap
- * accounting.
+ * accounting.  v1 children inherit oom_kill_disable: a sandbox over its
+ * limit would hang rather than lose a process, so the OOM killer is on.
  */
 static int
 limit_memory(
@@ -472,8 +473,10 @@ limit_memory(
 		    ? -1
 		    : 0;
 	return put(n->dir, "memory.limit_in_bytes", v, err, errlen) != 0 ||
+	        put_if_there(n->dir, "memory.memsw.limit_in_bytes", v, err,
+	            errlen) != 0 ||
 	        put_if_there(
-	            n->dir, "memory.memsw.limit_in_bytes", v, err, errlen) != 0
+	            n->dir, "memory.oom_control", "0\n", err, errlen) != 0
 	    ? -1
 	    : 0;
 }
@@ -744,6 +747,12 @@ static void __attribute__((noreturn)) keeper_main(struct cgroup *cg, int fd)
 	if (fd != 3 && (dup2(fd, 3) != 3 || close(fd) != 0))
 		_exit(1);
 	(void)close_range(4, ~0U, 0);
+	/* Whoever reads pinhole run's output to its end must not wait for us. */
+	if ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
+		(void)dup2(fd, 0);
+		(void)dup2(fd, 1);
+		close(fd);
+	}
 	do
 		n = read(3, buf, sizeof(buf));
 	while (n > 0 || (n < 0 && errno == EINTR));
