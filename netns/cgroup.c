@@ -482,8 +482,8 @@ limit_memory(
 }
 
 /*
- * The node for controller C: one per v1 hierarchy, one for all of v2
- * (the same parent).  Returns it, new or shared.
+ * The node for controller C: one per directory (v2 holds both; so do v1
+ * hierarchies mounted together).  Returns it, new or shared.
  */
 static struct node *
 node_for(struct cgroup *cg, const struct cgroup_where *w, enum cgroup_ctrl c,
@@ -493,7 +493,7 @@ node_for(struct cgroup *cg, const struct cgroup_where *w, enum cgroup_ctrl c,
 	int i;
 
 	for (i = 0; i < cg->nn; i++)
-		if (cg->n[i].version == 2 && w->version[c] == 2 &&
+		if (cg->n[i].version == w->version[c] &&
 		    strcmp(cg->n[i].parent, w->dir[c]) == 0) {
 			cg->n[i].move |= w->move[c];
 			return &cg->n[i];

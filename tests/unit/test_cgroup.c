@@ -390,6 +390,39 @@ test_create_v1(void **state)
 	free(mi);
 }
 
+/* v1 pids and memory mounted together: one directory holds both. */
+static void
+test_create_v1_comounted(void **state)
+{
+	char *mi = NULL, buf[PATH_MAX * 2], err[PATH_MAX + 64];
+	struct cgroup_where w;
+	struct cgroup *cg;
+
+	(void)state;
+	assert_true(asprintf(&mi,
+	                "30 22 0:26 / %s/both rw - cgroup cgroup "
+	                "rw,memory,pids\n",
+	                root) > 0);
+	mkdirs("both/x");
+	put("both/x/cgroup.procs", "");
+	cgroup_find("3:memory,pids:/x\n", mi, &w);
+	assert_int_equal(w.version[CGROUP_PIDS], 1);
+	assert_int_equal(w.version[CGROUP_MEMORY], 1);
+	assert_non_null(
+	    cg = cgroup_create(&w, "c", 7, 1 << 20, err, sizeof(err)));
+	get("both/x/c/pids.max", buf, sizeof(buf));
+	assert_string_equal(buf, "7\n");
+	get("both/x/c/memory.limit_in_bytes", buf, sizeof(buf));
+	assert_string_equal(buf, "1048576\n");
+	cgroup_describe(cg, &w, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "v1 pids and memory in "));
+	rm("both/x/c/pids.max");
+	rm("both/x/c/memory.limit_in_bytes");
+	cgroup_free(cg);
+	assert_false(exists("both/x/c"));
+	free(mi);
+}
+
 /* A stale directory that is not empty cannot be replaced: the run fails. */
 static void
 test_create_stale(void **state)
@@ -653,6 +686,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_find_v2, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_find_v1, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_create_v1, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_create_v1_comounted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_create_stale, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_create_v2, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
