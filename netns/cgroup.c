@@ -15,6 +15,7 @@
  * capability, and its cgroup namespace (sandbox.c) is rooted at this
  * cgroup, so /proc/self/cgroup inside says "/" and nothing of the host.
  */
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -747,6 +748,7 @@ static void __attribute__((noreturn)) keeper_main(struct cgroup *cg, int fd)
 	if (fd != 3 && (dup2(fd, 3) != 3 || close(fd) != 0))
 		_exit(1);
 	(void)close_range(4, ~0U, 0);
+	(void)prctl(PR_SET_NAME, "pinhole-cgroup", 0, 0, 0);
 	/* Whoever reads pinhole run's output to its end must not wait for us. */
 	if ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
 		(void)dup2(fd, 0);
