@@ -282,12 +282,25 @@ alone_in(const char *dir)
 }
 
 /*
- * cgroup v2: whether the caller's cgroup DIR (path CGPATH) can hold C's
- * child: 1, or 2 once pinhole run has moved itself into a leaf; 0: no.
+ * The root cgroup, the one exempt from the no-internal-process rule, has
+ * no cgroup.type; the root of a cgroup namespace (a container's "0::/")
+ * has one, and is bound by the rule.
  */
 static int
-v2_usable(const char *dir, const char *cgpath, enum cgroup_ctrl c, char *why,
-    size_t len)
+is_root(const char *dir)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/cgroup.type", dir);
+	return access(path, F_OK) != 0 && errno == ENOENT;
+}
+
+/*
+ * cgroup v2: whether the caller's cgroup DIR can hold C's child: 1, or 2
+ * once pinhole run has moved itself into a leaf; 0: no.
+ */
+static int
+v2_usable(const char *dir, enum cgroup_ctrl c, char *why, size_t len)
 {
 	if (!file_lists(dir, "cgroup.controllers", names[c])) {
 		ph_errf(why, len, "v2: %s not in %s/cgroup.controllers",
@@ -299,7 +312,7 @@ v2_usable(const char *dir, const char *cgpath, enum cgroup_ctrl c, char *why,
 	    !writable(dir, "cgroup.subtree_control", why, len))
 		return 0;
 	/* The no-internal-process rule (see the top). */
-	if (c != CGROUP_MEMORY || strcmp(cgpath, "/") == 0 ||
+	if (c != CGROUP_MEMORY || is_root(dir) ||
 	    file_lists(dir, "cgroup.subtree_control", names[c]))
 		return 1;
 	if (alone_in(dir))
@@ -323,8 +336,8 @@ find_v2(const char *proc, const char *mi, enum cgroup_ctrl c,
 		ph_errf(w->why[c], sizeof(w->why[c]), "v2: not mounted");
 		return;
 	}
-	if ((w->move[c] = v2_usable(
-	         dir, path, c, w->why[c], sizeof(w->why[c]))) != 0) {
+	if ((w->move[c] = v2_usable(dir, c, w->why[c], sizeof(w->why[c]))) !=
+	    0) {
 		w->move[c] = w->move[c] == 2;
 		w->version[c] = 2;
 		snprintf(w->dir[c], sizeof(w->dir[c]), "%s", dir);

@@ -228,6 +228,8 @@ static void
 fake_v2(const char *ctrls, const char *sub, int procs)
 {
 	mkdirs("unified/user.slice/u.scope");
+	put("unified/user.slice/u.scope/cgroup.type",
+	    "domain\n"); /* not root */
 	put("unified/user.slice/u.scope/cgroup.controllers", ctrls);
 	put("unified/user.slice/u.scope/cgroup.subtree_control", sub);
 	if (procs)
@@ -268,6 +270,16 @@ test_find_v2(void **state)
 	cgroup_find(proc, mi, &w);
 	assert_int_equal(w.version[CGROUP_PIDS], 0);
 	assert_non_null(strstr(w.why[CGROUP_PIDS], "cgroup.procs"));
+	/* A cgroup namespace's root ("/" too, but with a cgroup.type): no. */
+	mkdirs("unified");
+	put("unified/cgroup.type", "domain\n");
+	put("unified/cgroup.controllers", "memory pids\n");
+	put("unified/cgroup.subtree_control", "");
+	put("unified/cgroup.procs", "1\n2\n");
+	cgroup_find("0::/\n", mi, &w);
+	assert_int_equal(w.version[CGROUP_PIDS], 2);
+	assert_int_equal(w.version[CGROUP_MEMORY], 0);
+	rm("unified/cgroup.type");
 	/* The root cgroup may hold processes and enable memory. */
 	mkdirs("unified");
 	put("unified/cgroup.controllers", "memory pids\n");
