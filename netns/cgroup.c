@@ -1,14 +1,15 @@
 /*
  * cgroup.c: the sandbox's own cgroup (see cgroup.h).
  *
- * cgroup v2 forbids processes in a cgroup that hands a domain controller
- * (memory) to its children, the root excepted, and pinhole run sits in
- * its own cgroup.  So, as systemd's delegation asks of a delegate, when
- * pinhole run is the only process there (a scope of its own, e.g.
- * systemd-run --user --scope -p Delegate=yes) it moves itself into a leaf
- * beside the sandbox's, NAME-run, enables memory, and after the run puts
- * everything back as it was.  pids is a threaded controller, which the
- * kernel lets a cgroup with processes enable.  In cgroup v1 every
+ * cgroup v2 lets no cgroup but the root hold processes and hand a
+ * controller to a child: memory (a domain controller) cannot be enabled
+ * there, and pids (a threaded one) can, but then makes the cgroup a
+ * thread root whose domain children cannot take a process.  pinhole run
+ * sits in its own cgroup.  So, as systemd's delegation asks of a
+ * delegate, when pinhole run is the only process there (a scope of its
+ * own, e.g. systemd-run --user --scope -p Delegate=yes) it moves itself
+ * into a leaf beside the sandbox's, NAME-run, enables the controllers,
+ * and after the run puts everything back as it was.  In cgroup v1 every
  * hierarchy lets a writable cgroup have children.
  *
  * The sandbox cannot raise its limits: it sees /sys read-only, holds no
@@ -312,15 +313,14 @@ v2_usable(const char *dir, enum cgroup_ctrl c, char *why, size_t len)
 	    !writable(dir, "cgroup.subtree_control", why, len))
 		return 0;
 	/* The no-internal-process rule (see the top). */
-	if (c != CGROUP_MEMORY || is_root(dir) ||
-	    file_lists(dir, "cgroup.subtree_control", names[c]))
+	if (is_root(dir))
 		return 1;
 	if (alone_in(dir))
 		return 2;
 	ph_errf(why, len,
-	    "v2: memory is not in %s/cgroup.subtree_control, and the kernel "
-	    "enables it only in a cgroup with no process: pinhole moves "
-	    "itself out only when it is alone there",
+	    "v2: %s holds processes besides pinhole, and a cgroup with "
+	    "processes can give no child a controller: run pinhole in a "
+	    "cgroup of its own",
 	    dir);
 	return 0;
 }

@@ -6,7 +6,9 @@
  * Each controller (pids, memory) is looked for on its own: in cgroup v2
  * when the caller's cgroup ("0::PATH" in /proc/self/cgroup) is delegated
  * to it (the directory, cgroup.procs and cgroup.subtree_control writable,
- * the controller in cgroup.controllers), else in the cgroup v1 hierarchy
+ * the controller in cgroup.controllers) and is the root or holds pinhole
+ * run alone (which then moves into a leaf of its own for the run: see
+ * cgroup.c), else in the cgroup v1 hierarchy
  * that has it when the caller's cgroup there is writable.  The run's
  * cgroup is a child of the caller's, named pinhole-PID; pinhole run
  * writes the sandbox's first process into it before that process can

@@ -240,24 +240,28 @@ static void
 test_find_v2(void **state)
 {
 	static const char proc[] = "0::/user.slice/u.scope\n";
-	char *mi = fake_mountinfo(), dir[PATH_MAX * 2];
+	char *mi = fake_mountinfo(), dir[PATH_MAX * 2], me[32];
 	struct cgroup_where w;
 
 	(void)state;
 	snprintf(dir, sizeof(dir), "%s/unified/user.slice/u.scope", root);
-	/* pids can be enabled by a cgroup with processes; memory cannot. */
-	fake_v2("cpu memory pids\n", "\n", 1);
+	snprintf(me, sizeof(me), "%d\n", (int)getpid());
+	/* Other processes in it: it can give no child a controller. */
+	fake_v2("cpu memory pids\n", "\n", 0);
+	put("unified/user.slice/u.scope/cgroup.procs", "1\n");
+	cgroup_find(proc, mi, &w);
+	assert_int_equal(w.version[CGROUP_PIDS], 0);
+	assert_int_equal(w.version[CGROUP_MEMORY], 0);
+	assert_non_null(strstr(w.why[CGROUP_PIDS], "besides pinhole"));
+	assert_non_null(strstr(w.why[CGROUP_MEMORY], "besides pinhole"));
+	/* pinhole alone: both, once it moves into a leaf. */
+	put("unified/user.slice/u.scope/cgroup.procs", me);
 	cgroup_find(proc, mi, &w);
 	assert_int_equal(w.version[CGROUP_PIDS], 2);
 	assert_string_equal(w.dir[CGROUP_PIDS], dir);
-	assert_int_equal(w.version[CGROUP_MEMORY], 0);
-	assert_non_null(strstr(w.why[CGROUP_MEMORY], "with no process"));
-	/* Enabled already: both. */
-	fake_v2("cpu memory pids\n", "memory\n", 1);
-	cgroup_find(proc, mi, &w);
-	assert_int_equal(w.version[CGROUP_PIDS], 2);
 	assert_int_equal(w.version[CGROUP_MEMORY], 2);
 	assert_string_equal(w.dir[CGROUP_MEMORY], dir);
+	assert_true(w.move[CGROUP_PIDS] && w.move[CGROUP_MEMORY]);
 	/* Not in cgroup.controllers: not delegated; no v1 either. */
 	fake_v2("cpu\n", "\n", 1);
 	cgroup_find(proc, mi, &w);
@@ -277,16 +281,14 @@ test_find_v2(void **state)
 	put("unified/cgroup.subtree_control", "");
 	put("unified/cgroup.procs", "1\n2\n");
 	cgroup_find("0::/\n", mi, &w);
-	assert_int_equal(w.version[CGROUP_PIDS], 2);
+	assert_int_equal(w.version[CGROUP_PIDS], 0);
 	assert_int_equal(w.version[CGROUP_MEMORY], 0);
 	rm("unified/cgroup.type");
-	/* The root cgroup may hold processes and enable memory. */
-	mkdirs("unified");
-	put("unified/cgroup.controllers", "memory pids\n");
-	put("unified/cgroup.subtree_control", "");
-	put("unified/cgroup.procs", "");
+	/* The root cgroup may hold processes and enable both. */
 	cgroup_find("0::/\n", mi, &w);
+	assert_int_equal(w.version[CGROUP_PIDS], 2);
 	assert_int_equal(w.version[CGROUP_MEMORY], 2);
+	assert_false(w.move[CGROUP_MEMORY]);
 	snprintf(dir, sizeof(dir), "%s/unified", root);
 	assert_string_equal(w.dir[CGROUP_MEMORY], dir);
 	free(mi);
@@ -453,45 +455,49 @@ test_create_stale(void **state)
 	free(mi);
 }
 
+/* The root cgroup: no move; controllers enabled only when off. */
 static void
 test_create_v2(void **state)
 {
-	static const char proc[] = "0::/user.slice/u.scope\n";
-	char *mi = fake_mountinfo(), buf[64], err[PATH_MAX + 64];
+	char *mi = fake_mountinfo(), buf[PATH_MAX * 3], err[PATH_MAX + 64];
 	struct cgroup_where w;
 	struct cgroup *cg;
 
 	(void)state;
-	/* Both enabled already: nothing written to subtree_control. */
-	fake_v2("memory pids\n", "memory pids\n", 1);
-	cgroup_find(proc, mi, &w);
+	mkdirs("unified");
+	put("unified/cgroup.controllers", "memory pids\n");
+	put("unified/cgroup.subtree_control", "memory pids\n");
+	put("unified/cgroup.procs", "1\n");
+	cgroup_find("0::/\n", mi, &w);
 	assert_non_null(
 	    cg = cgroup_create(&w, "r", 64, 32 << 20, err, sizeof(err)));
-	get("unified/user.slice/u.scope/cgroup.subtree_control", buf,
-	    sizeof(buf));
+	assert_false(exists("unified/r-run"));
+	get("unified/cgroup.subtree_control", buf, sizeof(buf));
 	assert_string_equal(buf, "memory pids\n");
-	get("unified/user.slice/u.scope/r/pids.max", buf, sizeof(buf));
+	get("unified/r/pids.max", buf, sizeof(buf));
 	assert_string_equal(buf, "64\n");
-	get("unified/user.slice/u.scope/r/memory.max", buf, sizeof(buf));
+	get("unified/r/memory.max", buf, sizeof(buf));
 	assert_string_equal(buf, "33554432\n");
 	/* No swap accounting here: no memory.swap.max made. */
-	assert_false(exists("unified/user.slice/u.scope/r/memory.swap.max"));
+	assert_false(exists("unified/r/memory.swap.max"));
 	cgroup_describe(cg, &w, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "v2 pids and memory in "));
-	rm("unified/user.slice/u.scope/r/pids.max");
-	rm("unified/user.slice/u.scope/r/memory.max");
+	assert_null(strstr(buf, "waits in"));
+	rm("unified/r/pids.max");
+	rm("unified/r/memory.max");
 	cgroup_free(cg); /* removes it */
-	assert_false(exists("unified/user.slice/u.scope/r"));
-	/* pids not enabled: "+pids" is written first. */
-	put("unified/user.slice/u.scope/cgroup.subtree_control", "memory\n");
+	assert_false(exists("unified/r"));
+	/* pids off: "+pids" is written; disabled again after the run. */
+	put("unified/cgroup.subtree_control", "memory\n");
 	assert_non_null(cg = cgroup_create(&w, "r", 64, 0, err, sizeof(err)));
 	assert_false(cgroup_has(cg, CGROUP_MEMORY));
-	get("unified/user.slice/u.scope/cgroup.subtree_control", buf,
-	    sizeof(buf));
+	get("unified/cgroup.subtree_control", buf, sizeof(buf));
 	assert_memory_equal(buf, "+pids", 5);
-	rm("unified/user.slice/u.scope/r/pids.max");
+	rm("unified/r/pids.max");
 	cgroup_free(cg);
-	assert_false(exists("unified/user.slice/u.scope/r"));
+	assert_false(exists("unified/r"));
+	get("unified/cgroup.subtree_control", buf, sizeof(buf));
+	assert_memory_equal(buf, "-pids", 5);
 	free(mi);
 }
 
@@ -515,12 +521,12 @@ test_create_v2_move(void **state)
 	put("unified/user.slice/u.scope/cgroup.procs", "1\n"); /* not alone */
 	cgroup_find(proc, mi, &w);
 	assert_int_equal(w.version[CGROUP_MEMORY], 0);
-	assert_non_null(strstr(w.why[CGROUP_MEMORY], "alone"));
+	assert_non_null(strstr(w.why[CGROUP_MEMORY], "besides pinhole"));
 	put("unified/user.slice/u.scope/cgroup.procs", me);
 	cgroup_find(proc, mi, &w);
 	assert_int_equal(w.version[CGROUP_MEMORY], 2);
 	assert_true(w.move[CGROUP_MEMORY]);
-	assert_false(w.move[CGROUP_PIDS]);
+	assert_true(w.move[CGROUP_PIDS]);
 	assert_non_null(
 	    cg = cgroup_create(&w, "m", 64, 8 << 20, err, sizeof(err)));
 	get("unified/user.slice/u.scope/m-run/cgroup.procs", buf, sizeof(buf));
