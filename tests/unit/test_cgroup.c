@@ -695,6 +695,87 @@ test_real(void **state)
 	real_cgroup(&w);
 }
 
+/* Writes TEXT to PATH for real.  Returns 0 or -1. */
+static int
+real_put(const char *path, const char *text)
+{
+	int fd, r = -1;
+
+	if ((fd = open(path, O_WRONLY)) < 0)
+		return -1;
+	if (write(fd, text, strlen(text)) == (ssize_t)strlen(text))
+		r = 0;
+	close(fd);
+	return r;
+}
+
+/*
+ * The v2 move on a real cgroup2 even without pids or memory in it: this
+ * process alone in a cgroup T moves into T/NAME-run; enabling pids then
+ * fails (no such controller in v2 here), and the undo must bring it back
+ * to T and remove the leaf.
+ */
+static void
+test_real_v2_move(void **state)
+{
+	char *mi = NULL, mount[PATH_MAX - 64], t[PATH_MAX], me[32], buf[256];
+	char err[PATH_MAX + 64], want[PATH_MAX + 64];
+	struct cgroup_where w;
+	FILE *f;
+	size_t n;
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	f = fopen("/proc/self/mountinfo", "r");
+	if (f != NULL) {
+		mi = calloc(1, 1 << 20);
+		n = fread(mi, 1, (1 << 20) - 1, f);
+		mi[n] = '\0';
+		fclose(f);
+	}
+	snprintf(me, sizeof(me), "%d\n", (int)getpid());
+	if (mi == NULL ||
+	    cgroup_mount_dir(mi, NULL, "/", mount, sizeof(mount)) != 0 ||
+	    access(mount, W_OK) != 0 ||
+	    snprintf(t, sizeof(t), "%s/test-cgroup-%d", mount, (int)getpid()) <
+	        0 ||
+	    mkdir(t, 0755) != 0) {
+		fprintf(stderr,
+		    "test_cgroup: CANNOT TEST the v2 move for real: "
+		    "no writable cgroup2 mount here\n");
+		free(mi);
+		skip();
+	}
+	free(mi);
+	snprintf(want, sizeof(want), "%s/cgroup.procs", t);
+	if (real_put(want, me) != 0) {
+		fprintf(stderr,
+		    "test_cgroup: CANNOT TEST the v2 move for real: "
+		    "%s: %s\n",
+		    want, strerror(errno));
+		(void)rmdir(t);
+		skip();
+	}
+	w.version[CGROUP_PIDS] = 2;
+	w.move[CGROUP_PIDS] = 1;
+	snprintf(w.dir[CGROUP_PIDS], sizeof(w.dir[CGROUP_PIDS]), "%s", t);
+	assert_null(cgroup_create(&w, "m", 8, 0, err, sizeof(err)));
+	assert_non_null(strstr(err, "cgroup.subtree_control"));
+	f = fopen("/proc/self/cgroup", "r");
+	assert_non_null(f);
+	while (
+	    fgets(buf, sizeof(buf), f) != NULL && strncmp(buf, "0::", 3) != 0)
+		;
+	fclose(f);
+	snprintf(want, sizeof(want), "/test-cgroup-%d\n", (int)getpid());
+	assert_string_equal(buf + 3, want); /* back in T, not in T/m-run */
+	snprintf(want, sizeof(want), "%s/m-run", t);
+	assert_int_equal(access(want, F_OK), -1);
+	snprintf(want, sizeof(want), "%s/cgroup.procs", mount);
+	assert_int_equal(real_put(want, me), 0); /* home again */
+	assert_int_equal(rmdir(t), 0);
+}
+
 int
 main(void)
 {
@@ -713,6 +794,7 @@ main(void)
 	    cmocka_unit_test(test_create_none),
 	    cmocka_unit_test_setup_teardown(test_keeper, setup, teardown),
 	    cmocka_unit_test(test_real),
+	    cmocka_unit_test(test_real_v2_move),
 	};
 
 	return cmocka_run_group_tests_name("cgroup", tests, NULL, NULL);
