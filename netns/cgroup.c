@@ -269,6 +269,17 @@ file_lists(const char *dir, const char *name, const char *word)
 	return r;
 }
 
+/* Whether file DIR/NAME holds nothing but white space. */
+static int
+file_empty(const char *dir, const char *name)
+{
+	char *text = read_file(dir, name);
+	int r = text != NULL && strspn(text, " \n") == strlen(text);
+
+	free(text);
+	return r;
+}
+
 /* Whether DIR/cgroup.procs lists this process and no other. */
 static int
 alone_in(const char *dir)
@@ -315,8 +326,16 @@ v2_usable(const char *dir, enum cgroup_ctrl c, char *why, size_t len)
 	/* The no-internal-process rule (see the top). */
 	if (is_root(dir))
 		return 1;
-	if (alone_in(dir))
+	/* With its process and a controller on, a thread root (see the top). */
+	if (alone_in(dir) && file_empty(dir, "cgroup.subtree_control"))
 		return 2;
+	if (alone_in(dir)) {
+		ph_errf(why, len,
+		    "v2: %s/cgroup.subtree_control has controllers on while "
+		    "pinhole is in it, so no child of it can take a process",
+		    dir);
+		return 0;
+	}
 	ph_errf(why, len,
 	    "v2: %s holds processes besides pinhole, and a cgroup with "
 	    "processes can give no child a controller: run pinhole in a "

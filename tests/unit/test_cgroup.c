@@ -518,6 +518,11 @@ test_create_v2_move(void **state)
 	(void)state;
 	snprintf(me, sizeof(me), "%d\n", (int)getpid());
 	fake_v2("memory pids\n", "pids\n", 0);
+	put("unified/user.slice/u.scope/cgroup.procs", me);
+	cgroup_find(proc, mi, &w); /* a thread root: no domain child */
+	assert_int_equal(w.version[CGROUP_PIDS], 0);
+	assert_non_null(strstr(w.why[CGROUP_PIDS], "has controllers on"));
+	put("unified/user.slice/u.scope/cgroup.subtree_control", "\n");
 	put("unified/user.slice/u.scope/cgroup.procs", "1\n"); /* not alone */
 	cgroup_find(proc, mi, &w);
 	assert_int_equal(w.version[CGROUP_MEMORY], 0);
@@ -533,7 +538,7 @@ test_create_v2_move(void **state)
 	assert_string_equal(buf, me);
 	get("unified/user.slice/u.scope/cgroup.subtree_control", buf,
 	    sizeof(buf));
-	assert_string_equal(buf, "+memory"); /* pids was on already */
+	assert_string_equal(buf, "+memory"); /* "+pids", then this over it */
 	get("unified/user.slice/u.scope/m/memory.max", buf, sizeof(buf));
 	assert_string_equal(buf, "8388608\n");
 	cgroup_describe(cg, &w, buf, sizeof(buf));
@@ -548,12 +553,12 @@ test_create_v2_move(void **state)
 	assert_false(exists("unified/user.slice/u.scope/m-run"));
 	get("unified/user.slice/u.scope/cgroup.subtree_control", buf,
 	    sizeof(buf));
-	assert_string_equal(buf, "-memory"); /* only what it enabled */
+	assert_string_equal(buf, "-memory"); /* "-pids", then this */
 	get("unified/user.slice/u.scope/cgroup.procs", buf, sizeof(buf));
 	assert_string_equal(buf, me);
 	cgroup_free(cg);
 	/* The leaf cannot be made: nothing is left enabled or made. */
-	put("unified/user.slice/u.scope/cgroup.subtree_control", "pids\n");
+	put("unified/user.slice/u.scope/cgroup.subtree_control", "");
 	put("unified/user.slice/u.scope/cgroup.procs", me);
 	mkdirs("unified/user.slice/u.scope/m-run");
 	put("unified/user.slice/u.scope/m-run/stale", "");
@@ -561,7 +566,7 @@ test_create_v2_move(void **state)
 	assert_non_null(strstr(err, "m-run: Directory not empty"));
 	get("unified/user.slice/u.scope/cgroup.subtree_control", buf,
 	    sizeof(buf));
-	assert_string_equal(buf, "pids\n");
+	assert_string_equal(buf, ""); /* nothing left enabled */
 	assert_false(exists("unified/user.slice/u.scope/m"));
 	free(mi);
 }
@@ -686,9 +691,8 @@ test_real(void **state)
 	}
 	if (!v2)
 		fprintf(stderr,
-		    "test_cgroup: CANNOT TEST cgroup v2 for real: no "
-		    "delegated cgroup v2 with pids or memory here; the v2 path "
-		    "is "
+		    "test_cgroup: CANNOT TEST cgroup v2 limits for real: no "
+		    "delegated cgroup v2 with pids or memory here; they are "
 		    "tested on the fake tree only\n");
 	if (!any)
 		skip();
