@@ -36,6 +36,7 @@
 #include <jansson.h>
 #include <seccomp.h>
 
+#include "netns/cgroup.h"
 #include "netns/doctor.h"
 #include "netns/net.h"
 
@@ -1175,6 +1176,32 @@ doctor_exit_status(const struct doctor_result *res, size_t n)
 
 /* --- printing ------------------------------------------------------------ */
 
+/*
+ * Whether pinhole run can give the sandbox a cgroup of its own, per
+ * controller: then --limit-pids and --limit-memory bind it whole.
+ */
+static void
+print_cgroup(FILE *f)
+{
+	struct cgroup_where w;
+	int c, n = 0;
+
+	cgroup_find_self(&w);
+	fprintf(f, "cgroup:");
+	for (c = 0; c < CGROUP_NCTRL; c++)
+		if (w.version[c] != 0)
+			fprintf(f, "%s %s in v%d %s", n++ ? ";" : "",
+			    cgroup_ctrl_name(c), w.version[c], w.dir[c]);
+	for (c = 0; c < CGROUP_NCTRL; c++)
+		if (w.version[c] == 0)
+			fprintf(f, "%s no %s cgroup (%s)", n++ ? ";" : "",
+			    cgroup_ctrl_name(c), w.why[c]);
+	fprintf(f, "%s\n",
+	    w.version[CGROUP_PIDS] == 0 && w.version[CGROUP_MEMORY] == 0
+	        ? ": the limits are rlimits only"
+	        : "");
+}
+
 void
 doctor_print_context(FILE *f)
 {
@@ -1187,6 +1214,7 @@ doctor_print_context(FILE *f)
 	fprintf(f, "user: uid %u%s\n", (unsigned)uid,
 	    uid == 0 ? " (root)" : " (not root: unprivileged user namespaces)");
 	fprintf(f, "container: %s\n", box != NULL ? box : "none detected");
+	print_cgroup(f);
 }
 
 /*

@@ -3,7 +3,8 @@
  * the sandbox; its messages, in order:
  *
  *   init -> run      'R'              ready for its uid/gid maps
- *   run -> init      'G'              the uid/gid maps are written
+ *   run -> init      'G'              the uid/gid maps are written, and
+ *                                     init is in the run's cgroup
  *   init -> run      'F' + SCM_RIGHTS the loopback listeners
  *   init or command  'E' + text       setting up failed (exit 125)
  *
@@ -35,6 +36,7 @@
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "netns/caps.h"
+#include "netns/cgroup.h"
 #include "netns/gitguard.h"
 #include "netns/hostinfo.h"
 #include "netns/init.h"
@@ -57,6 +59,7 @@ struct sbx {
 	int fds[NET_FDS_MAX];
 	int nfds;
 	int reaped;
+	struct cgroup *cg; /* the run's cgroup; its keeper removes it */
 };
 
 extern char **environ;
@@ -325,6 +328,22 @@ scope_pid1(const struct sbx_config *c, int sock)
 	ll_free(r);
 }
 
+/*
+ * Now that PID 1 is in the run's cgroup: a cgroup namespace rooted there,
+ * so /proc/self/cgroup inside says "/" and nothing of the host's tree.
+ * Not a bound (the sandbox sees /sys read-only): a kernel without it
+ * (before 4.6) or out of cgroup namespaces only loses the hiding.
+ */
+static void
+own_cgroup_ns(const struct sbx_config *c)
+{
+	if (unshare(CLONE_NEWCGROUP) != 0 && c->verbose)
+		fprintf(stderr,
+		    "pinhole: cgroup namespace: %s; /proc/self/cgroup shows "
+		    "the host's path\n",
+		    strerror(errno));
+}
+
 static void __attribute__((noreturn))
 child_main(const struct sbx_config *c, int sock)
 {
@@ -351,6 +370,7 @@ child_main(const struct sbx_config *c, int sock)
 		_exit(125);
 	if (recv(sock, &go, 1, 0) != 1 || go != 'G')
 		_exit(125); /* pinhole run is gone, or gave up */
+	own_cgroup_ns(c);
 	child_network(sock);
 	c = sandbox_identity(c, sock);
 	if (mnt_apply(c->plan, err, sizeof(err)) != 0)
@@ -527,6 +547,41 @@ recv_msg(struct sbx *s, char *type, char *buf, size_t len)
 	return 1;
 }
 
+/*
+ * The run's cgroup, when a limit is asked and a cgroup can be made (else
+ * the rlimits are the only limits, and -v says so), and its keeper.
+ */
+static int
+make_cgroup(struct sbx *s, const struct sbx_config *c, char *err, size_t errlen)
+{
+	struct cgroup_where w;
+	char name[32], what[2 * PATH_MAX + 600];
+
+	if (c->limit_pids == 0 && c->limit_memory == 0)
+		return 0;
+	cgroup_find_self(&w);
+	snprintf(name, sizeof(name), "pinhole-%d", (int)getpid());
+	if ((s->cg = cgroup_create(&w, name, c->limit_pids, c->limit_memory,
+	         what, sizeof(what))) == NULL ||
+	    cgroup_keep(s->cg, c->scrub, c->scrub_arg, what, sizeof(what)) !=
+	        0) {
+		ph_errf(err, errlen,
+		    "%s (--limit-pids none without --limit-memory makes no "
+		    "cgroup)",
+		    what);
+		return -1;
+	}
+	if (c->verbose) {
+		cgroup_describe(s->cg, &w, what, sizeof(what));
+		fprintf(stderr, "pinhole: cgroup: %s%s\n", what,
+		    cgroup_has(s->cg, CGROUP_PIDS) ||
+		            cgroup_has(s->cg, CGROUP_MEMORY)
+		        ? ""
+		        : "; the limits are the rlimits only");
+	}
+	return 0;
+}
+
 struct sbx *
 sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 {
@@ -536,6 +591,8 @@ sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 
 	s->pid = -1;
 	s->sock = -1;
+	if (make_cgroup(s, c, err, errlen) != 0)
+		goto fail;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
 		ph_errf(err, errlen, "socketpair: %s", strerror(errno));
 		goto fail;
@@ -559,7 +616,9 @@ sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 		ph_errf(err, errlen, "the sandbox ended at start");
 		goto fail;
 	}
-	if (write_maps(s->pid, err, errlen) != 0)
+	/* Before 'G': PID 1 has forked nothing yet. */
+	if ((s->cg != NULL && cgroup_attach(s->cg, s->pid, err, errlen) != 0) ||
+	    write_maps(s->pid, err, errlen) != 0)
 		goto fail;
 	if (send(s->sock, "G", 1, MSG_NOSIGNAL) != 1) {
 		ph_errf(err, errlen, "the sandbox ended at start");
@@ -655,5 +714,7 @@ sbx_free(struct sbx *s)
 		close(s->sock);
 	for (i = 0; i < s->nfds; i++)
 		close(s->fds[i]);
+	/* PID 1 is reaped: its namespace's processes are gone. */
+	cgroup_free(s->cg);
 	free(s);
 }

@@ -23,6 +23,11 @@ run doctor-nolog 2 "$PINHOLE" doctor --log
 run doctor 0 "$PINHOLE" doctor
 expect doctor "$out" "^kernel: Linux $(uname -r)\$"
 expect doctor "$out" "^user: uid $(id -u) "
+if [ "$(id -u)" = 0 ] && [ -w /sys/fs/cgroup/pids/cgroup.procs ]; then
+	expect "doctor cgroup" "$out" '^cgroup: pids in v1 /sys/fs/cgroup/pids'
+else
+	expect "doctor cgroup" "$out" '^cgroup: .*(pids in v[12] /|no pids cgroup \()'
+fi
 expect doctor "$out" '^FEATURE +WORKS +DETAIL +WHAT TO DO$'
 for f in $features; do
 	expect "doctor $f" "$out" "^$f +yes +[^ ]"
