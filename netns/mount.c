@@ -117,10 +117,46 @@ static const char *const proc_ro[] = {
 
 /* --- the plan (outside) --------------------------------------------------- */
 
+/*
+ * Directories every user and service shares: as the start directory (or
+ * inside it) the sandbox could plant files that others run or read
+ * later, or take over their temporary files.  A directory below one is
+ * fine: it is the user's own.
+ */
+static const char *const shared_dirs[] = {
+    "/tmp",
+    "/var/tmp",
+    "/dev/shm",
+    "/run",
+};
+
+/* The shared directory that REAL (resolved) is or holds, or NULL. */
+static const char *
+holds_shared(const char *real)
+{
+	static char found[PATH_MAX];
+	char *s;
+	size_t i;
+	int hit;
+
+	for (i = 0; i < sizeof(shared_dirs) / sizeof(shared_dirs[0]); i++) {
+		if ((s = realpath(shared_dirs[i], NULL)) == NULL)
+			continue;
+		hit = strncmp(s, real, strlen(real)) == 0 &&
+		    (s[strlen(real)] == '\0' || s[strlen(real)] == '/');
+		snprintf(found, sizeof(found), "%s", s);
+		free(s);
+		if (hit)
+			return found;
+	}
+	return NULL;
+}
+
 struct mnt_plan *
 mnt_plan_new(const char *cwd, char *err, size_t errlen)
 {
 	struct mnt_plan *p;
+	const char *shared;
 	char *real;
 
 	if ((real = realpath(cwd, NULL)) == NULL) {
@@ -133,6 +169,18 @@ mnt_plan_new(const char *cwd, char *err, size_t errlen)
 		    "the start directory is /, which would make "
 		    "the whole tree writable; cd to a project "
 		    "directory first");
+		free(real);
+		return NULL;
+	}
+	if ((shared = holds_shared(real)) != NULL) {
+		ph_errf(err, errlen,
+		    "the start directory %s %s %s, which every user and "
+		    "service "
+		    "shares: the sandbox could plant or replace files others "
+		    "use; cd to a project directory first (a directory of "
+		    "your own below %s will do)",
+		    real, strcmp(real, shared) == 0 ? "is" : "holds", shared,
+		    shared);
 		free(real);
 		return NULL;
 	}

@@ -44,6 +44,15 @@ equal "home: --bind of it, on purpose" "$RC" 0
 check "home: written on purpose" grep -q on-purpose "$H/.bashrc"
 rm -f "$H/.bashrc"
 
+# --- shared directories -----------------------------------------------------------
+# /tmp itself (not a directory below it) would let the command plant or
+# replace other users' and services' files; the command is only `true`.
+W=/tmp prun -- true
+equal "shared: /tmp as the start directory: 125" "$RC" 125
+expect "shared: says why" "$ERR" '/tmp, which every user and service shares'
+W=/var prun -- true
+equal "shared: a directory holding /var/tmp: 125" "$RC" 125
+
 # --- /proc ----------------------------------------------------------------------
 # The write repeats the current value: harmless even where it got through.
 prun -- sh -c '

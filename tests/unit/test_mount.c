@@ -214,6 +214,27 @@ test_new_refuses_root(void **state)
 	}
 }
 
+/* Shared directories, and what holds them, are refused; below: fine. */
+static void
+test_new_refuses_shared(void **state)
+{
+	static const char *const shared[] = {
+	    "/tmp", "/tmp/", "/var/tmp", "/var", "/dev/shm", "/dev", "/run"};
+	struct mnt_plan *p;
+	char err[512];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
+		err[0] = '\0';
+		assert_null(mnt_plan_new(shared[i], err, sizeof(err)));
+		assert_non_null(strstr(err, "every user and service shares"));
+	}
+	/* The fixture's directory lies below /tmp (or $TMPDIR). */
+	assert_non_null(p = mnt_plan_new(topdir, err, sizeof(err)));
+	mnt_plan_free(p);
+}
+
 static void
 test_new_missing(void **state)
 {
@@ -1554,6 +1575,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(test_new_refuses_root),
+	    T(test_new_refuses_shared),
 	    T(test_new_missing),
 	    T(test_new_resolves),
 	    T(test_add_errors),
