@@ -18,8 +18,8 @@ is_digit(int c)
 	return c >= '0' && c <= '9';
 }
 
-static int
-hexval(int c)
+int
+target_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -53,7 +53,7 @@ ipv4_part(const char *s, size_t len, uint64_t *out)
 		i = 1;
 	}
 	for (; i < len; i++) {
-		if ((d = hexval((unsigned char)s[i])) < 0 ||
+		if ((d = target_hexval((unsigned char)s[i])) < 0 ||
 		    (unsigned)d >= base)
 			return -1;
 		v = v * base + (unsigned)d;
@@ -80,8 +80,8 @@ ends_in_number(const char *s, size_t len)
 		return 1;
 	if (len - start >= 2 && s[start] == '0' &&
 	    (s[start + 1] == 'x' || s[start + 1] == 'X')) {
-		for (i = start + 2; i < len && hexval((unsigned char)s[i]) >= 0;
-		     i++)
+		for (i = start + 2;
+		     i < len && target_hexval((unsigned char)s[i]) >= 0; i++)
 			;
 		return i == len;
 	}
@@ -276,8 +276,8 @@ path_byte(const char *in, size_t len, size_t *i, int *out)
 		return PH_ERR_INVALID;
 	if (c == '%') {
 		if (len - *i < 3 ||
-		    (hi = hexval((unsigned char)in[*i + 1])) < 0 ||
-		    (lo = hexval((unsigned char)in[*i + 2])) < 0)
+		    (hi = target_hexval((unsigned char)in[*i + 1])) < 0 ||
+		    (lo = target_hexval((unsigned char)in[*i + 2])) < 0)
 			return PH_ERR_INVALID;
 		c = hi << 4 | lo;
 		*i += 2;
@@ -390,7 +390,8 @@ static int
 double_encoded(const char *out, size_t seg, size_t o, int c)
 {
 	return o - seg >= 2 && out[o - 2] == '%' &&
-	    hexval((unsigned char)out[o - 1]) >= 0 && hexval(c) >= 0;
+	    target_hexval((unsigned char)out[o - 1]) >= 0 &&
+	    target_hexval(c) >= 0;
 }
 
 static int

@@ -88,4 +88,7 @@ int target_url_parse(
 /* Returns a static reason for a PH_ERR_* code from this module. */
 const char *target_strerror(int);
 
+/* The value of hexadecimal digit C (0 to 15), or -1. */
+int target_hexval(int c);
+
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "policy/target.h"
 
 #define METHOD_MAX 32
 #define TARGET_MAX (8 * 1024)
@@ -91,18 +92,6 @@ is_host_byte(int c)
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c))
 		return 1;
 	return c != '\0' && strchr("-._~!$&'()*+,;=:[]%", c) != NULL;
-}
-
-static int
-hexval(int c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static size_t
@@ -384,8 +373,8 @@ is_authority_host(const char *s, size_t n)
 
 	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
 		for (i = 1; i + 1 < n; i++)
-			if (hexval(c = (unsigned char)s[i]) < 0 && c != ':' &&
-			    c != '.')
+			if (target_hexval(c = (unsigned char)s[i]) < 0 &&
+			    c != ':' && c != '.')
 				return 0;
 		return n > 2;
 	}
@@ -813,7 +802,7 @@ http_chunked_init(struct http_chunked *c)
 static const char *
 size_byte(struct http_chunked *c, int ch)
 {
-	int v = hexval(ch);
+	int v = target_hexval(ch);
 
 	if (v >= 0) {
 		if (c->digits == CHUNK_DIGITS_MAX)

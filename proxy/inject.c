@@ -21,6 +21,7 @@
 
 #include "policy/policy.h"
 #include "policy/secret.h"
+#include "policy/target.h"
 #include "proxy/http.h"
 #include "proxy/inject.h"
 #include "proxy/scan.h"
@@ -317,18 +318,6 @@ site_leak(const struct inject_standins *si, const struct http_field *f,
 	return r;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * Decodes %XX in place (twice over, for %25XX), returns the new length.
  * What a server may decode, the tripwire decodes too.
@@ -342,8 +331,8 @@ percent_decode(char *s, size_t len)
 	for (round = 0; round < 2; round++) {
 		for (i = n = 0; i < len; i++)
 			if (s[i] == '%' && i + 2 < len &&
-			    (hi = hexval(s[i + 1])) >= 0 &&
-			    (lo = hexval(s[i + 2])) >= 0) {
+			    (hi = target_hexval(s[i + 1])) >= 0 &&
+			    (lo = target_hexval(s[i + 2])) >= 0) {
 				s[n++] = (char)(hi << 4 | lo);
 				i += 2;
 			} else
