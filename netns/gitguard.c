@@ -201,6 +201,17 @@ look(struct gitguard *g, int dfd, const char *name, struct ent *e)
 	return 0;
 }
 
+/* look(), saying why when the entry is there but cannot be checked. */
+static int
+look_said(struct gitguard *g, int dfd, const char *name, struct ent *e)
+{
+	if (look(g, dfd, name, e) == 0)
+		return 0;
+	if (errno != ENOENT)
+		say(g, 1, "cannot check %s: %s", g->path, strerror(errno));
+	return -1;
+}
+
 static int
 opendir_at(int dfd, const char *name)
 {
@@ -439,10 +450,8 @@ holder(struct gitguard *g, int fd, int taint, unsigned depth)
 		goto out;
 	for (i = 0; i < l.n && !g->stopped; i++) {
 		old = push(g, l.v[i]);
-		if (look(g, fd, l.v[i], &e) != 0) {
-			if (errno != ENOENT)
-				say(g, 1, "cannot check %s: %s", g->path,
-				    strerror(errno));
+		if (look_said(g, fd, l.v[i], &e) != 0) {
+			/* gone, or said */
 		} else if (e.mnt) {
 			/* a read-only guard, or the user's own mount */
 		} else if (e.dir) {
@@ -483,10 +492,7 @@ gitdir(struct gitguard *g, int fd, enum kind k, int taint, unsigned depth)
 		if (is_inert(k, l.v[i]))
 			continue;
 		old = push(g, l.v[i]);
-		if (look(g, fd, l.v[i], &e) != 0) {
-			if (errno != ENOENT)
-				say(g, 1, "cannot check %s: %s", g->path,
-				    strerror(errno));
+		if (look_said(g, fd, l.v[i], &e) != 0) {
 			pop(g, old);
 			continue;
 		}
@@ -528,12 +534,8 @@ dotgit(struct gitguard *g, int dfd, const char *name, unsigned depth)
 	struct ent e;
 	int fd, nw;
 
-	if (look(g, dfd, name, &e) != 0) {
-		if (errno != ENOENT)
-			say(g, 1, "cannot check %s: %s", g->path,
-			    strerror(errno));
+	if (look_said(g, dfd, name, &e) != 0)
 		return;
-	}
 	if (e.dir) {
 		nw = !e.mnt && e.isnew;
 		if ((fd = enter(g, dfd, name, &e, nw)) >= 0)
@@ -623,11 +625,9 @@ walk(struct gitguard *g, int fd, unsigned depth)
 		old = push(g, de->d_name);
 		if (is_dotgit(de->d_name))
 			dotgit(g, dirfd(d), de->d_name, depth);
-		else if (look(g, dirfd(d), de->d_name, &e) != 0) {
-			if (errno != ENOENT)
-				say(g, 1, "cannot check %s: %s", g->path,
-				    strerror(errno));
-		} else if (e.dir && !e.mnt && !too_deep(g, depth + 1))
+		else if (look_said(g, dirfd(d), de->d_name, &e) != 0)
+			; /* gone, or said */
+		else if (e.dir && !e.mnt && !too_deep(g, depth + 1))
 			subdir(g, dirfd(d), de->d_name, &e, depth + 1);
 		pop(g, old);
 		if (g->stopped)
