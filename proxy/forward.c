@@ -777,6 +777,22 @@ written(struct bufferevent *bev, void *arg)
 		bufferevent_enable(s->up.bev, EV_READ);
 }
 
+/*
+ * The upstream broke off mid-body: what the client was sent already
+ * (the head, the body so far, still in its output buffer) goes out, then
+ * the connection closes, short of its length; the end record has why.
+ */
+static void
+up_broke(struct session *s, short what)
+{
+	snprintf(s->why, sizeof(s->why), "%s",
+	    (what & BEV_EVENT_EOF) ? "upstream closed the connection mid-body"
+	                           : "upstream connection failed mid-body");
+	bufferevent_free(s->up.bev);
+	s->up.bev = NULL;
+	session_finish(s);
+}
+
 static void
 up_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -804,10 +820,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		        ? "upstream closed the connection before answering"
 		        : "upstream connection failed before answering");
 	else
-		session_close(s,
-		    (what & BEV_EVENT_EOF)
-		        ? "upstream closed the connection mid-body"
-		        : "upstream connection failed mid-body");
+		up_broke(s, what);
 }
 
 static void
