@@ -197,6 +197,12 @@ start_sandbox(struct run *r, const sigset_t *mask)
 	c.mask = *mask;
 	c.verbose = r->verbose;
 	c.limit_pids = r->limit_pids;
+	/*
+	 * The default pids limit is held by the PID namespace's pid_max
+	 * where the kernel has one; a cgroup (its move costs milliseconds)
+	 * only where it does not, or when the user asks for a limit.
+	 */
+	c.pids_cgroup = r->limit_pids_given || !limits_pidns_max();
 	c.limit_memory = r->limit_memory;
 	c.unix_allow = r->unix_allow;
 	c.nunix_allow = r->nunix_allow;

@@ -46,6 +46,7 @@ struct run {
 	size_t nkeep;
 	int verbose;
 	unsigned long limit_pids; /* --limit-pids; 0: none */
+	int limit_pids_given; /* --limit-pids on the command line */
 	unsigned long long limit_memory; /* --limit-memory; 0: none */
 	struct sockguard_allow unix_allow[RUN_UNIX_MAX]; /* --unix-socket */
 	size_t nunix_allow;

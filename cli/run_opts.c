@@ -183,6 +183,8 @@ limit_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 		r->limit_pids = 0;
 	else
 		*bad = limits_parse_pids(v, &r->limit_pids);
+	if (strcmp(o, "--limit-pids") == 0)
+		r->limit_pids_given = 1;
 	if (*bad)
 		log_warnx("run: %s: bad value '%s'", o, v);
 	return 1;

@@ -557,12 +557,14 @@ make_cgroup(struct sbx *s, const struct sbx_config *c, char *err, size_t errlen)
 	struct cgroup_where w;
 	char name[32], what[2 * PATH_MAX + 600];
 
-	if (c->limit_pids == 0 && c->limit_memory == 0)
+	unsigned long pids = c->pids_cgroup ? c->limit_pids : 0;
+
+	if (pids == 0 && c->limit_memory == 0)
 		return 0;
 	cgroup_find_self(&w);
 	snprintf(name, sizeof(name), "pinhole-%d", (int)getpid());
-	if ((s->cg = cgroup_create(&w, name, c->limit_pids, c->limit_memory,
-	         what, sizeof(what))) == NULL ||
+	if ((s->cg = cgroup_create(&w, name, pids, c->limit_memory, what,
+	         sizeof(what))) == NULL ||
 	    cgroup_keep(s->cg, c->scrub, c->scrub_arg, what, sizeof(what)) !=
 	        0) {
 		ph_errf(err, errlen,

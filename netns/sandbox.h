@@ -32,6 +32,7 @@ struct sbx_config {
 	sigset_t mask; /* the command's signal mask */
 	int verbose; /* say what Landlock and seccomp applied */
 	unsigned long limit_pids; /* 0: none (limits.h) */
+	int pids_cgroup; /* hold LIMIT_PIDS in a cgroup too, where one can be */
 	unsigned long long limit_memory; /* bytes, per process; 0: none */
 	/* Host Unix sockets the command may reach (--unix-socket). */
 	const struct sockguard_allow *unix_allow;

@@ -70,7 +70,7 @@ if ! usable; then
 fi
 
 # --- a cgroup -----------------------------------------------------------------
-prun -v --limit-memory 64M -- true
+prun -v --limit-pids 4096 --limit-memory 64M -- true
 equal "verbose: status" "$RC" 0
 expect "verbose: the pids cgroup" "$ERR" '^pinhole: cgroup: v[12] pids( and memory)? in /'
 expect "verbose: the memory cgroup" "$ERR" '^pinhole: cgroup: .*v[12] (pids and )?memory in /'
@@ -103,7 +103,8 @@ fi
 # cgroup too, unless the prober is sanitized: see above).
 MEM=(--limit-memory 64M)
 grep -q __asan_init "$PROBE" && MEM=()
-prun -v "${SEE_PROBE[@]}" "${NOLSAN[@]}" "${MEM[@]}" -- "$PROBE" raise
+prun -v "${SEE_PROBE[@]}" "${NOLSAN[@]}" --limit-pids 4096 "${MEM[@]}" -- \
+	"$PROBE" raise
 expect "raise: its pids cgroup is seen" "$OUT" '^found /sys/fs/cgroup/.*/pinhole-[0-9]+$'
 expect "raise: pids.max tried" "$OUT" '^write pids.max: '
 refuse "raise: nothing written" "$OUT" ': ok$'
@@ -116,7 +117,8 @@ done
 W=$T/work
 mkdir -p "$W"
 cd "$W" || exit 1 # the run's start directory: the git guard looks there
-spawn killed "$PINHOLE" run -v --log "$T/killed.jsonl" -- sleep 600
+spawn killed "$PINHOLE" run -v --limit-pids 4096 --log "$T/killed.jsonl" -- \
+	sleep 600
 killed=$SPAWNED
 wait_for 10 file_has "$T/killed.err" '^pinhole: cgroup: v'
 dirs=$(cg_dirs "$(cat "$T/killed.err")")
