@@ -58,7 +58,7 @@ if ! usable; then
 	# --- no cgroup: the rlimits alone --------------------------------------
 	echo "$PH_NAME: no cgroup can be made by uid $(id -u) here: only the" \
 		"rlimits are checked (the cgroup checks run as root)"
-	prun -v --limit-memory 64M -- true
+	prun -v --limit-pids 4096 --limit-memory 64M -- true
 	equal "verbose: status" "$RC" 0
 	expect "verbose: no pids cgroup, said why" "$ERR" \
 		'^pinhole: cgroup: no pids cgroup \(.+\)'
