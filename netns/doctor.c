@@ -5,9 +5,9 @@
  * Every kernel probe runs in a forked child: whatever namespace it enters,
  * filter it installs or mount it makes dies with the child, and the
  * doctor process itself stays as it was.  The child sends one struct
- * doctor_result back over a pipe (less than PIPE_BUF, so one atomic
- * write); the parent polls the pipe for a bounded time, kills a child
- * that does not answer, and reaps it.
+ * doctor_result back on its standard output (less than PIPE_BUF, so one
+ * atomic write).  common/proc.c runs it: the pipe, the deadline, and the
+ * kill and reaping of whatever the child left.
  */
 #include <sys/types.h>
 #include <sys/mount.h>
@@ -24,10 +24,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +35,7 @@
 
 #include <seccomp.h>
 
+#include "common/proc.h"
 #include "netns/doctor.h"
 #include "netns/net.h"
 
@@ -187,75 +188,85 @@ doctor_container(void)
 	return says;
 }
 
-/* Polls FD for input for up to MS.  Returns 1 when readable, else 0. */
-static int
-readable(int fd, int ms)
+/*
+ * In a probe's child: sends R to the caller and exits.  One write of less
+ * than PIPE_BUF: the caller gets all of R or nothing.
+ */
+static void __attribute__((noreturn)) answer(const struct doctor_result *r)
 {
-	struct pollfd pfd = {fd, POLLIN, 0};
-	int n;
+	ssize_t n = write(STDOUT_FILENO, r, sizeof(*r));
 
-	/* No signal handler here: EINTR is rare, and a retry stays bounded. */
-	while ((n = poll(&pfd, 1, ms)) == -1 && errno == EINTR)
-		continue;
-	return n > 0;
+	_exit(n == (ssize_t)sizeof(*r) ? 0 : 1);
 }
 
-/* Says why a child gave no answer: TIMEDOUT, or how it ended (STATUS). */
+struct call {
+	doctor_child_fn *fn;
+	void *arg;
+	struct doctor_result *r;
+};
+
+/* The child's side of doctor_in_child, run by proc_run. */
 static void
-no_answer(struct doctor_result *r, int timedout, int status, int ms)
+call_probe(void *arg)
 {
-	if (timedout)
-		doctor_verdict(r, DOCTOR_NO, "", "no answer within %d ms", ms);
-	else if (WIFSIGNALED(status))
+	struct call *c = arg;
+
+	c->fn(c->r, c->arg);
+	answer(c->r);
+}
+
+/* Says how a probe's child ended without an answer: SIGNO, or CODE. */
+static void
+ended(struct doctor_result *r, int signo, int code)
+{
+	if (signo != 0)
 		doctor_verdict(r, DOCTOR_NO, "",
-		    "the probe died of signal %d (%s)", WTERMSIG(status),
-		    strsignal(WTERMSIG(status)));
+		    "the probe died of signal %d (%s)", signo,
+		    strsignal(signo));
 	else
-		doctor_verdict(r, DOCTOR_NO, "",
-		    "the probe exited with status %d", WEXITSTATUS(status));
+		doctor_verdict(
+		    r, DOCTOR_NO, "", "the probe exited with status %d", code);
+}
+
+/* Says why a child gave no answer, from how proc_run saw it end. */
+static void
+no_answer(struct doctor_result *r, const struct proc_result *pr, int ms)
+{
+	if (pr->end == PROC_SYSTEM)
+		doctor_verdict(r, DOCTOR_NO, "", "running the probe: %s",
+		    strerror(pr->err));
+	else if (!pr->exited)
+		doctor_verdict(r, DOCTOR_NO, "", "no answer within %d ms", ms);
+	else
+		ended(r, pr->signo, pr->code);
 }
 
 void
 doctor_in_child(doctor_child_fn *fn, void *arg, struct doctor_result *r, int ms)
 {
+	/* One byte more than an answer: a whole answer is not TOO_LONG. */
+	uint8_t buf[sizeof(struct doctor_result) + 1];
 	struct doctor_result got;
-	ssize_t n = -1;
-	int p[2], status = 0, timedout = 0;
-	pid_t pid;
+	struct call c = {fn, arg, r};
+	struct proc_spec spec = {
+	    .fn = call_probe,
+	    .arg = &c,
+	    .timeout_ms = ms,
+	    .cancel_fd = -1,
+	    .out = buf,
+	    .cap = sizeof(buf),
+	};
+	struct proc_result pr;
 
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		doctor_verdict(r, DOCTOR_NO, "", "pipe: %s", strerror(errno));
+	(void)proc_run(&spec, &pr);
+	if (pr.len != sizeof(got)) {
+		no_answer(r, &pr, ms);
 		return;
 	}
-	if ((pid = fork()) == -1) {
-		doctor_verdict(r, DOCTOR_NO, "", "fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0) {
-		close(p[0]);
-		fn(r, arg);
-		n = write(p[1], r, sizeof(*r));
-		_exit(n == (ssize_t)sizeof(*r) ? 0 : 1);
-	}
-	close(p[1]);
-	p[1] = -1;
-	if (readable(p[0], ms))
-		n = read(p[0], &got, sizeof(got));
-	else if (kill(pid, SIGKILL) == 0)
-		timedout = 1;
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		continue;
-	if (n != (ssize_t)sizeof(got)) {
-		no_answer(r, timedout, status, ms);
-		goto out;
-	}
+	memcpy(&got, buf, sizeof(got));
 	r->status = got.status <= DOCTOR_NO ? got.status : DOCTOR_NO;
 	memcpy(r->detail, got.detail, sizeof(r->detail) - 1);
 	memcpy(r->advice, got.advice, sizeof(r->advice) - 1);
-out:
-	close(p[0]);
-	if (p[1] != -1)
-		close(p[1]);
 }
 
 /* --- user namespace ------------------------------------------------------ */
@@ -634,11 +645,37 @@ readonly_view(struct doctor_result *r)
 }
 
 static void
-pid1_mounts(struct doctor_result *r, void *arg)
+pid1_mounts(struct doctor_result *r)
 {
-	(void)arg;
 	if (fresh_proc(r) == 0)
 		readonly_view(r);
+}
+
+/*
+ * Forks the PID 1 of the pid namespace just entered, which answers for
+ * the probe; R says why when it cannot.  doctor_in_child's deadline
+ * bounds the wait.
+ */
+static void
+pid1_answers(struct doctor_result *r)
+{
+	pid_t pid;
+	int status = 0;
+
+	if ((pid = fork()) == -1) {
+		doctor_verdict(r, DOCTOR_NO, "", "fork: %s", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		pid1_mounts(r);
+		answer(r);
+	}
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		continue;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		_exit(0); /* its answer is the probe's */
+	ended(
+	    r, WIFSIGNALED(status) ? WTERMSIG(status) : 0, WEXITSTATUS(status));
 }
 
 static void
@@ -654,8 +691,8 @@ probe_mounts(struct doctor_result *r, void *arg)
 		doctor_verdict(r, DOCTOR_NO,
 		    errno == EPERM ? ADVICE_OUTER_EPERM : "",
 		    "unshare(CLONE_NEWNS|CLONE_NEWPID): %s", strerror(errno));
-	else /* the next child is PID 1 of the new pid namespace */
-		doctor_in_child(pid1_mounts, NULL, r, DOCTOR_TIMEOUT_MS);
+	else
+		pid1_answers(r);
 }
 
 /* --- Landlock ------------------------------------------------------------ */

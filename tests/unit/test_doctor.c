@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -129,6 +130,58 @@ static const struct doctor_result fake[] = {
         "boot with lsm=landlock"},
 };
 
+/* Child bodies for test_in_child. */
+static void
+child_answers(struct doctor_result *r, void *arg)
+{
+	doctor_verdict(r, DOCTOR_PARTIAL, "do this", "%s", (const char *)arg);
+}
+
+static void
+child_hangs(struct doctor_result *r, void *arg)
+{
+	(void)r;
+	(void)arg;
+	pause();
+}
+
+static void
+child_dies(struct doctor_result *r, void *arg)
+{
+	(void)r;
+	(void)arg;
+	raise(SIGKILL);
+}
+
+static void
+child_exits(struct doctor_result *r, void *arg)
+{
+	(void)r;
+	(void)arg;
+	_exit(3);
+}
+
+/* A child's answer comes back; a child that gives none says how it ended. */
+static void
+test_in_child(void **state)
+{
+	struct doctor_result r = {"x", 1, DOCTOR_YES, "", ""};
+
+	(void)state;
+	doctor_in_child(child_answers, "half of it", &r, 5000);
+	assert_int_equal(r.status, DOCTOR_PARTIAL);
+	assert_string_equal(r.detail, "half of it");
+	assert_string_equal(r.advice, "do this");
+	assert_string_equal(r.feature, "x");
+	doctor_in_child(child_hangs, NULL, &r, 300);
+	assert_int_equal(r.status, DOCTOR_NO);
+	assert_string_equal(r.detail, "no answer within 300 ms");
+	doctor_in_child(child_dies, NULL, &r, 5000);
+	assert_non_null(strstr(r.detail, "the probe died of signal 9"));
+	doctor_in_child(child_exits, NULL, &r, 5000);
+	assert_string_equal(r.detail, "the probe exited with status 3");
+}
+
 /* The facts about a failed user namespace, and the advice they get. */
 static void
 test_userns_advice(void **state)
@@ -192,6 +245,7 @@ main(void)
 	    cmocka_unit_test(test_probes_yes),
 	    cmocka_unit_test(test_probe_details),
 	    cmocka_unit_test(test_run_no_leak),
+	    cmocka_unit_test(test_in_child),
 	    cmocka_unit_test(test_userns_advice),
 	    cmocka_unit_test(test_status_names),
 	};
