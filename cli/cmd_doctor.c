@@ -1,16 +1,18 @@
 /*
  * cmd_doctor.c: pinhole doctor.  Tries each layer of the sandbox (netns/
  * doctor.c does, in child processes) and prints which work here and what
- * to do where one does not; with -p, also whether the policy, its secrets
- * and its log would let pinhole run start.
+ * to do where one does not (cli/doctor_print.c); with -p, also whether the
+ * policy, its secrets and its log would let pinhole run start
+ * (cli/doctor_policy.c).
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "cli/doctor_policy.h"
+#include "cli/doctor_print.h"
 #include "common/log.h"
-#include "netns/doctor.h"
 
 static void
 doctor_usage(FILE *f)
@@ -58,7 +60,7 @@ cmd_doctor(int argc, char **argv)
 	};
 	struct doctor_result res[DOCTOR_MAX];
 	struct cli_diag_count dc = {0, 0, 0};
-	struct doctor_opts o = {NULL, 0, NULL, cli_print_diag, &dc};
+	struct doctor_policy_opts o = {NULL, 0, NULL, cli_print_diag, &dc};
 	const char **pfiles = calloc(argc, sizeof(*pfiles));
 	size_t n;
 	int ch, json = 0, status = CLI_EXIT_USAGE;
@@ -91,7 +93,7 @@ cmd_doctor(int argc, char **argv)
 		goto out;
 	}
 	o.policy = pfiles;
-	n = doctor_run(&o, res, DOCTOR_MAX);
+	n = doctor_policy_run(&o, res, DOCTOR_MAX);
 	status = doctor_exit_status(res, n);
 	if (print_report(res, n, json) != 0 || fflush(stdout) != 0) {
 		log_warn("doctor: cannot write the report");

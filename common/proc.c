@@ -111,7 +111,7 @@ sort_fds(int *fds, size_t n)
 /*
  * In H: its own group, stdin DEVNULL, stdout OUT, stderr inherited, ERRFD
  * as fd 3 (close-on-exec, for an exec failure), nothing else open, every
- * signal at its default, none blocked.
+ * signal at its default, none blocked; then exec, or SPEC->fn.
  */
 static void __attribute__((noreturn))
 helper_exec(const struct proc_spec *spec, int devnull, int out, int errfd)
@@ -138,6 +138,12 @@ helper_exec(const struct proc_spec *spec, int devnull, int out, int errfd)
 		(void)sigaction(sig, &sa, NULL);
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	if (spec->fn != NULL) {
+		/* No exec to report; FN's children must not hold fd 3. */
+		close(3);
+		spec->fn(spec->arg);
+		_exit(0);
+	}
 	execvpe(spec->argv[0], spec->argv, spec->envp);
 	e = errno;
 	(void)!write(3, &e, sizeof(e));

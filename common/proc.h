@@ -1,6 +1,8 @@
 /*
  * proc.h: runs a helper program with its standard output in a pipe, one
- * deadline for all of it, and nothing left running afterwards.
+ * deadline for all of it, and nothing left running afterwards.  The
+ * helper may also be a function run in the forked child instead of a
+ * program (pinhole doctor's probes): the same pipe, deadline and cleanup.
  *
  * The helper runs in a process group of its own, below a small supervisor
  * process (a child subreaper, PR_SET_CHILD_SUBREAPER) that proc_run forks
@@ -43,6 +45,8 @@ enum proc_end {
 struct proc_spec {
 	char *const *argv; /* argv[0] is looked up in pinhole's PATH */
 	char *const *envp; /* the helper's whole environment */
+	void (*fn)(void *); /* non-NULL: the helper calls FN(ARG), then */
+	void *arg; /* _exit(0), instead of exec'ing argv (envp unused) */
 	int timeout_ms; /* > 0 */
 	int grace_ms; /* 0: PROC_GRACE_MS */
 	int cancel_fd; /* -1, or a descriptor whose readability cancels */
@@ -64,7 +68,10 @@ struct proc_result {
 /*
  * Runs SPEC's helper: standard input /dev/null, standard output into
  * SPEC->out, standard error inherited, no other descriptor, default signal
- * dispositions and an empty signal mask.  Returns 0 when it ended
+ * dispositions and an empty signal mask.  A SPEC->fn helper is a forked
+ * copy of the caller: FN may use what the caller had in memory (but only
+ * async-signal-safe calls if other threads run), and its own children are
+ * the supervisor's to kill like any others.  Returns 0 when it ended
  * PROC_DONE with exit status 0, else -1; *RES says how it ended either
  * way.  Safe to call from a thread while others run: between fork and
  * exec only async-signal-safe calls are made.

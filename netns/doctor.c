@@ -1,12 +1,13 @@
 /*
- * doctor.c: the probes of pinhole doctor and their printers.
+ * doctor.c: the kernel probes of pinhole doctor (the policy's are in
+ * cli/doctor_policy.c, the printers in cli/doctor_print.c).
  *
  * Every kernel probe runs in a forked child: whatever namespace it enters,
  * filter it installs or mount it makes dies with the child, and the
  * doctor process itself stays as it was.  The child sends one struct
- * doctor_result back over a pipe (less than PIPE_BUF, so one atomic
- * write); the parent polls the pipe for a bounded time, kills a child
- * that does not answer, and reaps it.
+ * doctor_result back on its standard output (less than PIPE_BUF, so one
+ * atomic write).  common/proc.c runs it: the pipe, the deadline, and the
+ * kill and reaping of whatever the child left.
  */
 #include <sys/types.h>
 #include <sys/mount.h>
@@ -15,7 +16,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include <linux/landlock.h>
@@ -24,33 +24,27 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <jansson.h>
 #include <seccomp.h>
 
-#include "netns/cgroup.h"
+#include "common/proc.h"
 #include "netns/doctor.h"
 #include "netns/net.h"
 
 #define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
 
-/* How long a kernel probe may take before its child is killed. */
-#define PROBE_TIMEOUT_MS 5000
 /* Where the mount probe puts its tmpfs, in its own mount namespace. */
 #define PROBE_DIR "/tmp"
 /* The errno of the seccomp trial filter: acct() never returns it. */
 #define PROBE_ERRNO EKEYREJECTED
-/* Widest the wrapped detail and advice columns get, together. */
-#define TEXT_WIDTH 70
-#define ADVICE_WIDTH 34
 
 #define ADVICE_SECCOMP_USERNS                                                  \
 	"an outer seccomp filter refuses it (Docker's default profile "        \
@@ -66,66 +60,32 @@
 	"use Linux 5.12 or later: the mount view needs open_tree (5.2) "       \
 	"and mount_setattr (5.12)"
 
-struct doctor_ctx {
-	const struct doctor_opts *o;
-	struct policy *policy; /* loaded by the policy probe */
-	unsigned errors, warnings; /* its diagnostics */
-	int userns_ok;
-};
-
-typedef void probe_fn(struct doctor_result *, struct doctor_ctx *);
-
-enum probe_when {
-	WHEN_ALWAYS,
-	WHEN_POLICY, /* -p given */
-	WHEN_LOG, /* -p or --log given */
-};
-
-enum probe_needs {
-	NEEDS_NOTHING,
-	NEEDS_USERNS, /* the user namespace probe said yes */
-	NEEDS_POLICY, /* the policy loaded */
-	NEEDS_LOG, /* --log given, or the policy loaded */
-};
-
 struct probe {
 	const char *name;
 	int required;
-	enum probe_when when;
-	enum probe_needs needs;
-	int timeout_ms; /* 0: runs in the caller, not in a child */
-	probe_fn *fn;
+	int needs_userns; /* tried only when the user namespace probe said yes */
+	doctor_child_fn *fn;
 };
 
-static void
-verdict(struct doctor_result *, enum doctor_status, const char *advice,
-    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void advise(struct doctor_result *, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 static void cat(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static probe_fn probe_userns, probe_namespaces, probe_network, probe_mounts,
-    probe_landlock, probe_seccomp, probe_policy, probe_secrets, probe_log;
+static doctor_child_fn probe_userns, probe_namespaces, probe_network,
+    probe_mounts, probe_landlock, probe_seccomp;
 
 /* In running order: the order a failure would show at start-up. */
 static const struct probe probes[] = {
-    {"userns", 1, WHEN_ALWAYS, NEEDS_NOTHING, PROBE_TIMEOUT_MS, probe_userns},
-    {"namespaces", 1, WHEN_ALWAYS, NEEDS_USERNS, PROBE_TIMEOUT_MS,
-        probe_namespaces},
-    {"network", 1, WHEN_ALWAYS, NEEDS_USERNS, PROBE_TIMEOUT_MS, probe_network},
-    {"mounts", 1, WHEN_ALWAYS, NEEDS_USERNS, PROBE_TIMEOUT_MS, probe_mounts},
-    {"landlock", 0, WHEN_ALWAYS, NEEDS_NOTHING, PROBE_TIMEOUT_MS,
-        probe_landlock},
-    {"seccomp", 0, WHEN_ALWAYS, NEEDS_NOTHING, PROBE_TIMEOUT_MS, probe_seccomp},
-    {"policy", 1, WHEN_POLICY, NEEDS_NOTHING, 0, probe_policy},
-    {"secrets", 1, WHEN_POLICY, NEEDS_POLICY, PROBE_TIMEOUT_MS, probe_secrets},
-    {"log", 1, WHEN_LOG, NEEDS_LOG, PROBE_TIMEOUT_MS, probe_log},
+    {"userns", 1, 0, probe_userns},
+    {"namespaces", 1, 1, probe_namespaces},
+    {"network", 1, 1, probe_network},
+    {"mounts", 1, 1, probe_mounts},
+    {"landlock", 0, 0, probe_landlock},
+    {"seccomp", 0, 0, probe_seccomp},
 };
 
-static void
-verdict(struct doctor_result *r, enum doctor_status st, const char *advice,
-    const char *fmt, ...)
+void
+doctor_verdict(struct doctor_result *r, enum doctor_status st,
+    const char *advice, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -133,12 +93,11 @@ verdict(struct doctor_result *r, enum doctor_status st, const char *advice,
 	va_start(ap, fmt);
 	vsnprintf(r->detail, sizeof(r->detail), fmt, ap);
 	va_end(ap);
-	advise(r, "%s", advice);
+	doctor_advise(r, "%s", advice);
 }
 
-/* Sets R's advice; long paths in it are cut. */
-static void
-advise(struct doctor_result *r, const char *fmt, ...)
+void
+doctor_advise(struct doctor_result *r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -195,9 +154,8 @@ write_file(const char *path, const char *s)
 	return ret;
 }
 
-/* A cheap guess at the container we run in, or NULL. */
-static const char *
-container_hint(void)
+const char *
+doctor_container(void)
 {
 	static const struct {
 		const char *word, *says;
@@ -230,78 +188,85 @@ container_hint(void)
 	return says;
 }
 
-/* Polls FD for input for up to MS.  Returns 1 when readable, else 0. */
-static int
-readable(int fd, int ms)
-{
-	struct pollfd pfd = {fd, POLLIN, 0};
-	int n;
-
-	/* No signal handler here: EINTR is rare, and a retry stays bounded. */
-	while ((n = poll(&pfd, 1, ms)) == -1 && errno == EINTR)
-		continue;
-	return n > 0;
-}
-
-/* Says why a child gave no answer: TIMEDOUT, or how it ended (STATUS). */
-static void
-no_answer(struct doctor_result *r, int timedout, int status, int ms)
-{
-	if (timedout)
-		verdict(r, DOCTOR_NO, "", "no answer within %d ms", ms);
-	else if (WIFSIGNALED(status))
-		verdict(r, DOCTOR_NO, "", "the probe died of signal %d (%s)",
-		    WTERMSIG(status), strsignal(WTERMSIG(status)));
-	else
-		verdict(r, DOCTOR_NO, "", "the probe exited with status %d",
-		    WEXITSTATUS(status));
-}
-
 /*
- * Runs FN(R, C) in a child and copies the child's R back into R, waiting
- * at most MS.  R keeps its feature and required fields.
+ * In a probe's child: sends R to the caller and exits.  One write of less
+ * than PIPE_BUF: the caller gets all of R or nothing.
  */
-static void
-in_child(probe_fn *fn, struct doctor_ctx *c, struct doctor_result *r, int ms)
+static void __attribute__((noreturn)) answer(const struct doctor_result *r)
 {
-	struct doctor_result got;
-	ssize_t n = -1;
-	int p[2], status = 0, timedout = 0;
-	pid_t pid;
+	ssize_t n = write(STDOUT_FILENO, r, sizeof(*r));
 
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		verdict(r, DOCTOR_NO, "", "pipe: %s", strerror(errno));
+	_exit(n == (ssize_t)sizeof(*r) ? 0 : 1);
+}
+
+struct call {
+	doctor_child_fn *fn;
+	void *arg;
+	struct doctor_result *r;
+};
+
+/* The child's side of doctor_in_child, run by proc_run. */
+static void
+call_probe(void *arg)
+{
+	struct call *c = arg;
+
+	c->fn(c->r, c->arg);
+	answer(c->r);
+}
+
+/* Says how a probe's child ended without an answer: SIGNO, or CODE. */
+static void
+ended(struct doctor_result *r, int signo, int code)
+{
+	if (signo != 0)
+		doctor_verdict(r, DOCTOR_NO, "",
+		    "the probe died of signal %d (%s)", signo,
+		    strsignal(signo));
+	else
+		doctor_verdict(
+		    r, DOCTOR_NO, "", "the probe exited with status %d", code);
+}
+
+/* Says why a child gave no answer, from how proc_run saw it end. */
+static void
+no_answer(struct doctor_result *r, const struct proc_result *pr, int ms)
+{
+	if (pr->end == PROC_SYSTEM)
+		doctor_verdict(r, DOCTOR_NO, "", "running the probe: %s",
+		    strerror(pr->err));
+	else if (!pr->exited)
+		doctor_verdict(r, DOCTOR_NO, "", "no answer within %d ms", ms);
+	else
+		ended(r, pr->signo, pr->code);
+}
+
+void
+doctor_in_child(doctor_child_fn *fn, void *arg, struct doctor_result *r, int ms)
+{
+	/* One byte more than an answer: a whole answer is not TOO_LONG. */
+	uint8_t buf[sizeof(struct doctor_result) + 1];
+	struct doctor_result got;
+	struct call c = {fn, arg, r};
+	struct proc_spec spec = {
+	    .fn = call_probe,
+	    .arg = &c,
+	    .timeout_ms = ms,
+	    .cancel_fd = -1,
+	    .out = buf,
+	    .cap = sizeof(buf),
+	};
+	struct proc_result pr;
+
+	(void)proc_run(&spec, &pr);
+	if (pr.len != sizeof(got)) {
+		no_answer(r, &pr, ms);
 		return;
 	}
-	if ((pid = fork()) == -1) {
-		verdict(r, DOCTOR_NO, "", "fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0) {
-		close(p[0]);
-		fn(r, c);
-		n = write(p[1], r, sizeof(*r));
-		_exit(n == (ssize_t)sizeof(*r) ? 0 : 1);
-	}
-	close(p[1]);
-	p[1] = -1;
-	if (readable(p[0], ms))
-		n = read(p[0], &got, sizeof(got));
-	else if (kill(pid, SIGKILL) == 0)
-		timedout = 1;
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		continue;
-	if (n != (ssize_t)sizeof(got)) {
-		no_answer(r, timedout, status, ms);
-		goto out;
-	}
+	memcpy(&got, buf, sizeof(got));
 	r->status = got.status <= DOCTOR_NO ? got.status : DOCTOR_NO;
 	memcpy(r->detail, got.detail, sizeof(r->detail) - 1);
 	memcpy(r->advice, got.advice, sizeof(r->advice) - 1);
-out:
-	close(p[0]);
-	if (p[1] != -1)
-		close(p[1]);
 }
 
 /* --- user namespace ------------------------------------------------------ */
@@ -387,25 +352,25 @@ userns_facts(struct doctor_userns_facts *f, int err)
 	f->apparmor_restrict =
 	    read_int("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
 	f->seccomp_mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
-	f->container = container_hint() != NULL;
+	f->container = doctor_container() != NULL;
 	f->root = geteuid() == 0;
 	f->err = err;
 }
 
 static void
-probe_userns(struct doctor_result *r, struct doctor_ctx *c)
+probe_userns(struct doctor_result *r, void *arg)
 {
 	struct doctor_userns_facts f;
 	const char *step;
 
-	(void)c;
+	(void)arg;
 	if (enter_userns(&step) == 0) {
-		verdict(r, DOCTOR_YES, "",
+		doctor_verdict(r, DOCTOR_YES, "",
 		    "unshare(CLONE_NEWUSER) and uid/gid maps work");
 		return;
 	}
 	userns_facts(&f, errno);
-	verdict(r, DOCTOR_NO, "", "%s: %s", step, strerror(f.err));
+	doctor_verdict(r, DOCTOR_NO, "", "%s: %s", step, strerror(f.err));
 	doctor_userns_advice(&f, r->advice, sizeof(r->advice));
 }
 
@@ -443,7 +408,7 @@ ns_advice(const struct ns_kind *k, int err, char *buf, size_t len)
 }
 
 static void
-probe_namespaces(struct doctor_result *r, struct doctor_ctx *c)
+probe_namespaces(struct doctor_result *r, void *arg)
 {
 	char failed[sizeof(r->detail)] = "";
 	const struct ns_kind *first = NULL;
@@ -451,9 +416,10 @@ probe_namespaces(struct doctor_result *r, struct doctor_ctx *c)
 	size_t i, nbad = 0;
 	int err = 0;
 
-	(void)c;
+	(void)arg;
 	if (enter_userns(&step) == -1) {
-		verdict(r, DOCTOR_NO, "", "%s: %s", step, strerror(errno));
+		doctor_verdict(
+		    r, DOCTOR_NO, "", "%s: %s", step, strerror(errno));
 		return;
 	}
 	for (i = 0; i < NITEMS(ns_kinds); i++) {
@@ -467,11 +433,11 @@ probe_namespaces(struct doctor_result *r, struct doctor_ctx *c)
 		    ns_kinds[i].name, strerror(errno));
 	}
 	if (first == NULL) {
-		verdict(r, DOCTOR_YES, "", "mount, pid, net, ipc, uts");
+		doctor_verdict(r, DOCTOR_YES, "", "mount, pid, net, ipc, uts");
 		return;
 	}
-	verdict(r, nbad < NITEMS(ns_kinds) ? DOCTOR_PARTIAL : DOCTOR_NO, "",
-	    "%s", failed);
+	doctor_verdict(r, nbad < NITEMS(ns_kinds) ? DOCTOR_PARTIAL : DOCTOR_NO,
+	    "", "%s", failed);
 	ns_advice(first, err, r->advice, sizeof(r->advice));
 }
 
@@ -540,27 +506,29 @@ outside_unreachable(char *why, size_t len)
 }
 
 static void
-probe_network(struct doctor_result *r, struct doctor_ctx *c)
+probe_network(struct doctor_result *r, void *arg)
 {
 	char why[200];
 	const char *step;
 
-	(void)c;
+	(void)arg;
 	if (enter_userns(&step) == -1)
-		verdict(r, DOCTOR_NO, "", "%s: %s", step, strerror(errno));
+		doctor_verdict(
+		    r, DOCTOR_NO, "", "%s: %s", step, strerror(errno));
 	else if (unshare(CLONE_NEWNET) == -1)
-		verdict(r, DOCTOR_NO, errno == EPERM ? ADVICE_OUTER_EPERM : "",
+		doctor_verdict(r, DOCTOR_NO,
+		    errno == EPERM ? ADVICE_OUTER_EPERM : "",
 		    "unshare(CLONE_NEWNET): %s", strerror(errno));
 	else if (net_lo_up(why, sizeof(why)) == -1)
-		verdict(r, DOCTOR_NO,
+		doctor_verdict(r, DOCTOR_NO,
 		    "an outer seccomp filter or LSM may refuse netlink "
 		    "sockets: allow socket(AF_NETLINK)",
 		    "bringing lo up: %s", why);
 	else if (loopback_roundtrip(why, sizeof(why)) == -1 ||
 	    outside_unreachable(why, sizeof(why)) == -1)
-		verdict(r, DOCTOR_NO, "", "%s", why);
+		doctor_verdict(r, DOCTOR_NO, "", "%s", why);
 	else
-		verdict(r, DOCTOR_YES, "",
+		doctor_verdict(r, DOCTOR_YES, "",
 		    "lo up; 127.0.0.1 listener accepts; 192.0.2.1 unreachable "
 		    "(ENETUNREACH)");
 }
@@ -625,7 +593,7 @@ fresh_proc(struct doctor_result *r)
 	if (readlink(PROBE_DIR "/proc/self", self, sizeof(self) - 1) == -1)
 		goto fail;
 	if (strcmp(self, "1") != 0) {
-		verdict(r, DOCTOR_NO, "",
+		doctor_verdict(r, DOCTOR_NO, "",
 		    "the fresh /proc/self is %s, not 1: the pid namespace "
 		    "is not its own",
 		    self);
@@ -638,9 +606,9 @@ fresh_proc(struct doctor_result *r)
 	return 0;
 fail:
 	err = errno;
-	verdict(r, DOCTOR_NO, "", "%s: %s", what, strerror(err));
+	doctor_verdict(r, DOCTOR_NO, "", "%s: %s", what, strerror(err));
 	if (err == EPERM) /* proc is refused where /proc is masked */
-		advise(r, "%s",
+		doctor_advise(r, "%s",
 		    strcmp(what, "mounting proc") == 0 ? ADVICE_PROC_MASKED
 		                                       : ADVICE_OUTER_EPERM);
 	return -1;
@@ -656,7 +624,7 @@ readonly_view(struct doctor_result *r)
 	fd = open_tree(
 	    AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (fd == -1)
-		verdict(r, DOCTOR_PARTIAL,
+		doctor_verdict(r, DOCTOR_PARTIAL,
 		    errno == ENOSYS ? ADVICE_OLD_KERNEL : "",
 		    "fresh /proc works; "
 		    "open_tree(OPEN_TREE_CLONE|AT_RECURSIVE) "
@@ -664,12 +632,12 @@ readonly_view(struct doctor_result *r)
 		    strerror(errno));
 	else if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
 	             sizeof(attr)) == -1)
-		verdict(r, DOCTOR_PARTIAL,
+		doctor_verdict(r, DOCTOR_PARTIAL,
 		    errno == ENOSYS ? ADVICE_OLD_KERNEL : "",
 		    "fresh /proc works; mount_setattr(MOUNT_ATTR_RDONLY): %s",
 		    strerror(errno));
 	else
-		verdict(r, DOCTOR_YES, "",
+		doctor_verdict(r, DOCTOR_YES, "",
 		    "fresh /proc as PID 1, its sys read-only; / cloned "
 		    "read-only (open_tree, mount_setattr)");
 	if (fd != -1)
@@ -677,25 +645,54 @@ readonly_view(struct doctor_result *r)
 }
 
 static void
-pid1_mounts(struct doctor_result *r, struct doctor_ctx *c)
+pid1_mounts(struct doctor_result *r)
 {
-	(void)c;
 	if (fresh_proc(r) == 0)
 		readonly_view(r);
 }
 
+/*
+ * Forks the PID 1 of the pid namespace just entered, which answers for
+ * the probe; R says why when it cannot.  doctor_in_child's deadline
+ * bounds the wait.
+ */
 static void
-probe_mounts(struct doctor_result *r, struct doctor_ctx *c)
+pid1_answers(struct doctor_result *r)
+{
+	pid_t pid;
+	int status = 0;
+
+	if ((pid = fork()) == -1) {
+		doctor_verdict(r, DOCTOR_NO, "", "fork: %s", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		pid1_mounts(r);
+		answer(r);
+	}
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		continue;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		_exit(0); /* its answer is the probe's */
+	ended(
+	    r, WIFSIGNALED(status) ? WTERMSIG(status) : 0, WEXITSTATUS(status));
+}
+
+static void
+probe_mounts(struct doctor_result *r, void *arg)
 {
 	const char *step;
 
+	(void)arg;
 	if (enter_userns(&step) == -1)
-		verdict(r, DOCTOR_NO, "", "%s: %s", step, strerror(errno));
+		doctor_verdict(
+		    r, DOCTOR_NO, "", "%s: %s", step, strerror(errno));
 	else if (unshare(CLONE_NEWNS | CLONE_NEWPID) == -1)
-		verdict(r, DOCTOR_NO, errno == EPERM ? ADVICE_OUTER_EPERM : "",
+		doctor_verdict(r, DOCTOR_NO,
+		    errno == EPERM ? ADVICE_OUTER_EPERM : "",
 		    "unshare(CLONE_NEWNS|CLONE_NEWPID): %s", strerror(errno));
-	else /* the next child is PID 1 of the new pid namespace */
-		in_child(pid1_mounts, c, r, PROBE_TIMEOUT_MS);
+	else
+		pid1_answers(r);
 }
 
 /* --- Landlock ------------------------------------------------------------ */
@@ -729,19 +726,20 @@ landlock_missing(struct doctor_result *r, int err)
 
 	if (err == EOPNOTSUPP) {
 		lsm_list(lsm, sizeof(lsm));
-		verdict(r, DOCTOR_NO, "",
+		doctor_verdict(r, DOCTOR_NO, "",
 		    "Landlock is built in but not enabled at boot; writes are "
 		    "stopped by the read-only mounts alone");
-		advise(r, "boot with lsm=%s,landlock (pinhole runs without it)",
-		    lsm);
+		doctor_advise(r,
+		    "boot with lsm=%s,landlock (pinhole runs without it)", lsm);
 	} else if (err == ENOSYS)
-		verdict(r, DOCTOR_NO,
+		doctor_verdict(r, DOCTOR_NO,
 		    "use Linux 5.13+ built with CONFIG_SECURITY_LANDLOCK=y "
 		    "(pinhole runs without it)",
 		    "this kernel has no Landlock (ENOSYS); writes are stopped "
 		    "by the read-only mounts alone");
 	else
-		verdict(r, DOCTOR_NO, err == EPERM ? ADVICE_OUTER_EPERM : "",
+		doctor_verdict(r, DOCTOR_NO,
+		    err == EPERM ? ADVICE_OUTER_EPERM : "",
 		    "landlock_create_ruleset: %s", strerror(err));
 }
 
@@ -770,15 +768,16 @@ landlock_enforces(struct doctor_result *r)
 		goto fail;
 	if ((dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1 ||
 	    errno != EACCES) {
-		verdict(r, DOCTOR_PARTIAL, "",
+		doctor_verdict(r, DOCTOR_PARTIAL, "",
 		    "a ruleset loads but does not apply: / can still be read");
 		goto out;
 	}
 	ret = 0;
 	goto out;
 fail:
-	verdict(r, DOCTOR_PARTIAL, errno == EPERM ? ADVICE_OUTER_EPERM : "",
-	    "%s: %s", what, strerror(errno));
+	doctor_verdict(r, DOCTOR_PARTIAL,
+	    errno == EPERM ? ADVICE_OUTER_EPERM : "", "%s: %s", what,
+	    strerror(errno));
 out:
 	if (fd != -1)
 		close(fd);
@@ -788,13 +787,13 @@ out:
 }
 
 static void
-probe_landlock(struct doctor_result *r, struct doctor_ctx *c)
+probe_landlock(struct doctor_result *r, void *arg)
 {
 	long abi;
 	size_t i;
 	int newer = 0;
 
-	(void)c;
+	(void)arg;
 	abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
 	    LANDLOCK_CREATE_RULESET_VERSION);
 	if (abi < 1) {
@@ -803,7 +802,7 @@ probe_landlock(struct doctor_result *r, struct doctor_ctx *c)
 	}
 	if (landlock_enforces(r) == -1)
 		return;
-	verdict(r, DOCTOR_YES, "", "ABI %ld: filesystem", abi);
+	doctor_verdict(r, DOCTOR_YES, "", "ABI %ld: filesystem", abi);
 	for (i = 1; i < NITEMS(landlock_adds); i++) {
 		if (landlock_adds[i] == NULL)
 			continue;
@@ -831,7 +830,7 @@ seccomp_trial(struct doctor_result *r)
 	int rc, ret = -1;
 
 	if ((sc = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
-		verdict(r, DOCTOR_NO, "", "seccomp_init failed");
+		doctor_verdict(r, DOCTOR_NO, "", "seccomp_init failed");
 		return -1;
 	}
 	/* Raw errors from the kernel, not libseccomp's -ECANCELED. */
@@ -839,7 +838,7 @@ seccomp_trial(struct doctor_result *r)
 	if ((rc = seccomp_rule_add(
 	         sc, SCMP_ACT_ERRNO(PROBE_ERRNO), SCMP_SYS(acct), 0)) < 0 ||
 	    (rc = seccomp_load(sc)) < 0) {
-		verdict(r, DOCTOR_NO,
+		doctor_verdict(r, DOCTOR_NO,
 		    rc == -EINVAL ? "use a kernel built with "
 		                    "CONFIG_SECCOMP_FILTER"
 		                  : ADVICE_OUTER_EPERM,
@@ -848,7 +847,7 @@ seccomp_trial(struct doctor_result *r)
 	}
 	/* "/" is a directory: acct() can only fail, filtered or not. */
 	if (syscall(SYS_acct, "/") != -1 || errno != PROBE_ERRNO) {
-		verdict(r, DOCTOR_NO, "",
+		doctor_verdict(r, DOCTOR_NO, "",
 		    "a filter loads but does not apply: acct() gave %s",
 		    strerror(errno));
 		goto out;
@@ -860,220 +859,32 @@ out:
 }
 
 static void
-probe_seccomp(struct doctor_result *r, struct doctor_ctx *c)
+probe_seccomp(struct doctor_result *r, void *arg)
 {
 	const struct scmp_version *v = seccomp_version();
 	int mode;
 
-	(void)c;
+	(void)arg;
 	if ((mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0)) == -1) {
-		verdict(r, DOCTOR_NO,
+		doctor_verdict(r, DOCTOR_NO,
 		    "use a kernel built with CONFIG_SECCOMP_FILTER",
 		    "prctl(PR_GET_SECCOMP): %s", strerror(errno));
 		return;
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
-		verdict(r, DOCTOR_NO, "", "prctl(PR_SET_NO_NEW_PRIVS): %s",
-		    strerror(errno));
+		doctor_verdict(r, DOCTOR_NO, "",
+		    "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
 		return;
 	}
 	if (seccomp_trial(r) == -1)
 		return;
-	verdict(r, DOCTOR_YES, "",
+	doctor_verdict(r, DOCTOR_YES, "",
 	    "a filter loads and applies (libseccomp %u.%u.%u)%s", v->major,
 	    v->minor, v->micro,
 	    mode == 2 ? "; an outer filter is in place too" : "");
 }
 
-/* --- policy, secrets, log ------------------------------------------------ */
-
-/* Counts the policy's diagnostics on their way to the caller's DIAG. */
-static void
-count_diag(void *arg, const struct policy_diag *d)
-{
-	struct doctor_ctx *c = arg;
-
-	if (d->warning)
-		c->warnings++;
-	else
-		c->errors++;
-	if (c->o->diag != NULL)
-		c->o->diag(c->o->diag_arg, d);
-}
-
-static void
-probe_policy(struct doctor_result *r, struct doctor_ctx *c)
-{
-	size_t nr, ns;
-
-	if (policy_load(
-	        c->o->policy, c->o->npolicy, count_diag, c, &c->policy) != 0) {
-		verdict(r, DOCTOR_NO,
-		    "fix the errors printed on stderr as FILE:LINE:COL",
-		    "%u error%s, %u warning%s", c->errors,
-		    c->errors == 1 ? "" : "s", c->warnings,
-		    c->warnings == 1 ? "" : "s");
-		return;
-	}
-	nr = policy_rule_count(c->policy);
-	ns = secret_store_count(policy_secrets(c->policy));
-	verdict(r, DOCTOR_YES, "", "%zu rule%s, %zu secret%s, %u warning%s", nr,
-	    nr == 1 ? "" : "s", ns, ns == 1 ? "" : "s", c->warnings,
-	    c->warnings == 1 ? "" : "s");
-}
-
-struct secret_failures {
-	unsigned n;
-	char first[256];
-};
-
-static void
-secret_failed(void *arg, const char *msg)
-{
-	struct secret_failures *f = arg;
-
-	if (f->n++ == 0)
-		snprintf(f->first, sizeof(f->first), "%s", msg);
-}
-
-/* Runs in a child: the values never reach the doctor process. */
-static void
-probe_secrets(struct doctor_result *r, struct doctor_ctx *c)
-{
-	struct secret_store *st = policy_secrets(c->policy);
-	struct secret_failures f = {0, ""};
-	size_t i, n = secret_store_count(st);
-
-	if (n == 0) {
-		verdict(r, DOCTOR_YES, "", "the policy defines no secret");
-		return;
-	}
-	secret_store_load(st, secret_failed, &f);
-	if (f.n == 0) {
-		verdict(r, DOCTOR_YES, "", "%zu loaded:", n);
-		for (i = 0; i < n; i++)
-			cat(r->detail, sizeof(r->detail), " %s",
-			    secret_name(secret_store_get(st, i)));
-	} else {
-		verdict(r, DOCTOR_NO, "", "%s", f.first);
-		if (f.n == 1)
-			advise(r,
-			    "fix what it names; 'pinhole check "
-			    "--secrets' checks again");
-		else
-			advise(r,
-			    "fix it and %u more; 'pinhole check "
-			    "--secrets' lists them all",
-			    f.n - 1);
-	}
-	/* This child's copy: wipe the values before it answers. */
-	policy_free(c->policy);
-	c->policy = NULL;
-}
-
-/* PATH does not exist: can it be created?  Fills R. */
-static void
-log_creatable(struct doctor_result *r, const char *path)
-{
-	char dir[PATH_MAX];
-	char *slash;
-	int err;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	if ((slash = strrchr(dir, '/')) == NULL)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == dir) /* "/name": the root directory */
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	/* access(): nothing is created, so nothing is left behind. */
-	if (access(dir, W_OK | X_OK) == 0) {
-		verdict(
-		    r, DOCTOR_YES, "", "%s will be created in %s", path, dir);
-		return;
-	}
-	err = errno;
-	verdict(r, DOCTOR_NO, "", "cannot create %s: %s: %s", path, dir,
-	    strerror(err));
-	if (err == ENOENT)
-		advise(r, "mkdir -p %s, or name another file with --log", dir);
-	else
-		advise(r,
-		    "let uid %u write to %s, or name another file with --log",
-		    (unsigned)getuid(), dir);
-}
-
-static void
-probe_log(struct doctor_result *r, struct doctor_ctx *c)
-{
-	const char *path = c->o->log;
-	int fd;
-
-	if (path == NULL)
-		path = policy_log_path(c->policy);
-	if (path == NULL) {
-		verdict(r, DOCTOR_YES, "",
-		    "the default audit log (see --log in pinhole(1))");
-		return;
-	}
-	if (strcmp(path, "stderr") == 0) {
-		/* The command writes there too: it could forge records. */
-		verdict(r, DOCTOR_NO, "",
-		    "pinhole run refuses an audit log on stderr (pinhole "
-		    "proxy takes it)");
-		advise(r, "name a file with --log or the policy's log line");
-		return;
-	}
-	/* No O_CREAT; O_NONBLOCK: a FIFO without a reader cannot hang us. */
-	fd =
-	    open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	if (fd != -1) {
-		verdict(
-		    r, DOCTOR_YES, "", "%s is writable (appended to)", path);
-		close(fd);
-	} else if (errno == ENOENT) {
-		log_creatable(r, path);
-	} else {
-		verdict(r, DOCTOR_NO, "", "cannot append to %s: %s", path,
-		    strerror(errno));
-		advise(r,
-		    "let uid %u write to it, or name another file with --log",
-		    (unsigned)getuid());
-	}
-}
-
 /* --- running ------------------------------------------------------------- */
-
-static int
-wanted(const struct probe *p, const struct doctor_opts *o)
-{
-	switch (p->when) {
-	case WHEN_POLICY:
-		return o->npolicy > 0;
-	case WHEN_LOG:
-		return o->npolicy > 0 || o->log != NULL;
-	default:
-		return 1;
-	}
-}
-
-/* Why P cannot be tried yet, or NULL when it can. */
-static const char *
-not_tried(const struct probe *p, const struct doctor_ctx *c)
-{
-	switch (p->needs) {
-	case NEEDS_USERNS:
-		return c->userns_ok ? NULL : "user namespaces do not work";
-	case NEEDS_POLICY:
-		return c->policy != NULL ? NULL : "the policy has errors";
-	case NEEDS_LOG:
-		return c->policy != NULL || c->o->log != NULL
-		    ? NULL
-		    : "the policy has errors";
-	default:
-		return NULL;
-	}
-}
 
 /* Replaces control bytes: details quote paths, and go to terminals. */
 static void
@@ -1084,61 +895,62 @@ printable(char *s)
 			*s = '?';
 }
 
-static void
-run_one(const struct probe *p, struct doctor_ctx *c, struct doctor_result *r)
+void
+doctor_printable(struct doctor_result *r)
 {
-	const char *why;
-	int ms = p->timeout_ms;
-
-	memset(r, 0, sizeof(*r));
-	r->feature = p->name;
-	r->required = p->required;
-	/* Each exec helper may take its whole timeout. */
-	if (p->needs == NEEDS_POLICY && c->policy != NULL)
-		ms += SECRET_EXEC_TIMEOUT_MS *
-		    (int)secret_store_count(policy_secrets(c->policy));
-	if ((why = not_tried(p, c)) != NULL)
-		verdict(r, DOCTOR_NO,
-		    p->needs == NEEDS_USERNS ? "make user namespaces work first"
-		                             : "fix the policy first",
-		    "not tried: %s", why);
-	else if (ms == 0)
-		p->fn(r, c);
-	else
-		in_child(p->fn, c, r, ms);
 	printable(r->detail);
 	printable(r->advice);
 }
 
-size_t
-doctor_run(const struct doctor_opts *o, struct doctor_result *res, size_t max)
+void
+doctor_append(struct doctor_result *r, const char *fmt, ...)
 {
-	struct doctor_ctx c = {o, NULL, 0, 0, 1};
+	size_t off = strlen(r->detail);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (off + 1 < sizeof(r->detail))
+		vsnprintf(r->detail + off, sizeof(r->detail) - off, fmt, ap);
+	va_end(ap);
+}
+
+static void
+run_one(const struct probe *p, int userns_ok, struct doctor_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->feature = p->name;
+	r->required = p->required;
+	if (p->needs_userns && !userns_ok)
+		doctor_verdict(r, DOCTOR_NO, "make user namespaces work first",
+		    "not tried: user namespaces do not work");
+	else
+		doctor_in_child(p->fn, NULL, r, DOCTOR_TIMEOUT_MS);
+	doctor_printable(r);
+}
+
+size_t
+doctor_run(struct doctor_result *res, size_t max)
+{
 	size_t i, n = 0;
+	int userns_ok = 1;
 
 	for (i = 0; i < NITEMS(probes) && n < max; i++) {
-		if (!wanted(&probes[i], o))
-			continue;
-		run_one(&probes[i], &c, &res[n]);
+		run_one(&probes[i], userns_ok, &res[n]);
 		if (probes[i].fn == probe_userns)
-			c.userns_ok = res[n].status == DOCTOR_YES;
+			userns_ok = res[n].status == DOCTOR_YES;
 		n++;
 	}
-	policy_free(c.policy);
 	return n;
 }
 
 int
 doctor_probe(const char *name, struct doctor_result *res)
 {
-	static const struct doctor_opts none = {NULL, 0, NULL, NULL, NULL};
-	struct doctor_ctx c = {&none, NULL, 0, 0, 1};
 	size_t i;
 
 	for (i = 0; i < NITEMS(probes); i++)
-		if (probes[i].when == WHEN_ALWAYS &&
-		    strcmp(probes[i].name, name) == 0) {
-			run_one(&probes[i], &c, res);
+		if (strcmp(probes[i].name, name) == 0) {
+			run_one(&probes[i], 1, res);
 			return 0;
 		}
 	return -1;
@@ -1172,209 +984,4 @@ doctor_exit_status(const struct doctor_result *res, size_t n)
 		if (res[i].required && res[i].status != DOCTOR_YES)
 			return 1;
 	return 0;
-}
-
-/* --- printing ------------------------------------------------------------ */
-
-/*
- * Whether pinhole run can give the sandbox a cgroup of its own, per
- * controller: then --limit-pids and --limit-memory bind it whole.
- */
-static void
-print_cgroup(FILE *f)
-{
-	struct cgroup_where w;
-	int c, n = 0;
-
-	cgroup_find_self(&w);
-	fprintf(f, "cgroup:");
-	for (c = 0; c < CGROUP_NCTRL; c++)
-		if (w.version[c] != 0)
-			fprintf(f, "%s %s in v%d %s", n++ ? ";" : "",
-			    cgroup_ctrl_name(c), w.version[c], w.dir[c]);
-	for (c = 0; c < CGROUP_NCTRL; c++)
-		if (w.version[c] == 0)
-			fprintf(f, "%s no %s cgroup (%s)", n++ ? ";" : "",
-			    cgroup_ctrl_name(c), w.why[c]);
-	fprintf(f, "%s\n",
-	    w.version[CGROUP_PIDS] == 0 && w.version[CGROUP_MEMORY] == 0
-	        ? ": the limits are rlimits only"
-	        : "");
-}
-
-void
-doctor_print_context(FILE *f)
-{
-	struct utsname u;
-	const char *box = container_hint();
-	uid_t uid = getuid();
-
-	if (uname(&u) == 0)
-		fprintf(f, "kernel: %s %s\n", u.sysname, u.release);
-	fprintf(f, "user: uid %u%s\n", (unsigned)uid,
-	    uid == 0 ? " (root)" : " (not root: unprivileged user namespaces)");
-	fprintf(f, "container: %s\n", box != NULL ? box : "none detected");
-	print_cgroup(f);
-}
-
-/*
- * Cuts the next line of at most W columns from *S, at a space when there
- * is one; sets *SEG to its start, advances *S past it and returns its
- * length.
- */
-static int
-next_line(const char **s, int w, const char **seg)
-{
-	const char *p = *s;
-	int len = (int)strlen(p), cut = w;
-
-	*seg = p;
-	if (len <= w)
-		cut = len;
-	else {
-		while (cut > 0 && p[cut] != ' ')
-			cut--;
-		if (cut == 0) /* one long word: break it */
-			cut = w;
-	}
-	for (*s = p + cut; **s == ' '; (*s)++)
-		continue;
-	return cut;
-}
-
-/* Prints one row, each cell wrapped to its width in W. */
-static void
-print_row(FILE *f, const char *const cells[4], const int w[4])
-{
-	const char *left[4], *seg;
-	char line[512];
-	size_t end;
-	int i, len, more = 1;
-
-	memcpy(left, cells, sizeof(left));
-	while (more) {
-		line[0] = '\0';
-		for (i = 0; i < 4; i++) {
-			len = next_line(&left[i], w[i], &seg);
-			cat(line, sizeof(line), "%-*.*s%s", w[i], len, seg,
-			    i < 3 ? "  " : "");
-		}
-		end = strlen(line); /* no trailing spaces */
-		while (end > 0 && line[end - 1] == ' ')
-			end--;
-		fprintf(f, "%.*s\n", (int)end, line);
-		more = *left[0] || *left[1] || *left[2] || *left[3];
-	}
-}
-
-static int
-widest(
-    const struct doctor_result *res, size_t n, size_t field, int min, int max)
-{
-	const char *s;
-	size_t i;
-	int w = min;
-
-	for (i = 0; i < n; i++) {
-		s = field == 0   ? res[i].feature
-		    : field == 1 ? doctor_status_name(res[i].status)
-		    : field == 2 ? res[i].detail
-		                 : res[i].advice;
-		if ((int)strlen(s) > w)
-			w = (int)strlen(s);
-	}
-	return w < max ? w : max;
-}
-
-/* One line: can pinhole run here, and without what. */
-static void
-print_verdict(FILE *f, const struct doctor_result *res, size_t n)
-{
-	char bad[128] = "", missing[128] = "";
-	char *to;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (res[i].status == DOCTOR_YES)
-			continue;
-		to = res[i].required ? bad : missing;
-		cat(to, sizeof(bad), "%s%s", to[0] != '\0' ? ", " : "",
-		    res[i].feature);
-	}
-	if (bad[0] != '\0')
-		fprintf(f, "pinhole cannot run here; failing: %s\n", bad);
-	else if (missing[0] != '\0')
-		fprintf(f, "pinhole can run here, partially; missing: %s\n",
-		    missing);
-	else
-		fprintf(f, "pinhole can run here; every layer works\n");
-}
-
-int
-doctor_print_table(FILE *f, const struct doctor_result *res, size_t n)
-{
-	static const char *const head[4] = {
-	    "FEATURE", "WORKS", "DETAIL", "WHAT TO DO"};
-	const char *cells[4];
-	int w[4];
-	size_t i;
-
-	w[0] = widest(res, n, 0, (int)strlen(head[0]), 32);
-	w[1] = widest(res, n, 1, (int)strlen(head[1]), 16);
-	w[3] = widest(res, n, 3, (int)strlen(head[3]), ADVICE_WIDTH);
-	/* Detail gets what advice leaves: all of it when all works. */
-	w[2] = widest(res, n, 2, (int)strlen(head[2]), TEXT_WIDTH - w[3]);
-	print_row(f, head, w);
-	for (i = 0; i < n; i++) {
-		cells[0] = res[i].feature;
-		cells[1] = doctor_status_name(res[i].status);
-		cells[2] = res[i].detail;
-		cells[3] = res[i].advice;
-		print_row(f, cells, w);
-	}
-	fputc('\n', f);
-	print_verdict(f, res, n);
-	return ferror(f) ? -1 : 0;
-}
-
-/* S as a JSON string; bytes that are not UTF-8 would make it NULL. */
-static json_t *
-jstr(const char *s)
-{
-	char buf[256];
-	size_t i;
-	json_t *j;
-
-	if ((j = json_string(s)) != NULL)
-		return j;
-	snprintf(buf, sizeof(buf), "%s", s);
-	for (i = 0; buf[i] != '\0'; i++)
-		if ((unsigned char)buf[i] > 0x7e)
-			buf[i] = '?';
-	return json_string(buf);
-}
-
-int
-doctor_print_json(FILE *f, const struct doctor_result *res, size_t n)
-{
-	json_t *arr, *o;
-	size_t i;
-	int ret = -1;
-
-	if ((arr = json_array()) == NULL)
-		return -1;
-	for (i = 0; i < n; i++) {
-		o = json_pack("{s:s, s:s, s:o, s:o}", "feature", res[i].feature,
-		    "status", doctor_status_name(res[i].status), "detail",
-		    jstr(res[i].detail), "advice", jstr(res[i].advice));
-		if (o == NULL || json_array_append_new(arr, o) != 0)
-			goto out;
-	}
-	if (json_dumpf(arr, f, JSON_INDENT(2)) != 0)
-		goto out;
-	fputc('\n', f);
-	ret = ferror(f) ? -1 : 0;
-out:
-	json_decref(arr);
-	return ret;
 }

@@ -7,18 +7,18 @@
  * carries back one struct doctor_result.  The probes run in the order a
  * failure would show when the sandbox starts: user namespace, the other
  * namespaces, the network namespace with lo, the mount view, Landlock,
- * seccomp, then, when asked, the policy, its secrets and its log.
+ * seccomp.  The policy's rows (cli/doctor_policy.c) use the same result,
+ * child runner and helpers; nothing here knows of policies or prints.
  */
 #ifndef PH_DOCTOR_H
 #define PH_DOCTOR_H
 
 #include <stddef.h>
-#include <stdio.h>
 
-#include "policy/policy.h"
-
-/* Most rows doctor_run() fills: six kernel layers plus three of policy. */
-#define DOCTOR_MAX 9
+/* The rows doctor_run() fills: one per kernel layer. */
+#define DOCTOR_NKERNEL 6
+/* How long a probe's child may take before it is killed, in ms. */
+#define DOCTOR_TIMEOUT_MS 5000
 
 enum doctor_status {
 	DOCTOR_YES, /* works */
@@ -34,30 +34,23 @@ struct doctor_result {
 	char advice[256]; /* what to do; "" when nothing */
 };
 
-struct doctor_opts {
-	const char *const *policy; /* -p files, NULL: no policy rows */
-	size_t npolicy;
-	const char *log; /* --log; NULL: the policy's log line */
-	policy_diag_fn *diag; /* receives the policy's diagnostics */
-	void *diag_arg;
-};
+/* A probe: fills R (its feature and required fields are set). */
+typedef void doctor_child_fn(struct doctor_result *r, void *arg);
 
 /*
- * Runs every probe that OPTS calls for, in order, and fills up to MAX
- * entries of RES.  A probe that needs a layer found missing before it
- * is not tried and says so.  Returns the number of rows filled.
+ * Runs every kernel probe, in order, and fills up to MAX entries of RES.
+ * A probe that needs the user namespace, found missing before it, is not
+ * tried and says so.  Returns the number of rows filled.
  */
-size_t
-doctor_run(const struct doctor_opts *, struct doctor_result *res, size_t max);
+size_t doctor_run(struct doctor_result *res, size_t max);
 
 /*
- * Runs the kernel probe called NAME alone (no policy ones), whatever
- * the others would say.  Returns 0 with *RES filled, or -1 when there is
- * no such probe.
+ * Runs the kernel probe called NAME alone, whatever the others would
+ * say.  Returns 0 with *RES filled, or -1 when there is no such probe.
  */
 int doctor_probe(const char *name, struct doctor_result *res);
 
-/* The name of the I-th probe in running order, or NULL past the last. */
+/* The name of the I-th kernel probe in running order; NULL past the last. */
 const char *doctor_feature(size_t i);
 
 /* "yes", "partial" or "no". */
@@ -66,20 +59,33 @@ const char *doctor_status_name(enum doctor_status);
 /* Returns 1 when a required row does not work, else 0. */
 int doctor_exit_status(const struct doctor_result *, size_t n);
 
-/* Prints the kernel release, the uid and any container found, one a line. */
-void doctor_print_context(FILE *);
-
 /*
- * Prints RES as an aligned table (feature, works, detail, what to do)
- * followed by a one-line verdict.  Returns 0, or -1 on a write error.
+ * Runs FN(R, ARG) in a child (so nothing it enters or installs reaches
+ * the caller) and copies the child's status, detail and advice back into
+ * R, waiting at most MS; a child that does not answer is killed, reaped
+ * and said to be so in R.  R keeps its feature and required fields.
  */
-int doctor_print_table(FILE *, const struct doctor_result *, size_t n);
+void doctor_in_child(
+    doctor_child_fn *fn, void *arg, struct doctor_result *r, int ms);
 
-/*
- * Prints RES as a JSON array of {feature, status, detail, advice}
- * objects.  Returns 0, or -1 on a write or memory error.
- */
-int doctor_print_json(FILE *, const struct doctor_result *, size_t n);
+/* Sets R's status, detail (FMT) and advice; long text is cut. */
+void
+doctor_verdict(struct doctor_result *r, enum doctor_status, const char *advice,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Sets R's advice; long paths in it are cut. */
+void doctor_advise(struct doctor_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Appends to R's detail, cutting what does not fit. */
+void doctor_append(struct doctor_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Replaces the control bytes in R's detail and advice by '?'. */
+void doctor_printable(struct doctor_result *r);
+
+/* A guess at the container we run in ("docker (/.dockerenv)"), or NULL. */
+const char *doctor_container(void);
 
 /* What is known when unshare(CLONE_NEWUSER) or the uid map fails. */
 struct doctor_userns_facts {

@@ -387,6 +387,77 @@ test_nothing_left_to_reap(void **state)
 	assert_int_equal(errno, ECHILD);
 }
 
+/* A function helper: writes, or forks a grandchild that holds stdout. */
+static void
+fn_helper(void *arg)
+{
+	const char *what = arg;
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+
+	if (strcmp(what, "write") == 0) {
+		(void)!write(STDOUT_FILENO, "from fn", 7);
+	} else if (strcmp(what, "crash") == 0) {
+		raise(SIGKILL);
+	} else if (strcmp(what, "hold") == 0 && fork() == 0) {
+		/* Written whole, then renamed: the marker is never half there. */
+		snprintf(tmp, sizeof(tmp), "%s.t", marker);
+		if ((f = fopen(tmp, "w")) != NULL) {
+			fprintf(f, "%ld", (long)getpid());
+			fclose(f);
+			rename(tmp, marker);
+		}
+		pause();
+		_exit(0);
+	} else if (strcmp(what, "hold") == 0) {
+		while (access(marker, F_OK) != 0)
+			usleep(1000);
+	}
+}
+
+static int
+run_fn(const char *what, int timeout_ms, struct proc_result *res)
+{
+	struct proc_spec spec = {
+	    .fn = fn_helper,
+	    .arg = (void *)(uintptr_t)what,
+	    .timeout_ms = timeout_ms,
+	    .grace_ms = 200,
+	    .cancel_fd = -1,
+	    .out = buf,
+	    .cap = CAP,
+	};
+
+	return proc_run(&spec, res);
+}
+
+/*
+ * A function instead of a program: its output and exit as a program's,
+ * and whatever it leaves behind is killed the same way.
+ */
+static void
+test_function_helper(void **state)
+{
+	struct proc_result res;
+
+	(void)state;
+	assert_int_equal(run_fn("write", 5000, &res), 0);
+	assert_int_equal(res.end, PROC_DONE);
+	assert_int_equal(res.len, 7);
+	assert_memory_equal(buf, "from fn", 7);
+	assert_int_equal(res.code, 0);
+
+	assert_int_equal(run_fn("crash", 5000, &res), -1);
+	assert_true(res.exited);
+	assert_int_equal(res.signo, SIGKILL);
+
+	assert_int_equal(run_fn("hold", 5000, &res), -1);
+	assert_int_equal(res.end, PROC_HELD_OPEN);
+	assert_true(res.exited);
+	assert_int_equal(res.code, 0);
+	assert_gone(marker_pid());
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -407,6 +478,7 @@ main(void)
 	    T(test_signals_reset),
 	    T(test_cancel),
 	    T(test_nothing_left_to_reap),
+	    T(test_function_helper),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
