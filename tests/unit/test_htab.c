@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "policy/htab.h"
+#include "common/htab.h"
 
 static void
 test_add_find(void **state)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "htab.h"
+#include "common/htab.h"
 
 struct htab_slot {
 	char *key; /* NULL: empty */
