@@ -11,7 +11,7 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
-#include "proxy/logview.h"
+#include "audit/logview.h"
 
 static void
 log_usage(FILE *f)

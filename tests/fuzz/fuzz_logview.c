@@ -1,5 +1,5 @@
 /*
- * fuzz_logview.c: libFuzzer target for proxy/logview.c.
+ * fuzz_logview.c: libFuzzer target for audit/logview.c.
  *
  * Splits the input into lines at '\n', feeds each one (the last one too,
  * with or without its newline) to logview_feed() in an exact-size heap
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/logview.h"
+#include "audit/logview.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #define LOGVIEW_INTERNAL
-#include "proxy/logview.h"
+#include "audit/logview.h"
 
 #define REQ(host, port, dec, extra)                                            \
 	"{\"ts\":\"2026-11-29T10:00:00.000Z\",\"sandbox\":\"r1\","             \

@@ -1,7 +1,7 @@
 /*
  * logview.h: the reviewer's view of an audit log (pinhole log).
  *
- * Reads JSON Lines records as proxy/audit.h writes them and aggregates
+ * Reads JSON Lines records as audit/audit.h writes them and aggregates
  * them without keeping them: denied requests by (host, port, reason),
  * traffic by (host, port), and totals.  Memory is bounded whatever the
  * input: at most LOGVIEW_KEYS_MAX distinct hosts and as many distinct

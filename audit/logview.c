@@ -23,7 +23,7 @@
 #include <jansson.h>
 
 #define LOGVIEW_INTERNAL
-#include "proxy/logview.h"
+#include "audit/logview.h"
 
 #define HOST_MAX 255 /* a longer "host" is malformed */
 #define REASON_KEEP 512 /* bytes of a reason kept and compared */

@@ -34,7 +34,7 @@
 
 #include <jansson.h>
 
-#include "audit.h"
+#include "audit/audit.h"
 
 #define AUDIT_LINE_MAX (64 * 1024) /* lines are shorter than this */
 #define SHORT_MAX 1024 /* cap of the other strings, escaped */
