@@ -2,7 +2,7 @@
  * logview.c: aggregate an audit log for review (pinhole log).
  *
  * Each line is parsed with jansson, checked field by field against the
- * audit log contract, counted into two small hash tables -- one keyed by
+ * audit log contract (the table of field.c, which the writer follows), counted into two small hash tables -- one keyed by
  * (host, port), one by (host, port, reason) for denials -- and dropped.
  * An "end" record that carries no host is counted for the host of the
  * last request seen on the same (sandbox, conn), through a fixed-size
@@ -23,9 +23,10 @@
 #include <jansson.h>
 
 #define LOGVIEW_INTERNAL
+#include "audit/field.h"
 #include "audit/logview.h"
 
-#define HOST_MAX 255 /* a longer "host" is malformed */
+#define HOST_MAX FIELD_HOST_MAX /* a longer "host" is malformed */
 #define REASON_KEEP 512 /* bytes of a reason kept and compared */
 #define PATH_KEEP 1024 /* bytes of a denied path kept */
 #define WORD_KEEP 64 /* method, secret name */
@@ -82,57 +83,11 @@ struct conn_slot {
 	int allowed; /* its last request was allowed */
 };
 
-enum {
-	S_TS,
-	S_SANDBOX,
-	S_EVENT,
-	S_METHOD,
-	S_HOST,
-	S_PATH,
-	S_DECISION,
-	S_RULE,
-	S_REASON,
-	S_ADDR,
-	S_SECRET,
-	S_ERROR,
-	S_N,
-};
-enum { N_CONN, N_PORT, N_STATUS, N_UP, N_DOWN, N_COUNT, N_N };
-
-/* One record; the strings point into the parsed object. */
+/* One record, by field id; the strings point into the parsed object. */
 struct rec {
-	const char *s[S_N]; /* NULL: absent */
-	json_int_t n[N_N]; /* -1: absent */
+	const char *s[FIELD_N]; /* NULL: absent */
+	json_int_t n[FIELD_N]; /* -1: absent */
 	int request; /* event is "request", else "end" */
-};
-
-enum ftype { FT_STR, FT_INT, FT_NUM };
-
-static const struct field {
-	const char *name;
-	enum ftype type;
-	int idx;
-	json_int_t max;
-} fields[] = {
-    {"ts", FT_STR, S_TS, 0},
-    {"sandbox", FT_STR, S_SANDBOX, 0},
-    {"conn", FT_INT, N_CONN, LLONG_MAX},
-    {"event", FT_STR, S_EVENT, 0},
-    {"method", FT_STR, S_METHOD, 0},
-    {"host", FT_STR, S_HOST, 0},
-    {"port", FT_INT, N_PORT, 65535},
-    {"path", FT_STR, S_PATH, 0},
-    {"decision", FT_STR, S_DECISION, 0},
-    {"rule", FT_STR, S_RULE, 0},
-    {"reason", FT_STR, S_REASON, 0},
-    {"addr", FT_STR, S_ADDR, 0},
-    {"status", FT_INT, N_STATUS, 999},
-    {"bytes_up", FT_INT, N_UP, LLONG_MAX},
-    {"bytes_down", FT_INT, N_DOWN, LLONG_MAX},
-    {"ms", FT_NUM, 0, 0},
-    {"secret", FT_STR, S_SECRET, 0},
-    {"error", FT_STR, S_ERROR, 0},
-    {"count", FT_INT, N_COUNT, LLONG_MAX},
 };
 
 struct logview {
@@ -496,8 +451,9 @@ logview_totals(const struct logview *lv, struct logview_totals *t)
 /* --- parsing a record --------------------------------------------------- */
 
 static int
-field_int(struct logview *lv, const struct field *f, json_t *v, struct rec *r)
+field_int(struct logview *lv, enum field_id id, json_t *v, struct rec *r)
 {
+	const struct field *f = field_get(id);
 	json_int_t i;
 
 	if (!json_is_integer(v)) {
@@ -509,46 +465,86 @@ field_int(struct logview *lv, const struct field *f, json_t *v, struct rec *r)
 		whyf(lv, "%s %lld is out of range", f->name, (long long)i);
 		return -1;
 	}
-	r->n[f->idx] = i;
+	r->n[id] = i;
 	return 0;
 }
 
-/* Type-checks field F of O and stores it in R; 0 or -1 (why set). */
+/* Type-checks field ID of O and stores it in R; 0 or -1 (why set). */
 static int
-rec_field(struct logview *lv, const struct field *f, json_t *o, struct rec *r)
+rec_field(struct logview *lv, enum field_id id, json_t *o, struct rec *r)
 {
+	const struct field *f = field_get(id);
 	json_t *v = json_object_get(o, f->name);
 
-	if (v == NULL)
+	if (v == NULL || (f->flags & FIELD_UNCHECKED))
 		return 0;
 	switch (f->type) {
-	case FT_STR:
+	case FIELD_STRING:
 		if (!json_is_string(v))
 			break;
-		r->s[f->idx] = json_string_value(v);
+		r->s[id] = json_string_value(v);
 		return 0;
-	case FT_INT:
-		return field_int(lv, f, v, r);
-	case FT_NUM:
+	case FIELD_INTEGER:
+		return field_int(lv, id, v, r);
+	case FIELD_NUMBER:
 		if (!json_is_number(v))
+			break;
+		return 0;
+	case FIELD_BOOLEAN:
+		if (!json_is_boolean(v))
 			break;
 		return 0;
 	}
 	whyf(lv, "%s is not a %s", f->name,
-	    f->type == FT_STR ? "string" : "number");
+	    f->type == FIELD_INTEGER ? "number" : field_type_name(f->type));
 	return -1;
+}
+
+/* Checks that the required fields are there; 0 or -1 (why set). */
+static int
+rec_required(struct logview *lv, const struct rec *r)
+{
+	const struct field *f;
+	int id;
+
+	for (id = 0; id < FIELD_N; id++) {
+		f = field_get(id);
+		if ((f->flags & FIELD_REQUIRED) && r->s[id] == NULL &&
+		    r->n[id] < 0) {
+			whyf(lv, "no %s", f->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Checks the strings that the table gives a length limit; 0 or -1. */
+static int
+rec_lengths(struct logview *lv, const struct rec *r)
+{
+	const struct field *f;
+	int id;
+
+	for (id = 0; id < FIELD_N; id++) {
+		f = field_get(id);
+		if (f->type == FIELD_STRING && f->max > 0 && r->s[id] != NULL &&
+		    strlen(r->s[id]) > (size_t)f->max) {
+			whyf(lv, "%s longer than %lld bytes", f->name,
+			    (long long)f->max);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* Checks what the fields say together; 0 or -1 (why set). */
 static int
 rec_check(struct logview *lv, struct rec *r)
 {
-	const char *ev = r->s[S_EVENT], *d = r->s[S_DECISION];
+	const char *ev = r->s[FIELD_EVENT], *d = r->s[FIELD_DECISION];
 
-	if (ev == NULL) {
-		whyf(lv, "no event");
+	if (rec_required(lv, r) != 0)
 		return -1;
-	}
 	if (strcmp(ev, "request") != 0 && strcmp(ev, "end") != 0) {
 		whyf(lv, "event is neither request nor end");
 		return -1;
@@ -558,23 +554,19 @@ rec_check(struct logview *lv, struct rec *r)
 		whyf(lv, "decision is neither allow nor deny");
 		return -1;
 	}
-	if (r->s[S_HOST] != NULL && strlen(r->s[S_HOST]) > HOST_MAX) {
-		whyf(lv, "host longer than %d bytes", HOST_MAX);
-		return -1;
-	}
-	return 0;
+	return rec_lengths(lv, r);
 }
 
 static int
 rec_parse(struct logview *lv, json_t *o, struct rec *r)
 {
-	size_t i;
+	int id;
 
 	memset(r, 0, sizeof(*r));
-	for (i = 0; i < N_N; i++)
-		r->n[i] = -1;
-	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		if (rec_field(lv, &fields[i], o, r) != 0)
+	for (id = 0; id < FIELD_N; id++)
+		r->n[id] = -1;
+	for (id = 0; id < FIELD_N; id++)
+		if (rec_field(lv, id, o, r) != 0)
 			return -1;
 	return rec_check(lv, r);
 }
@@ -584,13 +576,13 @@ rec_parse(struct logview *lv, json_t *o, struct rec *r)
 static int
 is_allow(const struct rec *r)
 {
-	return r->s[S_DECISION] != NULL && r->s[S_DECISION][0] == 'a';
+	return r->s[FIELD_DECISION] != NULL && r->s[FIELD_DECISION][0] == 'a';
 }
 
 static int
 is_deny(const struct rec *r)
 {
-	return r->s[S_DECISION] != NULL && r->s[S_DECISION][0] == 'd';
+	return r->s[FIELD_DECISION] != NULL && r->s[FIELD_DECISION][0] == 'd';
 }
 
 static int
@@ -610,13 +602,14 @@ filter_match(const struct logview *lv, const char *host)
 static struct conn_slot *
 conn_slot(struct logview *lv, const struct rec *r, uint64_t *key)
 {
-	const char *sb = r->s[S_SANDBOX] != NULL ? r->s[S_SANDBOX] : "";
+	const char *sb = r->s[FIELD_SANDBOX] != NULL ? r->s[FIELD_SANDBOX] : "";
 	uint64_t k;
 
-	if (r->n[N_CONN] < 0)
+	if (r->n[FIELD_CONN] < 0)
 		return NULL;
 	k = fnv1a(2166136261u, sb, strlen(sb));
-	k = (k << 32 | k) ^ ((uint64_t)r->n[N_CONN] * 0x9e3779b97f4a7c15ull);
+	k = (k << 32 | k) ^
+	    ((uint64_t)r->n[FIELD_CONN] * 0x9e3779b97f4a7c15ull);
 	*key = k;
 	return &lv->conns[(k ^ k >> 29) & (CONN_SLOTS - 1)];
 }
@@ -641,12 +634,12 @@ host_for(struct logview *lv, const struct rec *r, const struct conn_slot *cs)
 {
 	char lh[HOST_MAX + 1];
 
-	if (r->s[S_HOST] == NULL && cs != NULL)
+	if (r->s[FIELD_HOST] == NULL && cs != NULL)
 		return cs->host;
-	if (!filter_match(lv, r->s[S_HOST]))
+	if (!filter_match(lv, r->s[FIELD_HOST]))
 		return NULL;
-	lower(lh, r->s[S_HOST] != NULL ? r->s[S_HOST] : "");
-	return table_get(&lv->hosts, lh, (int)r->n[N_PORT], NULL, 0);
+	lower(lh, r->s[FIELD_HOST] != NULL ? r->s[FIELD_HOST] : "");
+	return table_get(&lv->hosts, lh, (int)r->n[FIELD_PORT], NULL, 0);
 }
 
 static void
@@ -673,7 +666,7 @@ add_secret(struct agg *h, const char *name)
 static uint64_t
 weight(const struct rec *r)
 {
-	return r->n[N_COUNT] >= 0 ? (uint64_t)r->n[N_COUNT] : 1;
+	return r->n[FIELD_COUNT] >= 0 ? (uint64_t)r->n[FIELD_COUNT] : 1;
 }
 
 static void
@@ -687,10 +680,10 @@ count_agg(struct agg *a, const struct rec *r)
 		a->allowed = sat_add(a->allowed, is_allow(r) ? w : 0);
 		a->denied = sat_add(a->denied, is_deny(r) ? w : 0);
 	}
-	if (r->n[N_UP] > 0)
-		a->bytes_up = sat_add(a->bytes_up, r->n[N_UP]);
-	if (r->n[N_DOWN] > 0)
-		a->bytes_down = sat_add(a->bytes_down, r->n[N_DOWN]);
+	if (r->n[FIELD_BYTES_UP] > 0)
+		a->bytes_up = sat_add(a->bytes_up, r->n[FIELD_BYTES_UP]);
+	if (r->n[FIELD_BYTES_DOWN] > 0)
+		a->bytes_down = sat_add(a->bytes_down, r->n[FIELD_BYTES_DOWN]);
 }
 
 /* Keeps the first value of an optional detail of a denial. */
@@ -716,9 +709,9 @@ count_denial(struct logview *lv, const struct rec *r, const struct agg *h,
 	if (d == lv->denials.others)
 		return;
 	d->reason_cut = reason[rlen] != '\0';
-	keep(&d->path, r->s[S_PATH], PATH_KEEP, &d->path_cut);
-	keep(&d->method, r->s[S_METHOD], WORD_KEEP, NULL);
-	keep(&d->rule, r->s[S_RULE], RULE_KEEP, NULL);
+	keep(&d->path, r->s[FIELD_PATH], PATH_KEEP, &d->path_cut);
+	keep(&d->method, r->s[FIELD_METHOD], WORD_KEEP, NULL);
+	keep(&d->rule, r->s[FIELD_RULE], RULE_KEEP, NULL);
 }
 
 static void
@@ -748,13 +741,13 @@ count_totals(struct logview *lv, const struct rec *r)
 		t->allowed = sat_add(t->allowed, is_allow(r) ? w : 0);
 		t->denied = sat_add(t->denied, is_deny(r) ? w : 0);
 	}
-	if (r->n[N_UP] > 0)
-		t->bytes_up = sat_add(t->bytes_up, r->n[N_UP]);
-	if (r->n[N_DOWN] > 0)
-		t->bytes_down = sat_add(t->bytes_down, r->n[N_DOWN]);
-	if (r->s[S_TS] != NULL) {
-		keep_ts(&lv->first_ts, r->s[S_TS], -1);
-		keep_ts(&lv->last_ts, r->s[S_TS], 1);
+	if (r->n[FIELD_BYTES_UP] > 0)
+		t->bytes_up = sat_add(t->bytes_up, r->n[FIELD_BYTES_UP]);
+	if (r->n[FIELD_BYTES_DOWN] > 0)
+		t->bytes_down = sat_add(t->bytes_down, r->n[FIELD_BYTES_DOWN]);
+	if (r->s[FIELD_TS] != NULL) {
+		keep_ts(&lv->first_ts, r->s[FIELD_TS], -1);
+		keep_ts(&lv->last_ts, r->s[FIELD_TS], 1);
 	}
 }
 
@@ -773,11 +766,11 @@ static void
 conn_note(
     struct conn_slot *cs, uint64_t key, const struct rec *r, struct agg *h)
 {
-	if (cs == NULL || (r->s[S_HOST] == NULL && !conn_mine(cs, key)))
+	if (cs == NULL || (r->s[FIELD_HOST] == NULL && !conn_mine(cs, key)))
 		return;
 	if (!conn_mine(cs, key))
 		cs->allowed = 0;
-	if (r->s[S_HOST] != NULL) {
+	if (r->s[FIELD_HOST] != NULL) {
 		cs->key = key;
 		cs->host = h;
 		cs->used = 1;
@@ -805,18 +798,18 @@ record(struct logview *lv, const struct rec *r)
 		return;
 	count_totals(lv, r);
 	count_agg(h, r);
-	if (r->s[S_SECRET] != NULL)
-		add_secret(h, r->s[S_SECRET]);
+	if (r->s[FIELD_SECRET] != NULL)
+		add_secret(h, r->s[FIELD_SECRET]);
 	if (r->request && is_deny(r))
-		count_denial(
-		    lv, r, h, r->s[S_REASON] != NULL ? r->s[S_REASON] : "");
-	else if (!r->request && r->n[N_STATUS] == 403 && conn_mine(cs, key) &&
-	    cs->allowed) {
+		count_denial(lv, r, h,
+		    r->s[FIELD_REASON] != NULL ? r->s[FIELD_REASON] : "");
+	else if (!r->request && r->n[FIELD_STATUS] == 403 &&
+	    conn_mine(cs, key) && cs->allowed) {
 		cs->allowed = 0;
 		lv->t.refused++;
 		count_denial(lv, r, h,
-		    r->s[S_ERROR] != NULL ? r->s[S_ERROR]
-		                          : "refused by the proxy (403)");
+		    r->s[FIELD_ERROR] != NULL ? r->s[FIELD_ERROR]
+		                              : "refused by the proxy (403)");
 	}
 }
 
