@@ -2,12 +2,16 @@
  * logview.c: aggregate an audit log for review (pinhole log).
  *
  * Each line is parsed with jansson, checked field by field against the
- * audit log contract (the table of field.c, which the writer follows), counted into two small hash tables -- one keyed by
- * (host, port), one by (host, port, reason) for denials -- and dropped.
+ * audit log contract (the table of field.c, which the writer follows),
+ * counted into two small hash tables -- one keyed by (host, port), one by
+ * (host, port, reason) for denials -- and dropped.
  * An "end" record that carries no host is counted for the host of the
  * last request seen on the same (sandbox, conn), through a fixed-size
  * cache.  When a table holds LOGVIEW_KEYS_MAX keys, or an allocation
  * fails, the record goes to the table's "others" bucket instead.
+ *
+ * The advice for a denial (the allow line that would let it through) is
+ * worked out here too; logprint.c prints what this file gathered.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,51 +38,24 @@
 #define SECRETS_MAX 16 /* secret names kept per host */
 #define CONN_SLOTS 4096 /* (sandbox, conn) -> host cache */
 #define TABLE_MIN 64
-#define ADVICE_MAX (PATH_KEEP + 2 * HOST_MAX + 128)
-
-enum denial_kind {
-	DK_NORULE,
-	DK_PORT,
-	DK_PATH,
-	DK_METHOD,
-	DK_DENYRULE,
-	DK_PLAIN,
-	DK_PRIVATE,
-	DK_OTHER,
-};
+#define ADVICE_MAX LOGVIEW_ADVICE_MAX
+_Static_assert(ADVICE_MAX == PATH_KEEP + 2 * HOST_MAX + 128,
+    "an advice holds a kept path, two hosts and words");
+_Static_assert(SECRETS_MAX == LOGVIEW_SECRETS_MAX, "secret names kept");
 
 static const char *const kind_names[] = {"no-rule", "port", "path", "method",
     "deny-rule", "plain-http", "private", "other"};
 
-/* One aggregate: a host:port, or a denial (reason set). */
-struct agg {
-	struct agg *next; /* hash chain */
-	uint32_t hash;
-	char *host; /* lower case; "" no host; NULL "others" */
-	int port; /* -1: none */
-	char *reason; /* denials: the reason, maybe cut */
-	int reason_cut;
-	char *path; /* denials: the first path, method, rule */
-	int path_cut;
-	char *method;
-	char *rule;
-	uint64_t records, requests, allowed, denied;
-	uint64_t bytes_up, bytes_down;
-	char *secrets[SECRETS_MAX];
-	size_t nsecrets;
-	int more_secrets;
-};
-
 struct table {
-	struct agg **b;
+	struct logview_entry **b;
 	size_t nb; /* power of two, or 0 */
 	size_t n;
-	struct agg *others;
+	struct logview_entry *others;
 };
 
 struct conn_slot {
 	uint64_t key;
-	struct agg *host; /* NULL: the host was filtered out */
+	struct logview_entry *host; /* NULL: the host was filtered out */
 	int used;
 	int allowed; /* its last request was allowed */
 };
@@ -133,9 +110,8 @@ printable_len(const unsigned char *s)
 	return n;
 }
 
-/* Prints S with unsafe bytes as \xNN. */
-static void
-esc_put(FILE *f, const char *s)
+void
+logview_esc_put(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t k;
@@ -149,9 +125,8 @@ esc_put(FILE *f, const char *s)
 	}
 }
 
-/* Copies S to DST (N > 0 bytes) as esc_put() prints it, cut to fit. */
-static void
-esc_buf(char *dst, size_t n, const char *s)
+void
+logview_esc_buf(char *dst, size_t n, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t k, o = 0;
@@ -211,7 +186,7 @@ whyf(struct logview *lv, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
-	esc_buf(lv->why, sizeof(lv->why), tmp);
+	logview_esc_buf(lv->why, sizeof(lv->why), tmp);
 }
 
 static uint64_t
@@ -242,8 +217,8 @@ key_hash(const char *host, int port, const char *reason, size_t rlen)
 }
 
 static int
-key_equal(const struct agg *a, const char *host, int port, const char *reason,
-    size_t rlen)
+key_equal(const struct logview_entry *a, const char *host, int port,
+    const char *reason, size_t rlen)
 {
 	if (a->port != port || strcmp(a->host, host) != 0)
 		return 0;
@@ -254,7 +229,7 @@ key_equal(const struct agg *a, const char *host, int port, const char *reason,
 }
 
 static void
-agg_free(struct agg *a)
+agg_free(struct logview_entry *a)
 {
 	size_t i;
 
@@ -270,10 +245,10 @@ agg_free(struct agg *a)
 	free(a);
 }
 
-static struct agg *
+static struct logview_entry *
 agg_new(const char *host, int port, const char *reason, size_t rlen)
 {
-	struct agg *a;
+	struct logview_entry *a;
 
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return NULL;
@@ -297,7 +272,7 @@ static int
 table_grow(struct table *t)
 {
 	size_t i, nb = t->nb ? t->nb * 2 : TABLE_MIN;
-	struct agg **b, *a, *next;
+	struct logview_entry **b, *a, *next;
 
 	if ((b = calloc(nb, sizeof(*b))) == NULL)
 		return -1;
@@ -318,12 +293,12 @@ table_grow(struct table *t)
  * table is full or memory is short.  REASON (RLEN bytes) is NULL for
  * hosts.
  */
-static struct agg *
+static struct logview_entry *
 table_get(struct table *t, const char *host, int port, const char *reason,
     size_t rlen)
 {
 	uint32_t h = key_hash(host, port, reason, rlen);
-	struct agg *a;
+	struct logview_entry *a;
 
 	if (t->nb > 0)
 		for (a = t->b[h & (t->nb - 1)]; a != NULL; a = a->next)
@@ -346,7 +321,7 @@ table_get(struct table *t, const char *host, int port, const char *reason,
 static void
 table_free(struct table *t)
 {
-	struct agg *a, *next;
+	struct logview_entry *a, *next;
 	size_t i;
 
 	for (i = 0; i < t->nb; i++)
@@ -359,11 +334,12 @@ table_free(struct table *t)
 }
 
 /* An array of T's entries sorted by CMP, "others" last when used. */
-static struct agg **
+static const struct logview_entry **
 table_sorted(
     const struct table *t, int (*cmp)(const void *, const void *), size_t *np)
 {
-	struct agg **v, *a;
+	const struct logview_entry **v;
+	struct logview_entry *a;
 	size_t i, n = 0;
 
 	if ((v = calloc(t->n + 1, sizeof(*v))) == NULL)
@@ -388,8 +364,8 @@ logview_new(void)
 	if ((lv = calloc(1, sizeof(*lv))) == NULL)
 		return NULL;
 	lv->conns = calloc(CONN_SLOTS, sizeof(*lv->conns));
-	lv->hosts.others = calloc(1, sizeof(struct agg));
-	lv->denials.others = calloc(1, sizeof(struct agg));
+	lv->hosts.others = calloc(1, sizeof(struct logview_entry));
+	lv->denials.others = calloc(1, sizeof(struct logview_entry));
 	if (lv->conns == NULL || lv->hosts.others == NULL ||
 	    lv->denials.others == NULL) {
 		logview_free(lv);
@@ -629,7 +605,7 @@ lower(char *dst, const char *s)
  * end record without a host takes the host of its connection (CS, when
  * the cache holds it).
  */
-static struct agg *
+static struct logview_entry *
 host_for(struct logview *lv, const struct rec *r, const struct conn_slot *cs)
 {
 	char lh[HOST_MAX + 1];
@@ -643,7 +619,7 @@ host_for(struct logview *lv, const struct rec *r, const struct conn_slot *cs)
 }
 
 static void
-add_secret(struct agg *h, const char *name)
+add_secret(struct logview_entry *h, const char *name)
 {
 	size_t i;
 
@@ -670,7 +646,7 @@ weight(const struct rec *r)
 }
 
 static void
-count_agg(struct agg *a, const struct rec *r)
+count_agg(struct logview_entry *a, const struct rec *r)
 {
 	uint64_t w = weight(r);
 
@@ -696,11 +672,11 @@ keep(char **dst, const char *s, size_t max, int *cut)
 
 /* Counts a denial of R, which counts for host H, for REASON. */
 static void
-count_denial(struct logview *lv, const struct rec *r, const struct agg *h,
-    const char *reason)
+count_denial(struct logview *lv, const struct rec *r,
+    const struct logview_entry *h, const char *reason)
 {
 	size_t rlen = utf8_cut(reason, REASON_KEEP);
-	struct agg *d = lv->denials.others;
+	struct logview_entry *d = lv->denials.others;
 
 	if (h->host != NULL)
 		d = table_get(&lv->denials, h->host, h->port, reason, rlen);
@@ -763,8 +739,8 @@ conn_mine(const struct conn_slot *cs, uint64_t key)
  * whether its last request was allowed.
  */
 static void
-conn_note(
-    struct conn_slot *cs, uint64_t key, const struct rec *r, struct agg *h)
+conn_note(struct conn_slot *cs, uint64_t key, const struct rec *r,
+    struct logview_entry *h)
 {
 	if (cs == NULL || (r->s[FIELD_HOST] == NULL && !conn_mine(cs, key)))
 		return;
@@ -788,7 +764,7 @@ static void
 record(struct logview *lv, const struct rec *r)
 {
 	struct conn_slot *cs;
-	struct agg *h;
+	struct logview_entry *h;
 	uint64_t key = 0;
 
 	cs = conn_slot(lv, r, &key);
@@ -911,27 +887,21 @@ logview_read(struct logview *lv, FILE *in, const char *name, FILE *err)
 
 /* --- advice for a denial ------------------------------------------------ */
 
-struct advice {
-	enum denial_kind kind;
-	char allow[ADVICE_MAX]; /* the allow line, or "" */
-	char note[ADVICE_MAX]; /* or a note, or "" */
-};
-
 static const struct {
 	const char *prefix, *infix;
-	enum denial_kind kind;
+	enum logview_kind kind;
 } kinds[] = {
-    {"no rule allows ", NULL, DK_NORULE},
-    {"port ", " is not allowed for ", DK_PORT},
-    {"path ", " is not allowed by rule ", DK_PATH},
-    {"method ", " is not allowed by rule ", DK_METHOD},
-    {"denied by rule ", NULL, DK_DENYRULE},
-    {"credentials are never sent over plain HTTP", NULL, DK_PLAIN},
-    {"", " not allowed without 'private' in the rule", DK_PRIVATE},
+    {"no rule allows ", NULL, LOGVIEW_NORULE},
+    {"port ", " is not allowed for ", LOGVIEW_PORT},
+    {"path ", " is not allowed by rule ", LOGVIEW_PATH},
+    {"method ", " is not allowed by rule ", LOGVIEW_METHOD},
+    {"denied by rule ", NULL, LOGVIEW_DENYRULE},
+    {"credentials are never sent over plain HTTP", NULL, LOGVIEW_PLAIN},
+    {"", " not allowed without 'private' in the rule", LOGVIEW_PRIVATE},
 };
 
 /* The kind of denial REASON (as policy_decide() words it) describes. */
-static enum denial_kind
+static enum logview_kind
 denial_kind(const char *reason)
 {
 	size_t i, n;
@@ -943,7 +913,7 @@ denial_kind(const char *reason)
 		        strstr(reason + n, kinds[i].infix) != NULL))
 			return kinds[i].kind;
 	}
-	return DK_OTHER;
+	return LOGVIEW_OTHER;
 }
 
 /* A byte that a policy word may hold unquoted (policy/parse.c). */
@@ -969,7 +939,7 @@ host_ok(const char *h)
 
 /* D's target as a policy writes it: "host:port", "[v6]:port"; -1 if not. */
 static int
-target_str(const struct agg *d, char *buf, size_t n)
+target_str(const struct logview_entry *d, char *buf, size_t n)
 {
 	size_t o;
 
@@ -1020,8 +990,8 @@ path_word(const char *path, char *buf, size_t n)
 
 /* The text of REASON between PREFIX and INFIX (the last one), or -1. */
 static int
-reason_part(const struct agg *d, const char *prefix, const char *infix,
-    char *buf, size_t n)
+reason_part(const struct logview_entry *d, const char *prefix,
+    const char *infix, char *buf, size_t n)
 {
 	const char *s = d->reason + strlen(prefix), *end = NULL, *p = s;
 
@@ -1052,16 +1022,17 @@ method_ok(const char *m)
  * denial may lack a path: WORD is then "".
  */
 static int
-paths_opt(const struct agg *d, enum denial_kind k, char *word, size_t n)
+paths_opt(
+    const struct logview_entry *d, enum logview_kind k, char *word, size_t n)
 {
 	char path[PATH_KEEP + 1], w[2 * PATH_KEEP + 8];
 
 	word[0] = '\0';
 	if (d->path != NULL && !d->path_cut)
 		snprintf(path, sizeof(path), "%s", d->path);
-	else if (k == DK_METHOD && d->path == NULL)
+	else if (k == LOGVIEW_METHOD && d->path == NULL)
 		return 0;
-	else if (k != DK_PATH ||
+	else if (k != LOGVIEW_PATH ||
 	    reason_part(d, "path ", " is not allowed by rule ", path,
 	        sizeof(path)) != 0)
 		return -1;
@@ -1073,13 +1044,14 @@ paths_opt(const struct agg *d, enum denial_kind k, char *word, size_t n)
 
 /* The options block of an allow for a path or method denial, or -1. */
 static int
-block_str(const struct agg *d, enum denial_kind k, char *buf, size_t n)
+block_str(
+    const struct logview_entry *d, enum logview_kind k, char *buf, size_t n)
 {
 	char paths[2 * PATH_KEEP + 16], m[WORD_KEEP + 1];
 
 	if (paths_opt(d, k, paths, sizeof(paths)) != 0)
 		return -1;
-	if (k == DK_PATH) {
+	if (k == LOGVIEW_PATH) {
 		snprintf(buf, n, " {%s }", paths);
 		return 0;
 	}
@@ -1095,7 +1067,7 @@ block_str(const struct agg *d, enum denial_kind k, char *buf, size_t n)
 }
 
 static void
-advise_deny(const struct agg *d, struct advice *a)
+advise_deny(const struct logview_entry *d, struct logview_advice *a)
 {
 	char rule[RULE_KEEP + 1];
 	const char *r = d->rule;
@@ -1115,408 +1087,62 @@ advise_deny(const struct agg *d, struct advice *a)
 		    "denied by a deny rule: an allow cannot override a deny");
 }
 
-/* Works out what would let D through, if an allow can. */
-static void
-advise(const struct agg *d, struct advice *a)
+void
+logview_advise(const struct logview_entry *d, struct logview_advice *a)
 {
 	char target[2 * HOST_MAX + 16], block[ADVICE_MAX - sizeof(target) - 8];
 
 	a->allow[0] = a->note[0] = '\0';
-	a->kind = d->host != NULL ? denial_kind(d->reason) : DK_OTHER;
+	a->kind = d->host != NULL ? denial_kind(d->reason) : LOGVIEW_OTHER;
 	block[0] = '\0';
-	if (a->kind == DK_DENYRULE)
+	if (a->kind == LOGVIEW_DENYRULE)
 		advise_deny(d, a);
-	else if (a->kind == DK_PLAIN)
+	else if (a->kind == LOGVIEW_PLAIN)
 		snprintf(a->note, sizeof(a->note),
 		    "no allow can permit this: use HTTPS");
-	else if (a->kind == DK_OTHER)
+	else if (a->kind == LOGVIEW_OTHER)
 		return;
 	else if (target_str(d, target, sizeof(target)) != 0)
 		snprintf(a->note, sizeof(a->note),
 		    "no allow line: the log names no usable host");
-	else if ((a->kind == DK_PATH || a->kind == DK_METHOD) &&
+	else if ((a->kind == LOGVIEW_PATH || a->kind == LOGVIEW_METHOD) &&
 	    block_str(d, a->kind, block, sizeof(block)) != 0)
 		snprintf(a->note, sizeof(a->note),
 		    "no allow line: the log names no usable %s",
-		    a->kind == DK_PATH ? "path" : "method and path");
+		    a->kind == LOGVIEW_PATH ? "path" : "method and path");
 	else
 		snprintf(a->allow, sizeof(a->allow), "allow %s%s", target,
-		    a->kind == DK_PRIVATE ? " { private }" : block);
-	if (a->kind == DK_PRIVATE && a->allow[0] != '\0' && d->rule != NULL)
+		    a->kind == LOGVIEW_PRIVATE ? " { private }" : block);
+	if (a->kind == LOGVIEW_PRIVATE && a->allow[0] != '\0' &&
+	    d->rule != NULL)
 		snprintf(a->note, sizeof(a->note),
 		    "before rule %s, which decided (the first matching allow "
 		    "wins), or add private to that rule",
 		    d->rule);
 }
 
-/* --- text output -------------------------------------------------------- */
+/* --- public: what the printers read ------------------------------------ */
 
-static int
-cmp_denial(const void *pa, const void *pb)
+const struct logview_entry **
+logview_sorted(const struct logview *lv, enum logview_list which,
+    int (*cmp)(const void *, const void *), size_t *np)
 {
-	const struct agg *a = *(const struct agg *const *)pa;
-	const struct agg *b = *(const struct agg *const *)pb;
-	int c;
-
-	if (a->denied != b->denied)
-		return a->denied > b->denied ? -1 : 1;
-	if ((c = strcmp(a->host, b->host)) != 0)
-		return c;
-	if (a->port != b->port)
-		return a->port < b->port ? -1 : 1;
-	return strcmp(a->reason, b->reason);
+	return table_sorted(
+	    which == LOGVIEW_DENIALS ? &lv->denials : &lv->hosts, cmp, np);
 }
 
-static int
-cmp_host(const void *pa, const void *pb)
+const char *
+logview_kind_name(enum logview_kind k)
 {
-	const struct agg *a = *(const struct agg *const *)pa;
-	const struct agg *b = *(const struct agg *const *)pb;
-	int c;
-
-	if (a->denied != b->denied)
-		return a->denied > b->denied ? -1 : 1;
-	if (a->requests != b->requests)
-		return a->requests > b->requests ? -1 : 1;
-	if ((c = strcmp(a->host, b->host)) != 0)
-		return c;
-	return a->port < b->port ? -1 : a->port > b->port;
-}
-
-/* "host:port" for display, escaped. */
-static void
-label(const struct agg *a, char *buf, size_t n)
-{
-	char h[4 * HOST_MAX + 1];
-	size_t o;
-
-	if (a->host == NULL) {
-		snprintf(buf, n, "(others)");
-		return;
-	}
-	esc_buf(h, sizeof(h), a->host);
-	snprintf(buf, n,
-	    strchr(a->host, ':') != NULL ? "[%s]"
-	        : a->host[0] == '\0'     ? "(no host)%s"
-	                                 : "%s",
-	    h);
-	o = strlen(buf);
-	if (a->port >= 0)
-		snprintf(buf + o, n - o, ":%d", a->port);
-}
-
-static void
-human(uint64_t n, char *buf, size_t len)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB"};
-	double v = (double)n;
-	size_t u = 0;
-
-	if (n < 1024) {
-		snprintf(buf, len, "%" PRIu64 " B", n);
-		return;
-	}
-	for (v /= 1024; v >= 1024 && u < 2; u++)
-		v /= 1024;
-	snprintf(buf, len, "%.1f %s", v, units[u]);
-}
-
-static int
-digits(uint64_t n)
-{
-	int d = 1;
-
-	while (n >= 10) {
-		n /= 10;
-		d++;
-	}
-	return d;
-}
-
-/* Prints TEXT, if any, under the reason of a denial. */
-static void
-advice_line(FILE *f, int w, const char *text)
-{
-	if (text[0] == '\0')
-		return;
-	fprintf(f, "  %*s   ", w, "");
-	esc_put(f, text);
-	fputc('\n', f);
-}
-
-static void
-print_denial(FILE *f, const struct agg *d, int w)
-{
-	char lab[4 * HOST_MAX + 32];
-	struct advice a;
-
-	label(d, lab, sizeof(lab));
-	fprintf(f, "  %*" PRIu64 "x  %s  ", w, d->denied, lab);
-	if (d->host == NULL)
-		fputs("other denials", f);
-	else
-		esc_put(
-		    f, d->reason[0] != '\0' ? d->reason : "(no reason given)");
-	fputs(d->reason_cut ? "...\n" : "\n", f);
-	advise(d, &a);
-	advice_line(f, w, a.allow);
-	advice_line(f, w, a.note);
-}
-
-static int
-print_denied(const struct logview *lv, FILE *f)
-{
-	struct agg **v;
-	size_t i, n = 0;
-	uint64_t max = 0;
-
-	if ((v = table_sorted(&lv->denials, cmp_denial, &n)) == NULL)
-		return -1;
-	for (i = 0; i < n; i++)
-		max = v[i]->denied > max ? v[i]->denied : max;
-	if (n == 0)
-		fprintf(f, "Denied: none\n");
-	else
-		fprintf(f, "Denied (%" PRIu64 " request%s):\n",
-		    lv->t.denied + lv->t.refused,
-		    lv->t.denied + lv->t.refused == 1 ? "" : "s");
-	for (i = 0; i < n; i++)
-		print_denial(f, v[i], digits(max));
-	free(v);
-	return 0;
-}
-
-static void
-print_secrets(FILE *f, const struct agg *h)
-{
-	size_t i;
-
-	if (h->nsecrets == 0)
-		fputc('-', f);
-	for (i = 0; i < h->nsecrets; i++) {
-		if (i > 0)
-			fputc(',', f);
-		esc_put(f, h->secrets[i]);
-	}
-	if (h->more_secrets)
-		fputs(",...", f);
-}
-
-static void
-print_host(FILE *f, const struct agg *h, int w)
-{
-	char lab[4 * HOST_MAX + 32], up[32], down[32];
-
-	label(h, lab, sizeof(lab));
-	human(h->bytes_up, up, sizeof(up));
-	human(h->bytes_down, down, sizeof(down));
-	fprintf(f,
-	    "  %-*s  %8" PRIu64 "  %7" PRIu64 "  %6" PRIu64 "  %10s  %10s  ", w,
-	    lab, h->requests, h->allowed, h->denied, up, down);
-	print_secrets(f, h);
-	fputc('\n', f);
-}
-
-static int
-print_hosts(const struct logview *lv, FILE *f)
-{
-	char lab[4 * HOST_MAX + 32];
-	struct agg **v;
-	size_t i, n = 0;
-	int w = 9;
-
-	if ((v = table_sorted(&lv->hosts, cmp_host, &n)) == NULL)
-		return -1;
-	for (i = 0; i < n; i++) {
-		label(v[i], lab, sizeof(lab));
-		if (strlen(lab) > (size_t)w)
-			w = strlen(lab) > 60 ? 60 : (int)strlen(lab);
-	}
-	if (n == 0)
-		fprintf(f, "\nHosts: none\n");
-	else
-		fprintf(f, "\nHosts:\n  %-*s  %8s  %7s  %6s  %10s  %10s  %s\n",
-		    w, "HOST:PORT", "REQUESTS", "ALLOWED", "DENIED", "BYTES UP",
-		    "BYTES DOWN", "SECRETS");
-	for (i = 0; i < n; i++)
-		print_host(f, v[i], w);
-	free(v);
-	return 0;
-}
-
-static void
-print_totals(const struct logview *lv, FILE *f)
-{
-	const struct logview_totals *t = &lv->t;
-	char up[32], down[32];
-
-	human(t->bytes_up, up, sizeof(up));
-	human(t->bytes_down, down, sizeof(down));
-	fprintf(f, "\nTotals:\n  records    %" PRIu64 "\n", t->records);
-	fprintf(f,
-	    "  requests   %" PRIu64 " (%" PRIu64 " allowed, %" PRIu64
-	    " denied)\n",
-	    t->requests, t->allowed, t->denied);
-	if (t->refused > 0)
-		fprintf(f,
-		    "  refused    %" PRIu64 " allowed, then refused by the "
-		    "proxy (403)\n",
-		    t->refused);
-	fprintf(f, "  bytes      %s up, %s down\n", up, down);
-	fprintf(f, "  malformed  %" PRIu64 " line%s", t->malformed,
-	    t->malformed == 1 ? "" : "s");
-	if (t->malformed > 0)
-		fprintf(f, " (first at line %" PRIu64 ")", t->first_malformed);
-	fputc('\n', f);
-	if (lv->first_ts != NULL) {
-		fputs("  first      ", f);
-		esc_put(f, lv->first_ts);
-		fputs("\n  last       ", f);
-		esc_put(f, lv->last_ts);
-		fputc('\n', f);
-	}
-	if (t->incomplete > 0)
-		fprintf(f, "  1 incomplete line at the end ignored\n");
-}
-
-/* --- JSON output -------------------------------------------------------- */
-
-static json_int_t
-jint(uint64_t n)
-{
-	return n > LLONG_MAX ? LLONG_MAX : (json_int_t)n;
-}
-
-static json_t *
-jport(int port)
-{
-	return port >= 0 ? json_integer(port) : json_null();
-}
-
-static const char *
-jhost(const struct agg *a)
-{
-	return a->host != NULL && a->host[0] != '\0' ? a->host : NULL;
-}
-
-static json_t *
-json_denial(const struct agg *d)
-{
-	struct advice a;
-
-	advise(d, &a);
-	return json_pack("{s:I, s:s?, s:o, s:s?, s:b, s:s?, s:s, s:s?, s:s?}",
-	    "count", jint(d->denied), "host", jhost(d), "port", jport(d->port),
-	    "reason", d->reason, "reason_cut", d->reason_cut, "rule", d->rule,
-	    "kind", kind_names[a.kind], "allow",
-	    a.allow[0] != '\0' ? a.allow : NULL, "note",
-	    a.note[0] != '\0' ? a.note : NULL);
-}
-
-static json_t *
-json_host(const struct agg *h)
-{
-	json_t *s = json_array();
-	size_t i;
-
-	for (i = 0; s != NULL && i < h->nsecrets; i++)
-		json_array_append_new(s, json_string(h->secrets[i]));
-	return json_pack("{s:s?, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:b}",
-	    "host", jhost(h), "port", jport(h->port), "requests",
-	    jint(h->requests), "allowed", jint(h->allowed), "denied",
-	    jint(h->denied), "bytes_up", jint(h->bytes_up), "bytes_down",
-	    jint(h->bytes_down), "secrets", s, "others", h->host == NULL);
-}
-
-/* An array of T's entries sorted by CMP, each made by FN; NULL: ENOMEM. */
-static json_t *
-json_table(const struct table *t, int (*cmp)(const void *, const void *),
-    json_t *(*fn)(const struct agg *))
-{
-	json_t *arr = json_array();
-	struct agg **v;
-	size_t i, n = 0;
-
-	if (arr == NULL || (v = table_sorted(t, cmp, &n)) == NULL) {
-		json_decref(arr);
-		return NULL;
-	}
-	for (i = 0; arr != NULL && i < n; i++)
-		if (json_array_append_new(arr, fn(v[i])) != 0) {
-			json_decref(arr);
-			arr = NULL;
-		}
-	free(v);
-	return arr;
-}
-
-static json_t *
-json_totals(const struct logview *lv)
-{
-	const struct logview_totals *t = &lv->t;
-
-	return json_pack(
-	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}",
-	    "records", jint(t->records), "requests", jint(t->requests),
-	    "allowed", jint(t->allowed), "denied", jint(t->denied), "refused",
-	    jint(t->refused), "bytes_up", jint(t->bytes_up), "bytes_down",
-	    jint(t->bytes_down), "malformed", jint(t->malformed), "incomplete",
-	    jint(t->incomplete), "first_ts", lv->first_ts, "last_ts",
-	    lv->last_ts);
-}
-
-static int
-print_json(const struct logview *lv, FILE *f, const struct logview_opts *o)
-{
-	json_t *root;
-	int ret = -1;
-
-	root = json_pack("{s:o}", "denied",
-	    json_table(&lv->denials, cmp_denial, json_denial));
-	if (root == NULL)
-		goto out;
-	if (!o->denied_only &&
-	    (json_object_set_new(root, "hosts",
-	         json_table(&lv->hosts, cmp_host, json_host)) != 0 ||
-	        json_object_set_new(root, "totals", json_totals(lv)) != 0))
-		goto out;
-	if (json_dumpf(root, f, JSON_INDENT(2)) != 0)
-		goto out;
-	fputc('\n', f);
-	ret = 0;
-out:
-	json_decref(root);
-	return ret;
-}
-
-int
-logview_print(const struct logview *lv, FILE *f, const struct logview_opts *o)
-{
-	int ret = -1;
-
-	if (o->json) {
-		if (print_json(lv, f, o) != 0)
-			goto out;
-	} else {
-		if (print_denied(lv, f) != 0)
-			goto out;
-		if (!o->denied_only) {
-			if (print_hosts(lv, f) != 0)
-				goto out;
-			print_totals(lv, f);
-		}
-	}
-	ret = fflush(f) == 0 && !ferror(f) ? 0 : -1;
-out:
-	return ret;
+	return kind_names[k];
 }
 
 /* --- test access -------------------------------------------------------- */
 
-static const struct agg *
+static const struct logview_entry *
 find(const struct table *t, const char *host, int port, const char *reason)
 {
-	const struct agg *a;
+	const struct logview_entry *a;
 	size_t i;
 
 	if (host == NULL)
@@ -1533,7 +1159,7 @@ int
 logview_host(const struct logview *lv, const char *host, int port,
     struct logview_host_stats *st)
 {
-	const struct agg *a = find(&lv->hosts, host, port, NULL);
+	const struct logview_entry *a = find(&lv->hosts, host, port, NULL);
 
 	if (a == NULL || a->records == 0)
 		return -1;
@@ -1550,7 +1176,7 @@ uint64_t
 logview_denials(
     const struct logview *lv, const char *host, int port, const char *reason)
 {
-	const struct agg *a = find(&lv->denials, host, port, reason);
+	const struct logview_entry *a = find(&lv->denials, host, port, reason);
 
 	return a != NULL ? a->denied : 0;
 }

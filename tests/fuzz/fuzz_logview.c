@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/logprint.h"
 #include "audit/logview.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -57,17 +58,17 @@ static void
 print_all(const struct logview *lv)
 {
 	static FILE *null;
-	struct logview_opts o = {0, 0};
+	struct logprint_opts o = {0, 0};
 
 	if (null == NULL && (null = fopen("/dev/null", "w")) == NULL)
 		abort();
-	check(logview_print(lv, null, &o) == 0);
+	check(logprint_view(lv, null, &o) == 0);
 	o.denied_only = 1;
-	check(logview_print(lv, null, &o) == 0);
+	check(logprint_view(lv, null, &o) == 0);
 	o.json = 1;
-	check(logview_print(lv, null, &o) == 0);
+	check(logprint_view(lv, null, &o) == 0);
 	o.denied_only = 0;
-	check(logview_print(lv, null, &o) == 0);
+	check(logprint_view(lv, null, &o) == 0);
 }
 
 int
