@@ -3,8 +3,8 @@
  *
  * Each line is parsed with jansson, checked field by field against the
  * audit log contract (the table of field.c, which the writer follows),
- * counted into two small hash tables -- one keyed by (host, port), one by
- * (host, port, reason) for denials -- and dropped.
+ * counted into two small tables (indexed by common/htab.c) -- one keyed
+ * by (host, port), one by (host, port, reason) for denials -- and dropped.
  * An "end" record that carries no host is counted for the host of the
  * last request seen on the same (sandbox, conn), through a fixed-size
  * cache.  When a table holds LOGVIEW_KEYS_MAX keys, or an allocation
@@ -29,6 +29,7 @@
 #define LOGVIEW_INTERNAL
 #include "audit/field.h"
 #include "audit/logview.h"
+#include "common/htab.h"
 
 #define HOST_MAX FIELD_HOST_MAX /* a longer "host" is malformed */
 #define REASON_KEEP 512 /* bytes of a reason kept and compared */
@@ -38,6 +39,8 @@
 #define SECRETS_MAX 16 /* secret names kept per host */
 #define CONN_SLOTS 4096 /* (sandbox, conn) -> host cache */
 #define TABLE_MIN 64
+/* The longest key: a host, its NUL, a port and a kept reason. */
+#define KEY_MAX (HOST_MAX + 1 + sizeof(int) + REASON_KEEP)
 #define ADVICE_MAX LOGVIEW_ADVICE_MAX
 _Static_assert(ADVICE_MAX == PATH_KEEP + 2 * HOST_MAX + 128,
     "an advice holds a kept path, two hosts and words");
@@ -46,10 +49,11 @@ _Static_assert(SECRETS_MAX == LOGVIEW_SECRETS_MAX, "secret names kept");
 static const char *const kind_names[] = {"no-rule", "port", "path", "method",
     "deny-rule", "plain-http", "private", "other"};
 
+/* The entries in the order they came, indexed by key (common/htab.h). */
 struct table {
-	struct logview_entry **b;
-	size_t nb; /* power of two, or 0 */
-	size_t n;
+	struct htab *idx; /* key -> the index of its entry in v */
+	struct logview_entry **v;
+	size_t n, cap;
 	struct logview_entry *others;
 };
 
@@ -207,25 +211,41 @@ fnv1a(uint32_t h, const void *p, size_t n)
 
 /* --- tables ------------------------------------------------------------- */
 
-static uint32_t
-key_hash(const char *host, int port, const char *reason, size_t rlen)
+/*
+ * The key of (HOST, PORT, REASON of RLEN bytes) in BUF: the host and its
+ * NUL, the port, the reason.  Each table holds one kind of key (hosts
+ * without a reason, denials with one), so no reason and "" cannot meet.
+ * HOST and REASON fit: rec_lengths() refuses a longer host, and
+ * count_denial() cuts the reason to REASON_KEEP.  Returns its length.
+ */
+static size_t
+make_key(char buf[KEY_MAX], const char *host, int port, const char *reason,
+    size_t rlen)
 {
-	uint32_t h = fnv1a(2166136261u, host, strlen(host) + 1);
+	size_t n = strlen(host) + 1;
 
-	h = fnv1a(h, &port, sizeof(port));
-	return reason != NULL ? fnv1a(h, reason, rlen) : h;
+	memcpy(buf, host, n);
+	memcpy(buf + n, &port, sizeof(port));
+	n += sizeof(port);
+	if (reason != NULL) {
+		memcpy(buf + n, reason, rlen);
+		n += rlen;
+	}
+	return n;
 }
 
-static int
-key_equal(const struct logview_entry *a, const char *host, int port,
+/* The entry of the key, or NULL. */
+static struct logview_entry *
+table_find(const struct table *t, const char *host, int port,
     const char *reason, size_t rlen)
 {
-	if (a->port != port || strcmp(a->host, host) != 0)
-		return 0;
-	if (reason == NULL)
-		return a->reason == NULL;
-	return a->reason != NULL && strlen(a->reason) == rlen &&
-	    memcmp(a->reason, reason, rlen) == 0;
+	const struct htab_list *l;
+	char key[KEY_MAX];
+	size_t n = make_key(key, host, port, reason, rlen);
+
+	if ((l = htab_find(t->idx, key, n)) == NULL || l->n == 0)
+		return NULL;
+	return t->v[l->ids[0]];
 }
 
 static void
@@ -267,24 +287,20 @@ fail:
 	return NULL;
 }
 
-/* Doubles T's buckets; returns 0 or -1 (T unchanged). */
+/* Makes room in T->v for one more entry; 0 or -1 (T unchanged). */
 static int
-table_grow(struct table *t)
+table_room(struct table *t)
 {
-	size_t i, nb = t->nb ? t->nb * 2 : TABLE_MIN;
-	struct logview_entry **b, *a, *next;
+	struct logview_entry **v;
+	size_t cap;
 
-	if ((b = calloc(nb, sizeof(*b))) == NULL)
+	if (t->n < t->cap)
+		return 0;
+	cap = t->cap ? t->cap * 2 : TABLE_MIN;
+	if ((v = reallocarray(t->v, cap, sizeof(*v))) == NULL)
 		return -1;
-	for (i = 0; i < t->nb; i++)
-		for (a = t->b[i]; a != NULL; a = next) {
-			next = a->next;
-			a->next = b[a->hash & (nb - 1)];
-			b[a->hash & (nb - 1)] = a;
-		}
-	free(t->b);
-	t->b = b;
-	t->nb = nb;
+	t->v = v;
+	t->cap = cap;
 	return 0;
 }
 
@@ -297,39 +313,34 @@ static struct logview_entry *
 table_get(struct table *t, const char *host, int port, const char *reason,
     size_t rlen)
 {
-	uint32_t h = key_hash(host, port, reason, rlen);
 	struct logview_entry *a;
+	char key[KEY_MAX];
+	size_t n;
 
-	if (t->nb > 0)
-		for (a = t->b[h & (t->nb - 1)]; a != NULL; a = a->next)
-			if (a->hash == h &&
-			    key_equal(a, host, port, reason, rlen))
-				return a;
-	if (t->n >= LOGVIEW_KEYS_MAX)
-		return t->others;
-	if (t->n >= t->nb && table_grow(t) != 0)
+	if ((a = table_find(t, host, port, reason, rlen)) != NULL)
+		return a;
+	if (t->n >= LOGVIEW_KEYS_MAX || table_room(t) != 0)
 		return t->others;
 	if ((a = agg_new(host, port, reason, rlen)) == NULL)
 		return t->others;
-	a->hash = h;
-	a->next = t->b[h & (t->nb - 1)];
-	t->b[h & (t->nb - 1)] = a;
-	t->n++;
+	n = make_key(key, host, port, reason, rlen);
+	if (htab_try_add(t->idx, key, n, 0, (uint32_t)t->n) != 0) {
+		agg_free(a);
+		return t->others;
+	}
+	t->v[t->n++] = a;
 	return a;
 }
 
 static void
 table_free(struct table *t)
 {
-	struct logview_entry *a, *next;
 	size_t i;
 
-	for (i = 0; i < t->nb; i++)
-		for (a = t->b[i]; a != NULL; a = next) {
-			next = a->next;
-			agg_free(a);
-		}
-	free(t->b);
+	for (i = 0; i < t->n; i++)
+		agg_free(t->v[i]);
+	free(t->v);
+	htab_free(t->idx);
 	agg_free(t->others);
 }
 
@@ -339,14 +350,12 @@ table_sorted(
     const struct table *t, int (*cmp)(const void *, const void *), size_t *np)
 {
 	const struct logview_entry **v;
-	struct logview_entry *a;
-	size_t i, n = 0;
+	size_t n = t->n;
 
 	if ((v = calloc(t->n + 1, sizeof(*v))) == NULL)
 		return NULL;
-	for (i = 0; i < t->nb; i++)
-		for (a = t->b[i]; a != NULL; a = a->next)
-			v[n++] = a;
+	if (n > 0)
+		memcpy(v, t->v, n * sizeof(*v));
 	qsort(v, n, sizeof(*v), cmp);
 	if (t->others->records > 0)
 		v[n++] = t->others;
@@ -366,6 +375,8 @@ logview_new(void)
 	lv->conns = calloc(CONN_SLOTS, sizeof(*lv->conns));
 	lv->hosts.others = calloc(1, sizeof(struct logview_entry));
 	lv->denials.others = calloc(1, sizeof(struct logview_entry));
+	lv->hosts.idx = htab_new();
+	lv->denials.idx = htab_new();
 	if (lv->conns == NULL || lv->hosts.others == NULL ||
 	    lv->denials.others == NULL) {
 		logview_free(lv);
@@ -1142,17 +1153,10 @@ logview_kind_name(enum logview_kind k)
 static const struct logview_entry *
 find(const struct table *t, const char *host, int port, const char *reason)
 {
-	const struct logview_entry *a;
-	size_t i;
-
 	if (host == NULL)
 		return t->others;
-	for (i = 0; i < t->nb; i++)
-		for (a = t->b[i]; a != NULL; a = a->next)
-			if (key_equal(a, host, port, reason,
-			        reason != NULL ? strlen(reason) : 0))
-				return a;
-	return NULL;
+	return table_find(
+	    t, host, port, reason, reason != NULL ? strlen(reason) : 0);
 }
 
 int

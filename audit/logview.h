@@ -91,8 +91,6 @@ void logview_totals(const struct logview *, struct logview_totals *t);
 
 /* One aggregate: a host:port, or a denial (reason set).  Read-only. */
 struct logview_entry {
-	struct logview_entry *next; /* logview.c's hash chain */
-	uint32_t hash;
 	char *host; /* lower case; "" no host; NULL "others" */
 	int port; /* -1: none */
 	char *reason; /* denials: the reason, maybe cut */
