@@ -11,7 +11,8 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
-#include "proxy/logview.h"
+#include "audit/logprint.h"
+#include "audit/logview.h"
 
 static void
 log_usage(FILE *f)
@@ -67,7 +68,7 @@ cmd_log(int argc, char **argv)
 	    {"json", no_argument, NULL, 'j'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct logview_opts o = {0, 0};
+	struct logprint_opts o = {0, 0};
 	struct logview *lv;
 	int ch, status = CLI_EXIT_USAGE;
 
@@ -102,7 +103,7 @@ cmd_log(int argc, char **argv)
 	status = 1;
 	if (read_log(lv, optind < argc ? argv[optind] : "-") != 0)
 		goto out;
-	if (logview_print(lv, stdout, &o) != 0)
+	if (logprint_view(lv, stdout, &o) != 0)
 		log_warn("log: cannot write the review");
 	else
 		status = 0;

@@ -36,7 +36,7 @@
 #include "netns/sandbox.h"
 #include "policy/policy.h"
 #include "policy/secret.h"
-#include "proxy/audit.h"
+#include "audit/audit.h"
 #include "proxy/dns.h"
 #include "proxy/proxy.h"
 

@@ -29,7 +29,7 @@
 #include "netns/sandbox.h"
 #include "netns/stdio.h"
 #include "policy/policy.h"
-#include "proxy/audit.h"
+#include "audit/audit.h"
 #include "proxy/ca.h"
 #include "proxy/dns.h"
 #include "proxy/inject.h"

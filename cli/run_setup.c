@@ -26,7 +26,7 @@
 #include "netns/mount.h"
 #include "policy/policy.h"
 #include "policy/secret.h"
-#include "proxy/audit.h"
+#include "audit/audit.h"
 #include "proxy/ca.h"
 #include "proxy/inject.h"
 #include "proxy/tls.h"

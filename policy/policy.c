@@ -20,7 +20,7 @@
 #define POLICY_INTERNAL
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
-#include "htab.h"
+#include "common/htab.h"
 #include "parse.h"
 #include "policy.h"
 

@@ -29,7 +29,7 @@
 
 #include "common/log.h"
 #include "policy/policy.h"
-#include "proxy/audit.h"
+#include "audit/audit.h"
 #include "proxy/intercept.h"
 #include "proxy/scan.h"
 #include "proxy/session.h"

@@ -1,5 +1,5 @@
 /*
- * fuzz_logview.c: libFuzzer target for proxy/logview.c.
+ * fuzz_logview.c: libFuzzer target for audit/logview.c.
  *
  * Splits the input into lines at '\n', feeds each one (the last one too,
  * with or without its newline) to logview_feed() in an exact-size heap
@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/logview.h"
+#include "audit/logprint.h"
+#include "audit/logview.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -57,17 +58,17 @@ static void
 print_all(const struct logview *lv)
 {
 	static FILE *null;
-	struct logview_opts o = {0, 0};
+	struct logprint_opts o = {0, 0};
 
 	if (null == NULL && (null = fopen("/dev/null", "w")) == NULL)
 		abort();
-	check(logview_print(lv, null, &o) == 0);
+	check(logprint_view(lv, null, &o) == 0);
 	o.denied_only = 1;
-	check(logview_print(lv, null, &o) == 0);
+	check(logprint_view(lv, null, &o) == 0);
 	o.json = 1;
-	check(logview_print(lv, null, &o) == 0);
+	check(logprint_view(lv, null, &o) == 0);
 	o.denied_only = 0;
-	check(logview_print(lv, null, &o) == 0);
+	check(logprint_view(lv, null, &o) == 0);
 }
 
 int

@@ -1,5 +1,5 @@
 /*
- * test_audit.c: unit tests of proxy/audit.c, the JSON Lines audit log.
+ * test_audit.c: unit tests of audit/audit.c, the JSON Lines audit log.
  *
  * Records are written to a file in a mkdtemp directory under $TMPDIR (or
  * /tmp), read back and parsed line by line with jansson: every line must
@@ -28,7 +28,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "proxy/audit.h"
+#include "audit/audit.h"
 
 #define LINE_LIMIT (64 * 1024)
 #define FIELD_CAP 1024 /* host, path, reason, error (audit.h) */

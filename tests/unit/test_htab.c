@@ -1,6 +1,6 @@
 /*
- * test_htab.c: the index's hash table: insertion order of ids kept per
- * key, binary keys, growth across many keys, misses.
+ * test_htab.c: the hash table of common/: insertion order of ids kept per
+ * key, binary keys, growth across many keys, misses, htab_try_add().
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "policy/htab.h"
+#include "common/htab.h"
 
 static void
 test_add_find(void **state)
@@ -82,6 +82,30 @@ test_growth(void **state)
 	htab_free(NULL);
 }
 
+/* htab_try_add() keeps what htab_add() keeps, and says so with 0. */
+static void
+test_try_add(void **state)
+{
+	struct htab *t = htab_new();
+	const struct htab_list *l;
+	char key[32];
+	uint32_t i;
+
+	(void)state;
+	for (i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "k%u", i % 500);
+		assert_int_equal(htab_try_add(t, key, strlen(key), 1, i), 0);
+	}
+	assert_int_equal(htab_count(t), 500);
+	l = htab_find(t, "k7", 2);
+	assert_non_null(l);
+	assert_int_equal(l[0].n, 0);
+	assert_int_equal(l[1].n, 2);
+	assert_int_equal(l[1].ids[0], 7);
+	assert_int_equal(l[1].ids[1], 507);
+	htab_free(t);
+}
+
 int
 main(void)
 {
@@ -89,6 +113,7 @@ main(void)
 	    cmocka_unit_test(test_add_find),
 	    cmocka_unit_test(test_binary_keys),
 	    cmocka_unit_test(test_growth),
+	    cmocka_unit_test(test_try_add),
 	};
 
 	return cmocka_run_group_tests_name("htab", tests, NULL, NULL);

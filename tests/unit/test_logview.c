@@ -16,7 +16,8 @@
 #include <jansson.h>
 
 #define LOGVIEW_INTERNAL
-#include "proxy/logview.h"
+#include "audit/logprint.h"
+#include "audit/logview.h"
 
 #define REQ(host, port, dec, extra)                                            \
 	"{\"ts\":\"2026-11-29T10:00:00.000Z\",\"sandbox\":\"r1\","             \
@@ -41,7 +42,7 @@ feed_ok(struct logview *lv, const char *line)
 
 /* Prints LV with O into a string (free it). */
 static char *
-print(const struct logview *lv, const struct logview_opts *o)
+print(const struct logview *lv, const struct logprint_opts *o)
 {
 	/* Static: gcc -O2 takes a local's address in open_memstream for a
 	 * dangling pointer (-Wdangling-pointer), though the stream's buffer
@@ -51,7 +52,7 @@ print(const struct logview *lv, const struct logview_opts *o)
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	assert_int_equal(logview_print(lv, f, o), 0);
+	assert_int_equal(logprint_view(lv, f, o), 0);
 	assert_int_equal(fclose(f), 0);
 	return buf;
 }
@@ -59,7 +60,7 @@ print(const struct logview *lv, const struct logview_opts *o)
 static char *
 print_text(const struct logview *lv)
 {
-	struct logview_opts o = {0, 0};
+	struct logprint_opts o = {0, 0};
 
 	return print(lv, &o);
 }
@@ -303,7 +304,7 @@ test_text(void **state)
 static void
 test_denied_only(void **state)
 {
-	struct logview_opts o = {1, 0};
+	struct logprint_opts o = {1, 0};
 	struct logview *lv = denied_view();
 	char *out = print(lv, &o);
 
@@ -586,7 +587,7 @@ test_bounded(void **state)
 static void
 test_json(void **state)
 {
-	struct logview_opts o = {0, 1};
+	struct logprint_opts o = {0, 1};
 	struct logview *lv = denied_view();
 	json_t *root, *d, *h;
 	json_error_t e;

@@ -2,11 +2,13 @@
  * htab.c: linear probing over a power-of-two table, FNV-1a hashing, load
  * factor at most 1/2 so that a miss ends after a probe or two.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/xmalloc.h"
-#include "htab.h"
+#include "common/htab.h"
+#include "common/log.h"
 
 struct htab_slot {
 	char *key; /* NULL: empty */
@@ -75,14 +77,18 @@ probe(const struct htab *t, const void *key, size_t len, uint64_t h)
 	}
 }
 
-static void
+/* Doubles the table; returns 0, or -1 (T unchanged) when out of memory. */
+static int
 grow(struct htab *t)
 {
 	struct htab_slot *old = t->slots, *s;
 	size_t oldcap = t->cap, i;
 
+	if ((t->slots = calloc(oldcap * 2, sizeof(*t->slots))) == NULL) {
+		t->slots = old;
+		return -1;
+	}
 	t->cap *= 2;
-	t->slots = xcalloc(t->cap, sizeof(*t->slots));
 	for (i = 0; i < oldcap; i++) {
 		if (old[i].key == NULL)
 			continue;
@@ -90,33 +96,63 @@ grow(struct htab *t)
 		*s = old[i];
 	}
 	free(old);
+	return 0;
+}
+
+/* Makes room for one more id in L; 0, or -1 when out of memory. */
+static int
+list_room(struct htab_list *l)
+{
+	uint32_t *ids;
+	uint32_t cap;
+
+	if (l->n < l->cap)
+		return 0;
+	cap = l->cap ? l->cap * 2 : 2;
+	if ((ids = reallocarray(l->ids, cap, sizeof(*ids))) == NULL)
+		return -1;
+	l->ids = ids;
+	l->cap = cap;
+	return 0;
+}
+
+int
+htab_try_add(
+    struct htab *t, const void *key, size_t len, unsigned which, uint32_t id)
+{
+	uint64_t h = hash_bytes(key, len);
+	struct htab_slot *s;
+	char *k = NULL;
+
+	if ((t->count + 1) * 2 > t->cap && grow(t) != 0)
+		return -1;
+	s = probe(t, key, len, h);
+	if (s->key == NULL && (k = malloc(len + 1)) == NULL)
+		return -1;
+	if (list_room(&s->list[which]) != 0) {
+		free(k);
+		return -1;
+	}
+	if (k != NULL) {
+		memcpy(k, key, len);
+		k[len] = '\0';
+		s->key = k;
+		s->len = len;
+		s->hash = h;
+		t->count++;
+	}
+	s->list[which].ids[s->list[which].n++] = id;
+	return 0;
 }
 
 void
 htab_add(
     struct htab *t, const void *key, size_t len, unsigned which, uint32_t id)
 {
-	uint64_t h = hash_bytes(key, len);
-	struct htab_list *l;
-	struct htab_slot *s;
-
-	if ((t->count + 1) * 2 > t->cap)
-		grow(t);
-	s = probe(t, key, len, h);
-	if (s->key == NULL) {
-		s->key = xmalloc(len + 1);
-		memcpy(s->key, key, len);
-		s->key[len] = '\0';
-		s->len = len;
-		s->hash = h;
-		t->count++;
+	if (htab_try_add(t, key, len, which, id) != 0) {
+		errno = ENOMEM;
+		fatal("htab_add: %zu-byte key", len);
 	}
-	l = &s->list[which];
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 2;
-		l->ids = xreallocarray(l->ids, l->cap, sizeof(*l->ids));
-	}
-	l->ids[l->n++] = id;
 }
 
 const struct htab_list *

@@ -9,13 +9,16 @@
  * read in a terminal.  A line, newline included, stays below
  * AUDIT_LINE_MAX: when a record would not fit, the longest of host, path,
  * reason and error are cut to a common length (and end in "...") so that
- * it does; other strings are capped at SHORT_MAX bytes once escaped, which
+ * it does; other strings are capped at FIELD_CAP bytes once escaped, which
  * guarantees that cutting those four always suffices.
  *
- * Host, path, reason and error are first cut to FIELD_MAX, so a long URL
+ * Host, path, reason and error are first cut to FIELD_CAP, so a long URL
  * costs about 1 KiB, not 8; identical denials are folded into one record
  * with a count, and past the limit the records are only counted
  * (audit.h): what a sandbox can make pinhole write is bounded.
+ *
+ * The fields, their order, caps and cuts come from the table in field.c,
+ * which the reader (logview.c) checks records against.
  *
  * The line buffer lives in struct audit, so one struct audit must not be
  * written from two threads at once.
@@ -34,11 +37,10 @@
 
 #include <jansson.h>
 
-#include "audit.h"
+#include "audit/audit.h"
+#include "audit/field.h"
 
 #define AUDIT_LINE_MAX (64 * 1024) /* lines are shorter than this */
-#define SHORT_MAX 1024 /* cap of the other strings, escaped */
-#define FIELD_MAX 1024 /* cap of host, path, reason and error, escaped */
 #define SUMMARY_MAX 64 /* (decision, host, port) counted past the limit */
 #define MARK "..."
 #define MARKLEN (sizeof(MARK) - 1)
@@ -82,7 +84,8 @@ struct audit {
 };
 
 /* The strings that are cut to make a record fit, and their state. */
-enum { TRIM_HOST, TRIM_PATH, TRIM_REASON, TRIM_ERROR, NTRIM };
+/* Host, path, reason and error: the FIELD_CUT fields, in table order. */
+#define NTRIM FIELD_NCUT
 
 struct trim {
 	size_t cap[NTRIM]; /* escaped length allowed */
@@ -245,56 +248,111 @@ add_rule(json_t *o, const char *file, unsigned line)
 		goto out;
 	r = -1;
 	n = strlen(file);
-	if ((s = malloc((n < SHORT_MAX ? n : SHORT_MAX) + 1)) == NULL)
+	if ((s = malloc((n < FIELD_CAP ? n : FIELD_CAP) + 1)) == NULL)
 		goto out;
-	sanitize(s, file, n, SHORT_MAX, &e);
-	r = json_object_set_new(o, "rule", json_sprintf("%s:%u", s, line));
+	sanitize(s, file, n, FIELD_CAP, &e);
+	r = json_object_set_new(
+	    o, field_get(FIELD_RULE)->name, json_sprintf("%s:%u", s, line));
 out:
 	free(s);
 	return r;
 }
 
-/* Adds the fields from "ts" to "rule".  Returns 0 or -1. */
-static int
-add_head(json_t *o, const struct audit *a, const struct audit_rec *r,
-    const char *ts, struct trim *t)
+/* The string field ID of R, or NULL when absent or not a plain string. */
+static const char *
+str_value(const struct audit *a, const struct audit_rec *r, const char *ts,
+    enum field_id id)
 {
-	int e = 0;
+	switch (id) {
+	case FIELD_TS:
+		return ts;
+	case FIELD_SANDBOX:
+		return a->run_id;
+	case FIELD_EVENT:
+		return r->event;
+	case FIELD_METHOD:
+		return r->method;
+	case FIELD_HOST:
+		return r->host;
+	case FIELD_PATH:
+		return r->path;
+	case FIELD_DECISION:
+		return r->decision;
+	case FIELD_REASON:
+		return r->reason;
+	case FIELD_ADDR:
+		return r->addr;
+	case FIELD_SECRET:
+		return r->secret;
+	case FIELD_ERROR:
+		return r->error;
+	default:
+		return NULL;
+	}
+}
 
-	e |= add_str(o, "ts", ts, "", SHORT_MAX, NULL);
-	e |= add_str(o, "sandbox", a->run_id, "", SHORT_MAX, NULL);
-	e |= json_object_set_new(o, "conn", json_integer((json_int_t)r->conn));
-	e |= add_str(o, "event", r->event, "", SHORT_MAX, NULL);
-	e |= add_str(o, "method", r->method, "", SHORT_MAX, NULL);
-	e |= add_str(
-	    o, "host", r->host, "", t->cap[TRIM_HOST], &t->len[TRIM_HOST]);
-	e |= add_int(o, "port", r->port);
-	e |= add_str(
-	    o, "path", r->path, "?#", t->cap[TRIM_PATH], &t->len[TRIM_PATH]);
-	e |= add_str(o, "decision", r->decision, "", SHORT_MAX, NULL);
-	e |= add_rule(o, r->rule_file, r->rule_line);
+/* The number field ID of R, negative when absent. */
+static int64_t
+int_value(const struct audit_rec *r, enum field_id id)
+{
+	switch (id) {
+	case FIELD_PORT:
+		return r->port;
+	case FIELD_STATUS:
+		return r->status;
+	case FIELD_BYTES_UP:
+		return r->bytes_up;
+	case FIELD_BYTES_DOWN:
+		return r->bytes_down;
+	case FIELD_MS:
+		return r->ms;
+	case FIELD_COUNT:
+		return r->count;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * Adds field ID of R, unless it is absent.  A FIELD_CUT string takes the
+ * next slot of T, *K.  Returns 0 or -1.
+ */
+static int
+add_field(json_t *o, const struct audit *a, const struct audit_rec *r,
+    const char *ts, enum field_id id, struct trim *t, size_t *k)
+{
+	const struct field *f = field_get(id);
+	const char *v;
+	int e;
+
+	if (id == FIELD_CONN) /* in every record */
+		return json_object_set_new(
+		    o, f->name, json_integer((json_int_t)r->conn));
+	if (id == FIELD_RULE)
+		return add_rule(o, r->rule_file, r->rule_line);
+	if (f->type == FIELD_BOOLEAN)
+		return r->summary ? json_object_set_new(o, f->name, json_true())
+		                  : 0;
+	if (f->type != FIELD_STRING)
+		return add_int(o, f->name, int_value(r, id));
+	v = str_value(a, r, ts, id);
+	if (!(f->flags & FIELD_CUT))
+		return add_str(o, f->name, v, f->stop, FIELD_CAP, NULL);
+	e = add_str(o, f->name, v, f->stop, t->cap[*k], &t->len[*k]);
+	++*k;
 	return e;
 }
 
-/* Adds the fields from "reason" to "error".  Returns 0 or -1. */
+/* Adds the fields of R in the order of the table.  Returns 0 or -1. */
 static int
-add_tail(json_t *o, const struct audit_rec *r, struct trim *t)
+add_fields(json_t *o, const struct audit *a, const struct audit_rec *r,
+    const char *ts, struct trim *t)
 {
-	int e = 0;
+	size_t k = 0;
+	int id, e = 0;
 
-	e |= add_str(o, "reason", r->reason, "", t->cap[TRIM_REASON],
-	    &t->len[TRIM_REASON]);
-	e |= add_str(o, "addr", r->addr, "", SHORT_MAX, NULL);
-	e |= add_int(o, "status", r->status);
-	e |= add_int(o, "bytes_up", r->bytes_up);
-	e |= add_int(o, "bytes_down", r->bytes_down);
-	e |= add_int(o, "ms", r->ms);
-	e |= add_str(o, "secret", r->secret, "", SHORT_MAX, NULL);
-	e |= add_str(
-	    o, "error", r->error, "", t->cap[TRIM_ERROR], &t->len[TRIM_ERROR]);
-	e |= add_int(o, "count", r->count);
-	if (r->summary)
-		e |= json_object_set_new(o, "summary", json_true());
+	for (id = 0; id < FIELD_N; id++)
+		e |= add_field(o, a, r, ts, id, t, &k);
 	return e;
 }
 
@@ -313,7 +371,7 @@ format(
 
 	if ((o = json_object()) == NULL)
 		goto out;
-	if (add_head(o, a, r, ts, t) != 0 || add_tail(o, r, t) != 0)
+	if (add_fields(o, a, r, ts, t) != 0)
 		goto out;
 	n = json_dumpb(o, a->buf, sizeof(a->buf), DUMP_FLAGS);
 out:
@@ -480,7 +538,7 @@ format_line(struct audit *a, const struct audit_rec *r)
 
 	timestamp(ts, sizeof(ts));
 	for (i = 0; i < NTRIM; i++)
-		t.cap[i] = FIELD_MAX;
+		t.cap[i] = FIELD_CAP;
 	for (i = 0; i <= NTRIM; i++) {
 		if ((n = format(a, r, ts, &t)) == 0)
 			return 0;
@@ -510,13 +568,13 @@ same_str(const char *a, const char *b)
 	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
-/* The part of PATH that is logged: no query, at most FIELD_MAX bytes. */
+/* The part of PATH that is logged: no query, at most FIELD_CAP bytes. */
 static size_t
 path_len(const char *path)
 {
-	size_t n = strcspn(path, "?#");
+	size_t n = strcspn(path, field_get(FIELD_PATH)->stop);
 
-	return n < FIELD_MAX ? n : FIELD_MAX;
+	return n < FIELD_CAP ? n : FIELD_CAP;
 }
 
 /* Is R a denial identical, as logged, to the last one written? */

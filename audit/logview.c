@@ -2,12 +2,16 @@
  * logview.c: aggregate an audit log for review (pinhole log).
  *
  * Each line is parsed with jansson, checked field by field against the
- * audit log contract, counted into two small hash tables -- one keyed by
- * (host, port), one by (host, port, reason) for denials -- and dropped.
+ * audit log contract (the table of field.c, which the writer follows),
+ * counted into two small tables (indexed by common/htab.c) -- one keyed
+ * by (host, port), one by (host, port, reason) for denials -- and dropped.
  * An "end" record that carries no host is counted for the host of the
  * last request seen on the same (sandbox, conn), through a fixed-size
  * cache.  When a table holds LOGVIEW_KEYS_MAX keys, or an allocation
  * fails, the record goes to the table's "others" bucket instead.
+ *
+ * The advice for a denial (the allow line that would let it through) is
+ * worked out here too; logprint.c prints what this file gathered.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,9 +27,11 @@
 #include <jansson.h>
 
 #define LOGVIEW_INTERNAL
-#include "proxy/logview.h"
+#include "audit/field.h"
+#include "audit/logview.h"
+#include "common/htab.h"
 
-#define HOST_MAX 255 /* a longer "host" is malformed */
+#define HOST_MAX FIELD_HOST_MAX /* a longer "host" is malformed */
 #define REASON_KEEP 512 /* bytes of a reason kept and compared */
 #define PATH_KEEP 1024 /* bytes of a denied path kept */
 #define WORD_KEEP 64 /* method, secret name */
@@ -33,106 +39,36 @@
 #define SECRETS_MAX 16 /* secret names kept per host */
 #define CONN_SLOTS 4096 /* (sandbox, conn) -> host cache */
 #define TABLE_MIN 64
-#define ADVICE_MAX (PATH_KEEP + 2 * HOST_MAX + 128)
-
-enum denial_kind {
-	DK_NORULE,
-	DK_PORT,
-	DK_PATH,
-	DK_METHOD,
-	DK_DENYRULE,
-	DK_PLAIN,
-	DK_PRIVATE,
-	DK_OTHER,
-};
+/* The longest key: a host, its NUL, a port and a kept reason. */
+#define KEY_MAX (HOST_MAX + 1 + sizeof(int) + REASON_KEEP)
+#define ADVICE_MAX LOGVIEW_ADVICE_MAX
+_Static_assert(ADVICE_MAX == PATH_KEEP + 2 * HOST_MAX + 128,
+    "an advice holds a kept path, two hosts and words");
+_Static_assert(SECRETS_MAX == LOGVIEW_SECRETS_MAX, "secret names kept");
 
 static const char *const kind_names[] = {"no-rule", "port", "path", "method",
     "deny-rule", "plain-http", "private", "other"};
 
-/* One aggregate: a host:port, or a denial (reason set). */
-struct agg {
-	struct agg *next; /* hash chain */
-	uint32_t hash;
-	char *host; /* lower case; "" no host; NULL "others" */
-	int port; /* -1: none */
-	char *reason; /* denials: the reason, maybe cut */
-	int reason_cut;
-	char *path; /* denials: the first path, method, rule */
-	int path_cut;
-	char *method;
-	char *rule;
-	uint64_t records, requests, allowed, denied;
-	uint64_t bytes_up, bytes_down;
-	char *secrets[SECRETS_MAX];
-	size_t nsecrets;
-	int more_secrets;
-};
-
+/* The entries in the order they came, indexed by key (common/htab.h). */
 struct table {
-	struct agg **b;
-	size_t nb; /* power of two, or 0 */
-	size_t n;
-	struct agg *others;
+	struct htab *idx; /* key -> the index of its entry in v */
+	struct logview_entry **v;
+	size_t n, cap;
+	struct logview_entry *others;
 };
 
 struct conn_slot {
 	uint64_t key;
-	struct agg *host; /* NULL: the host was filtered out */
+	struct logview_entry *host; /* NULL: the host was filtered out */
 	int used;
 	int allowed; /* its last request was allowed */
 };
 
-enum {
-	S_TS,
-	S_SANDBOX,
-	S_EVENT,
-	S_METHOD,
-	S_HOST,
-	S_PATH,
-	S_DECISION,
-	S_RULE,
-	S_REASON,
-	S_ADDR,
-	S_SECRET,
-	S_ERROR,
-	S_N,
-};
-enum { N_CONN, N_PORT, N_STATUS, N_UP, N_DOWN, N_COUNT, N_N };
-
-/* One record; the strings point into the parsed object. */
+/* One record, by field id; the strings point into the parsed object. */
 struct rec {
-	const char *s[S_N]; /* NULL: absent */
-	json_int_t n[N_N]; /* -1: absent */
+	const char *s[FIELD_N]; /* NULL: absent */
+	json_int_t n[FIELD_N]; /* -1: absent */
 	int request; /* event is "request", else "end" */
-};
-
-enum ftype { FT_STR, FT_INT, FT_NUM };
-
-static const struct field {
-	const char *name;
-	enum ftype type;
-	int idx;
-	json_int_t max;
-} fields[] = {
-    {"ts", FT_STR, S_TS, 0},
-    {"sandbox", FT_STR, S_SANDBOX, 0},
-    {"conn", FT_INT, N_CONN, LLONG_MAX},
-    {"event", FT_STR, S_EVENT, 0},
-    {"method", FT_STR, S_METHOD, 0},
-    {"host", FT_STR, S_HOST, 0},
-    {"port", FT_INT, N_PORT, 65535},
-    {"path", FT_STR, S_PATH, 0},
-    {"decision", FT_STR, S_DECISION, 0},
-    {"rule", FT_STR, S_RULE, 0},
-    {"reason", FT_STR, S_REASON, 0},
-    {"addr", FT_STR, S_ADDR, 0},
-    {"status", FT_INT, N_STATUS, 999},
-    {"bytes_up", FT_INT, N_UP, LLONG_MAX},
-    {"bytes_down", FT_INT, N_DOWN, LLONG_MAX},
-    {"ms", FT_NUM, 0, 0},
-    {"secret", FT_STR, S_SECRET, 0},
-    {"error", FT_STR, S_ERROR, 0},
-    {"count", FT_INT, N_COUNT, LLONG_MAX},
 };
 
 struct logview {
@@ -178,9 +114,8 @@ printable_len(const unsigned char *s)
 	return n;
 }
 
-/* Prints S with unsafe bytes as \xNN. */
-static void
-esc_put(FILE *f, const char *s)
+void
+logview_esc_put(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t k;
@@ -194,9 +129,8 @@ esc_put(FILE *f, const char *s)
 	}
 }
 
-/* Copies S to DST (N > 0 bytes) as esc_put() prints it, cut to fit. */
-static void
-esc_buf(char *dst, size_t n, const char *s)
+void
+logview_esc_buf(char *dst, size_t n, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t k, o = 0;
@@ -256,7 +190,7 @@ whyf(struct logview *lv, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
-	esc_buf(lv->why, sizeof(lv->why), tmp);
+	logview_esc_buf(lv->why, sizeof(lv->why), tmp);
 }
 
 static uint64_t
@@ -277,29 +211,45 @@ fnv1a(uint32_t h, const void *p, size_t n)
 
 /* --- tables ------------------------------------------------------------- */
 
-static uint32_t
-key_hash(const char *host, int port, const char *reason, size_t rlen)
-{
-	uint32_t h = fnv1a(2166136261u, host, strlen(host) + 1);
-
-	h = fnv1a(h, &port, sizeof(port));
-	return reason != NULL ? fnv1a(h, reason, rlen) : h;
-}
-
-static int
-key_equal(const struct agg *a, const char *host, int port, const char *reason,
+/*
+ * The key of (HOST, PORT, REASON of RLEN bytes) in BUF: the host and its
+ * NUL, the port, the reason.  Each table holds one kind of key (hosts
+ * without a reason, denials with one), so no reason and "" cannot meet.
+ * HOST and REASON fit: rec_lengths() refuses a longer host, and
+ * count_denial() cuts the reason to REASON_KEEP.  Returns its length.
+ */
+static size_t
+make_key(char buf[KEY_MAX], const char *host, int port, const char *reason,
     size_t rlen)
 {
-	if (a->port != port || strcmp(a->host, host) != 0)
-		return 0;
-	if (reason == NULL)
-		return a->reason == NULL;
-	return a->reason != NULL && strlen(a->reason) == rlen &&
-	    memcmp(a->reason, reason, rlen) == 0;
+	size_t n = strlen(host) + 1;
+
+	memcpy(buf, host, n);
+	memcpy(buf + n, &port, sizeof(port));
+	n += sizeof(port);
+	if (reason != NULL) {
+		memcpy(buf + n, reason, rlen);
+		n += rlen;
+	}
+	return n;
+}
+
+/* The entry of the key, or NULL. */
+static struct logview_entry *
+table_find(const struct table *t, const char *host, int port,
+    const char *reason, size_t rlen)
+{
+	const struct htab_list *l;
+	char key[KEY_MAX];
+	size_t n = make_key(key, host, port, reason, rlen);
+
+	if ((l = htab_find(t->idx, key, n)) == NULL || l->n == 0)
+		return NULL;
+	return t->v[l->ids[0]];
 }
 
 static void
-agg_free(struct agg *a)
+agg_free(struct logview_entry *a)
 {
 	size_t i;
 
@@ -315,10 +265,10 @@ agg_free(struct agg *a)
 	free(a);
 }
 
-static struct agg *
+static struct logview_entry *
 agg_new(const char *host, int port, const char *reason, size_t rlen)
 {
-	struct agg *a;
+	struct logview_entry *a;
 
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return NULL;
@@ -337,24 +287,20 @@ fail:
 	return NULL;
 }
 
-/* Doubles T's buckets; returns 0 or -1 (T unchanged). */
+/* Makes room in T->v for one more entry; 0 or -1 (T unchanged). */
 static int
-table_grow(struct table *t)
+table_room(struct table *t)
 {
-	size_t i, nb = t->nb ? t->nb * 2 : TABLE_MIN;
-	struct agg **b, *a, *next;
+	struct logview_entry **v;
+	size_t cap;
 
-	if ((b = calloc(nb, sizeof(*b))) == NULL)
+	if (t->n < t->cap)
+		return 0;
+	cap = t->cap ? t->cap * 2 : TABLE_MIN;
+	if ((v = reallocarray(t->v, cap, sizeof(*v))) == NULL)
 		return -1;
-	for (i = 0; i < t->nb; i++)
-		for (a = t->b[i]; a != NULL; a = next) {
-			next = a->next;
-			a->next = b[a->hash & (nb - 1)];
-			b[a->hash & (nb - 1)] = a;
-		}
-	free(t->b);
-	t->b = b;
-	t->nb = nb;
+	t->v = v;
+	t->cap = cap;
 	return 0;
 }
 
@@ -363,59 +309,53 @@ table_grow(struct table *t)
  * table is full or memory is short.  REASON (RLEN bytes) is NULL for
  * hosts.
  */
-static struct agg *
+static struct logview_entry *
 table_get(struct table *t, const char *host, int port, const char *reason,
     size_t rlen)
 {
-	uint32_t h = key_hash(host, port, reason, rlen);
-	struct agg *a;
+	struct logview_entry *a;
+	char key[KEY_MAX];
+	size_t n;
 
-	if (t->nb > 0)
-		for (a = t->b[h & (t->nb - 1)]; a != NULL; a = a->next)
-			if (a->hash == h &&
-			    key_equal(a, host, port, reason, rlen))
-				return a;
-	if (t->n >= LOGVIEW_KEYS_MAX)
-		return t->others;
-	if (t->n >= t->nb && table_grow(t) != 0)
+	if ((a = table_find(t, host, port, reason, rlen)) != NULL)
+		return a;
+	if (t->n >= LOGVIEW_KEYS_MAX || table_room(t) != 0)
 		return t->others;
 	if ((a = agg_new(host, port, reason, rlen)) == NULL)
 		return t->others;
-	a->hash = h;
-	a->next = t->b[h & (t->nb - 1)];
-	t->b[h & (t->nb - 1)] = a;
-	t->n++;
+	n = make_key(key, host, port, reason, rlen);
+	if (htab_try_add(t->idx, key, n, 0, (uint32_t)t->n) != 0) {
+		agg_free(a);
+		return t->others;
+	}
+	t->v[t->n++] = a;
 	return a;
 }
 
 static void
 table_free(struct table *t)
 {
-	struct agg *a, *next;
 	size_t i;
 
-	for (i = 0; i < t->nb; i++)
-		for (a = t->b[i]; a != NULL; a = next) {
-			next = a->next;
-			agg_free(a);
-		}
-	free(t->b);
+	for (i = 0; i < t->n; i++)
+		agg_free(t->v[i]);
+	free(t->v);
+	htab_free(t->idx);
 	agg_free(t->others);
 }
 
 /* An array of T's entries sorted by CMP, "others" last when used. */
-static struct agg **
+static const struct logview_entry **
 table_sorted(
     const struct table *t, int (*cmp)(const void *, const void *), size_t *np)
 {
-	struct agg **v, *a;
-	size_t i, n = 0;
+	const struct logview_entry **v;
+	size_t n = t->n;
 
 	if ((v = calloc(t->n + 1, sizeof(*v))) == NULL)
 		return NULL;
-	for (i = 0; i < t->nb; i++)
-		for (a = t->b[i]; a != NULL; a = a->next)
-			v[n++] = a;
+	if (n > 0)
+		memcpy(v, t->v, n * sizeof(*v));
 	qsort(v, n, sizeof(*v), cmp);
 	if (t->others->records > 0)
 		v[n++] = t->others;
@@ -433,8 +373,10 @@ logview_new(void)
 	if ((lv = calloc(1, sizeof(*lv))) == NULL)
 		return NULL;
 	lv->conns = calloc(CONN_SLOTS, sizeof(*lv->conns));
-	lv->hosts.others = calloc(1, sizeof(struct agg));
-	lv->denials.others = calloc(1, sizeof(struct agg));
+	lv->hosts.others = calloc(1, sizeof(struct logview_entry));
+	lv->denials.others = calloc(1, sizeof(struct logview_entry));
+	lv->hosts.idx = htab_new();
+	lv->denials.idx = htab_new();
 	if (lv->conns == NULL || lv->hosts.others == NULL ||
 	    lv->denials.others == NULL) {
 		logview_free(lv);
@@ -496,8 +438,9 @@ logview_totals(const struct logview *lv, struct logview_totals *t)
 /* --- parsing a record --------------------------------------------------- */
 
 static int
-field_int(struct logview *lv, const struct field *f, json_t *v, struct rec *r)
+field_int(struct logview *lv, enum field_id id, json_t *v, struct rec *r)
 {
+	const struct field *f = field_get(id);
 	json_int_t i;
 
 	if (!json_is_integer(v)) {
@@ -509,46 +452,86 @@ field_int(struct logview *lv, const struct field *f, json_t *v, struct rec *r)
 		whyf(lv, "%s %lld is out of range", f->name, (long long)i);
 		return -1;
 	}
-	r->n[f->idx] = i;
+	r->n[id] = i;
 	return 0;
 }
 
-/* Type-checks field F of O and stores it in R; 0 or -1 (why set). */
+/* Type-checks field ID of O and stores it in R; 0 or -1 (why set). */
 static int
-rec_field(struct logview *lv, const struct field *f, json_t *o, struct rec *r)
+rec_field(struct logview *lv, enum field_id id, json_t *o, struct rec *r)
 {
+	const struct field *f = field_get(id);
 	json_t *v = json_object_get(o, f->name);
 
-	if (v == NULL)
+	if (v == NULL || (f->flags & FIELD_UNCHECKED))
 		return 0;
 	switch (f->type) {
-	case FT_STR:
+	case FIELD_STRING:
 		if (!json_is_string(v))
 			break;
-		r->s[f->idx] = json_string_value(v);
+		r->s[id] = json_string_value(v);
 		return 0;
-	case FT_INT:
-		return field_int(lv, f, v, r);
-	case FT_NUM:
+	case FIELD_INTEGER:
+		return field_int(lv, id, v, r);
+	case FIELD_NUMBER:
 		if (!json_is_number(v))
+			break;
+		return 0;
+	case FIELD_BOOLEAN:
+		if (!json_is_boolean(v))
 			break;
 		return 0;
 	}
 	whyf(lv, "%s is not a %s", f->name,
-	    f->type == FT_STR ? "string" : "number");
+	    f->type == FIELD_INTEGER ? "number" : field_type_name(f->type));
 	return -1;
+}
+
+/* Checks that the required fields are there; 0 or -1 (why set). */
+static int
+rec_required(struct logview *lv, const struct rec *r)
+{
+	const struct field *f;
+	int id;
+
+	for (id = 0; id < FIELD_N; id++) {
+		f = field_get(id);
+		if ((f->flags & FIELD_REQUIRED) && r->s[id] == NULL &&
+		    r->n[id] < 0) {
+			whyf(lv, "no %s", f->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Checks the strings that the table gives a length limit; 0 or -1. */
+static int
+rec_lengths(struct logview *lv, const struct rec *r)
+{
+	const struct field *f;
+	int id;
+
+	for (id = 0; id < FIELD_N; id++) {
+		f = field_get(id);
+		if (f->type == FIELD_STRING && f->max > 0 && r->s[id] != NULL &&
+		    strlen(r->s[id]) > (size_t)f->max) {
+			whyf(lv, "%s longer than %lld bytes", f->name,
+			    (long long)f->max);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* Checks what the fields say together; 0 or -1 (why set). */
 static int
 rec_check(struct logview *lv, struct rec *r)
 {
-	const char *ev = r->s[S_EVENT], *d = r->s[S_DECISION];
+	const char *ev = r->s[FIELD_EVENT], *d = r->s[FIELD_DECISION];
 
-	if (ev == NULL) {
-		whyf(lv, "no event");
+	if (rec_required(lv, r) != 0)
 		return -1;
-	}
 	if (strcmp(ev, "request") != 0 && strcmp(ev, "end") != 0) {
 		whyf(lv, "event is neither request nor end");
 		return -1;
@@ -558,23 +541,19 @@ rec_check(struct logview *lv, struct rec *r)
 		whyf(lv, "decision is neither allow nor deny");
 		return -1;
 	}
-	if (r->s[S_HOST] != NULL && strlen(r->s[S_HOST]) > HOST_MAX) {
-		whyf(lv, "host longer than %d bytes", HOST_MAX);
-		return -1;
-	}
-	return 0;
+	return rec_lengths(lv, r);
 }
 
 static int
 rec_parse(struct logview *lv, json_t *o, struct rec *r)
 {
-	size_t i;
+	int id;
 
 	memset(r, 0, sizeof(*r));
-	for (i = 0; i < N_N; i++)
-		r->n[i] = -1;
-	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		if (rec_field(lv, &fields[i], o, r) != 0)
+	for (id = 0; id < FIELD_N; id++)
+		r->n[id] = -1;
+	for (id = 0; id < FIELD_N; id++)
+		if (rec_field(lv, id, o, r) != 0)
 			return -1;
 	return rec_check(lv, r);
 }
@@ -584,13 +563,13 @@ rec_parse(struct logview *lv, json_t *o, struct rec *r)
 static int
 is_allow(const struct rec *r)
 {
-	return r->s[S_DECISION] != NULL && r->s[S_DECISION][0] == 'a';
+	return r->s[FIELD_DECISION] != NULL && r->s[FIELD_DECISION][0] == 'a';
 }
 
 static int
 is_deny(const struct rec *r)
 {
-	return r->s[S_DECISION] != NULL && r->s[S_DECISION][0] == 'd';
+	return r->s[FIELD_DECISION] != NULL && r->s[FIELD_DECISION][0] == 'd';
 }
 
 static int
@@ -610,13 +589,14 @@ filter_match(const struct logview *lv, const char *host)
 static struct conn_slot *
 conn_slot(struct logview *lv, const struct rec *r, uint64_t *key)
 {
-	const char *sb = r->s[S_SANDBOX] != NULL ? r->s[S_SANDBOX] : "";
+	const char *sb = r->s[FIELD_SANDBOX] != NULL ? r->s[FIELD_SANDBOX] : "";
 	uint64_t k;
 
-	if (r->n[N_CONN] < 0)
+	if (r->n[FIELD_CONN] < 0)
 		return NULL;
 	k = fnv1a(2166136261u, sb, strlen(sb));
-	k = (k << 32 | k) ^ ((uint64_t)r->n[N_CONN] * 0x9e3779b97f4a7c15ull);
+	k = (k << 32 | k) ^
+	    ((uint64_t)r->n[FIELD_CONN] * 0x9e3779b97f4a7c15ull);
 	*key = k;
 	return &lv->conns[(k ^ k >> 29) & (CONN_SLOTS - 1)];
 }
@@ -636,21 +616,21 @@ lower(char *dst, const char *s)
  * end record without a host takes the host of its connection (CS, when
  * the cache holds it).
  */
-static struct agg *
+static struct logview_entry *
 host_for(struct logview *lv, const struct rec *r, const struct conn_slot *cs)
 {
 	char lh[HOST_MAX + 1];
 
-	if (r->s[S_HOST] == NULL && cs != NULL)
+	if (r->s[FIELD_HOST] == NULL && cs != NULL)
 		return cs->host;
-	if (!filter_match(lv, r->s[S_HOST]))
+	if (!filter_match(lv, r->s[FIELD_HOST]))
 		return NULL;
-	lower(lh, r->s[S_HOST] != NULL ? r->s[S_HOST] : "");
-	return table_get(&lv->hosts, lh, (int)r->n[N_PORT], NULL, 0);
+	lower(lh, r->s[FIELD_HOST] != NULL ? r->s[FIELD_HOST] : "");
+	return table_get(&lv->hosts, lh, (int)r->n[FIELD_PORT], NULL, 0);
 }
 
 static void
-add_secret(struct agg *h, const char *name)
+add_secret(struct logview_entry *h, const char *name)
 {
 	size_t i;
 
@@ -673,11 +653,11 @@ add_secret(struct agg *h, const char *name)
 static uint64_t
 weight(const struct rec *r)
 {
-	return r->n[N_COUNT] >= 0 ? (uint64_t)r->n[N_COUNT] : 1;
+	return r->n[FIELD_COUNT] >= 0 ? (uint64_t)r->n[FIELD_COUNT] : 1;
 }
 
 static void
-count_agg(struct agg *a, const struct rec *r)
+count_agg(struct logview_entry *a, const struct rec *r)
 {
 	uint64_t w = weight(r);
 
@@ -687,10 +667,10 @@ count_agg(struct agg *a, const struct rec *r)
 		a->allowed = sat_add(a->allowed, is_allow(r) ? w : 0);
 		a->denied = sat_add(a->denied, is_deny(r) ? w : 0);
 	}
-	if (r->n[N_UP] > 0)
-		a->bytes_up = sat_add(a->bytes_up, r->n[N_UP]);
-	if (r->n[N_DOWN] > 0)
-		a->bytes_down = sat_add(a->bytes_down, r->n[N_DOWN]);
+	if (r->n[FIELD_BYTES_UP] > 0)
+		a->bytes_up = sat_add(a->bytes_up, r->n[FIELD_BYTES_UP]);
+	if (r->n[FIELD_BYTES_DOWN] > 0)
+		a->bytes_down = sat_add(a->bytes_down, r->n[FIELD_BYTES_DOWN]);
 }
 
 /* Keeps the first value of an optional detail of a denial. */
@@ -703,11 +683,11 @@ keep(char **dst, const char *s, size_t max, int *cut)
 
 /* Counts a denial of R, which counts for host H, for REASON. */
 static void
-count_denial(struct logview *lv, const struct rec *r, const struct agg *h,
-    const char *reason)
+count_denial(struct logview *lv, const struct rec *r,
+    const struct logview_entry *h, const char *reason)
 {
 	size_t rlen = utf8_cut(reason, REASON_KEEP);
-	struct agg *d = lv->denials.others;
+	struct logview_entry *d = lv->denials.others;
 
 	if (h->host != NULL)
 		d = table_get(&lv->denials, h->host, h->port, reason, rlen);
@@ -716,9 +696,9 @@ count_denial(struct logview *lv, const struct rec *r, const struct agg *h,
 	if (d == lv->denials.others)
 		return;
 	d->reason_cut = reason[rlen] != '\0';
-	keep(&d->path, r->s[S_PATH], PATH_KEEP, &d->path_cut);
-	keep(&d->method, r->s[S_METHOD], WORD_KEEP, NULL);
-	keep(&d->rule, r->s[S_RULE], RULE_KEEP, NULL);
+	keep(&d->path, r->s[FIELD_PATH], PATH_KEEP, &d->path_cut);
+	keep(&d->method, r->s[FIELD_METHOD], WORD_KEEP, NULL);
+	keep(&d->rule, r->s[FIELD_RULE], RULE_KEEP, NULL);
 }
 
 static void
@@ -748,13 +728,13 @@ count_totals(struct logview *lv, const struct rec *r)
 		t->allowed = sat_add(t->allowed, is_allow(r) ? w : 0);
 		t->denied = sat_add(t->denied, is_deny(r) ? w : 0);
 	}
-	if (r->n[N_UP] > 0)
-		t->bytes_up = sat_add(t->bytes_up, r->n[N_UP]);
-	if (r->n[N_DOWN] > 0)
-		t->bytes_down = sat_add(t->bytes_down, r->n[N_DOWN]);
-	if (r->s[S_TS] != NULL) {
-		keep_ts(&lv->first_ts, r->s[S_TS], -1);
-		keep_ts(&lv->last_ts, r->s[S_TS], 1);
+	if (r->n[FIELD_BYTES_UP] > 0)
+		t->bytes_up = sat_add(t->bytes_up, r->n[FIELD_BYTES_UP]);
+	if (r->n[FIELD_BYTES_DOWN] > 0)
+		t->bytes_down = sat_add(t->bytes_down, r->n[FIELD_BYTES_DOWN]);
+	if (r->s[FIELD_TS] != NULL) {
+		keep_ts(&lv->first_ts, r->s[FIELD_TS], -1);
+		keep_ts(&lv->last_ts, r->s[FIELD_TS], 1);
 	}
 }
 
@@ -770,14 +750,14 @@ conn_mine(const struct conn_slot *cs, uint64_t key)
  * whether its last request was allowed.
  */
 static void
-conn_note(
-    struct conn_slot *cs, uint64_t key, const struct rec *r, struct agg *h)
+conn_note(struct conn_slot *cs, uint64_t key, const struct rec *r,
+    struct logview_entry *h)
 {
-	if (cs == NULL || (r->s[S_HOST] == NULL && !conn_mine(cs, key)))
+	if (cs == NULL || (r->s[FIELD_HOST] == NULL && !conn_mine(cs, key)))
 		return;
 	if (!conn_mine(cs, key))
 		cs->allowed = 0;
-	if (r->s[S_HOST] != NULL) {
+	if (r->s[FIELD_HOST] != NULL) {
 		cs->key = key;
 		cs->host = h;
 		cs->used = 1;
@@ -795,7 +775,7 @@ static void
 record(struct logview *lv, const struct rec *r)
 {
 	struct conn_slot *cs;
-	struct agg *h;
+	struct logview_entry *h;
 	uint64_t key = 0;
 
 	cs = conn_slot(lv, r, &key);
@@ -805,18 +785,18 @@ record(struct logview *lv, const struct rec *r)
 		return;
 	count_totals(lv, r);
 	count_agg(h, r);
-	if (r->s[S_SECRET] != NULL)
-		add_secret(h, r->s[S_SECRET]);
+	if (r->s[FIELD_SECRET] != NULL)
+		add_secret(h, r->s[FIELD_SECRET]);
 	if (r->request && is_deny(r))
-		count_denial(
-		    lv, r, h, r->s[S_REASON] != NULL ? r->s[S_REASON] : "");
-	else if (!r->request && r->n[N_STATUS] == 403 && conn_mine(cs, key) &&
-	    cs->allowed) {
+		count_denial(lv, r, h,
+		    r->s[FIELD_REASON] != NULL ? r->s[FIELD_REASON] : "");
+	else if (!r->request && r->n[FIELD_STATUS] == 403 &&
+	    conn_mine(cs, key) && cs->allowed) {
 		cs->allowed = 0;
 		lv->t.refused++;
 		count_denial(lv, r, h,
-		    r->s[S_ERROR] != NULL ? r->s[S_ERROR]
-		                          : "refused by the proxy (403)");
+		    r->s[FIELD_ERROR] != NULL ? r->s[FIELD_ERROR]
+		                              : "refused by the proxy (403)");
 	}
 }
 
@@ -918,27 +898,21 @@ logview_read(struct logview *lv, FILE *in, const char *name, FILE *err)
 
 /* --- advice for a denial ------------------------------------------------ */
 
-struct advice {
-	enum denial_kind kind;
-	char allow[ADVICE_MAX]; /* the allow line, or "" */
-	char note[ADVICE_MAX]; /* or a note, or "" */
-};
-
 static const struct {
 	const char *prefix, *infix;
-	enum denial_kind kind;
+	enum logview_kind kind;
 } kinds[] = {
-    {"no rule allows ", NULL, DK_NORULE},
-    {"port ", " is not allowed for ", DK_PORT},
-    {"path ", " is not allowed by rule ", DK_PATH},
-    {"method ", " is not allowed by rule ", DK_METHOD},
-    {"denied by rule ", NULL, DK_DENYRULE},
-    {"credentials are never sent over plain HTTP", NULL, DK_PLAIN},
-    {"", " not allowed without 'private' in the rule", DK_PRIVATE},
+    {"no rule allows ", NULL, LOGVIEW_NORULE},
+    {"port ", " is not allowed for ", LOGVIEW_PORT},
+    {"path ", " is not allowed by rule ", LOGVIEW_PATH},
+    {"method ", " is not allowed by rule ", LOGVIEW_METHOD},
+    {"denied by rule ", NULL, LOGVIEW_DENYRULE},
+    {"credentials are never sent over plain HTTP", NULL, LOGVIEW_PLAIN},
+    {"", " not allowed without 'private' in the rule", LOGVIEW_PRIVATE},
 };
 
 /* The kind of denial REASON (as policy_decide() words it) describes. */
-static enum denial_kind
+static enum logview_kind
 denial_kind(const char *reason)
 {
 	size_t i, n;
@@ -950,7 +924,7 @@ denial_kind(const char *reason)
 		        strstr(reason + n, kinds[i].infix) != NULL))
 			return kinds[i].kind;
 	}
-	return DK_OTHER;
+	return LOGVIEW_OTHER;
 }
 
 /* A byte that a policy word may hold unquoted (policy/parse.c). */
@@ -976,7 +950,7 @@ host_ok(const char *h)
 
 /* D's target as a policy writes it: "host:port", "[v6]:port"; -1 if not. */
 static int
-target_str(const struct agg *d, char *buf, size_t n)
+target_str(const struct logview_entry *d, char *buf, size_t n)
 {
 	size_t o;
 
@@ -1027,8 +1001,8 @@ path_word(const char *path, char *buf, size_t n)
 
 /* The text of REASON between PREFIX and INFIX (the last one), or -1. */
 static int
-reason_part(const struct agg *d, const char *prefix, const char *infix,
-    char *buf, size_t n)
+reason_part(const struct logview_entry *d, const char *prefix,
+    const char *infix, char *buf, size_t n)
 {
 	const char *s = d->reason + strlen(prefix), *end = NULL, *p = s;
 
@@ -1059,16 +1033,17 @@ method_ok(const char *m)
  * denial may lack a path: WORD is then "".
  */
 static int
-paths_opt(const struct agg *d, enum denial_kind k, char *word, size_t n)
+paths_opt(
+    const struct logview_entry *d, enum logview_kind k, char *word, size_t n)
 {
 	char path[PATH_KEEP + 1], w[2 * PATH_KEEP + 8];
 
 	word[0] = '\0';
 	if (d->path != NULL && !d->path_cut)
 		snprintf(path, sizeof(path), "%s", d->path);
-	else if (k == DK_METHOD && d->path == NULL)
+	else if (k == LOGVIEW_METHOD && d->path == NULL)
 		return 0;
-	else if (k != DK_PATH ||
+	else if (k != LOGVIEW_PATH ||
 	    reason_part(d, "path ", " is not allowed by rule ", path,
 	        sizeof(path)) != 0)
 		return -1;
@@ -1080,13 +1055,14 @@ paths_opt(const struct agg *d, enum denial_kind k, char *word, size_t n)
 
 /* The options block of an allow for a path or method denial, or -1. */
 static int
-block_str(const struct agg *d, enum denial_kind k, char *buf, size_t n)
+block_str(
+    const struct logview_entry *d, enum logview_kind k, char *buf, size_t n)
 {
 	char paths[2 * PATH_KEEP + 16], m[WORD_KEEP + 1];
 
 	if (paths_opt(d, k, paths, sizeof(paths)) != 0)
 		return -1;
-	if (k == DK_PATH) {
+	if (k == LOGVIEW_PATH) {
 		snprintf(buf, n, " {%s }", paths);
 		return 0;
 	}
@@ -1102,7 +1078,7 @@ block_str(const struct agg *d, enum denial_kind k, char *buf, size_t n)
 }
 
 static void
-advise_deny(const struct agg *d, struct advice *a)
+advise_deny(const struct logview_entry *d, struct logview_advice *a)
 {
 	char rule[RULE_KEEP + 1];
 	const char *r = d->rule;
@@ -1122,425 +1098,72 @@ advise_deny(const struct agg *d, struct advice *a)
 		    "denied by a deny rule: an allow cannot override a deny");
 }
 
-/* Works out what would let D through, if an allow can. */
-static void
-advise(const struct agg *d, struct advice *a)
+void
+logview_advise(const struct logview_entry *d, struct logview_advice *a)
 {
 	char target[2 * HOST_MAX + 16], block[ADVICE_MAX - sizeof(target) - 8];
 
 	a->allow[0] = a->note[0] = '\0';
-	a->kind = d->host != NULL ? denial_kind(d->reason) : DK_OTHER;
+	a->kind = d->host != NULL ? denial_kind(d->reason) : LOGVIEW_OTHER;
 	block[0] = '\0';
-	if (a->kind == DK_DENYRULE)
+	if (a->kind == LOGVIEW_DENYRULE)
 		advise_deny(d, a);
-	else if (a->kind == DK_PLAIN)
+	else if (a->kind == LOGVIEW_PLAIN)
 		snprintf(a->note, sizeof(a->note),
 		    "no allow can permit this: use HTTPS");
-	else if (a->kind == DK_OTHER)
+	else if (a->kind == LOGVIEW_OTHER)
 		return;
 	else if (target_str(d, target, sizeof(target)) != 0)
 		snprintf(a->note, sizeof(a->note),
 		    "no allow line: the log names no usable host");
-	else if ((a->kind == DK_PATH || a->kind == DK_METHOD) &&
+	else if ((a->kind == LOGVIEW_PATH || a->kind == LOGVIEW_METHOD) &&
 	    block_str(d, a->kind, block, sizeof(block)) != 0)
 		snprintf(a->note, sizeof(a->note),
 		    "no allow line: the log names no usable %s",
-		    a->kind == DK_PATH ? "path" : "method and path");
+		    a->kind == LOGVIEW_PATH ? "path" : "method and path");
 	else
 		snprintf(a->allow, sizeof(a->allow), "allow %s%s", target,
-		    a->kind == DK_PRIVATE ? " { private }" : block);
-	if (a->kind == DK_PRIVATE && a->allow[0] != '\0' && d->rule != NULL)
+		    a->kind == LOGVIEW_PRIVATE ? " { private }" : block);
+	if (a->kind == LOGVIEW_PRIVATE && a->allow[0] != '\0' &&
+	    d->rule != NULL)
 		snprintf(a->note, sizeof(a->note),
 		    "before rule %s, which decided (the first matching allow "
 		    "wins), or add private to that rule",
 		    d->rule);
 }
 
-/* --- text output -------------------------------------------------------- */
+/* --- public: what the printers read ------------------------------------ */
 
-static int
-cmp_denial(const void *pa, const void *pb)
+const struct logview_entry **
+logview_sorted(const struct logview *lv, enum logview_list which,
+    int (*cmp)(const void *, const void *), size_t *np)
 {
-	const struct agg *a = *(const struct agg *const *)pa;
-	const struct agg *b = *(const struct agg *const *)pb;
-	int c;
-
-	if (a->denied != b->denied)
-		return a->denied > b->denied ? -1 : 1;
-	if ((c = strcmp(a->host, b->host)) != 0)
-		return c;
-	if (a->port != b->port)
-		return a->port < b->port ? -1 : 1;
-	return strcmp(a->reason, b->reason);
+	return table_sorted(
+	    which == LOGVIEW_DENIALS ? &lv->denials : &lv->hosts, cmp, np);
 }
 
-static int
-cmp_host(const void *pa, const void *pb)
+const char *
+logview_kind_name(enum logview_kind k)
 {
-	const struct agg *a = *(const struct agg *const *)pa;
-	const struct agg *b = *(const struct agg *const *)pb;
-	int c;
-
-	if (a->denied != b->denied)
-		return a->denied > b->denied ? -1 : 1;
-	if (a->requests != b->requests)
-		return a->requests > b->requests ? -1 : 1;
-	if ((c = strcmp(a->host, b->host)) != 0)
-		return c;
-	return a->port < b->port ? -1 : a->port > b->port;
-}
-
-/* "host:port" for display, escaped. */
-static void
-label(const struct agg *a, char *buf, size_t n)
-{
-	char h[4 * HOST_MAX + 1];
-	size_t o;
-
-	if (a->host == NULL) {
-		snprintf(buf, n, "(others)");
-		return;
-	}
-	esc_buf(h, sizeof(h), a->host);
-	snprintf(buf, n,
-	    strchr(a->host, ':') != NULL ? "[%s]"
-	        : a->host[0] == '\0'     ? "(no host)%s"
-	                                 : "%s",
-	    h);
-	o = strlen(buf);
-	if (a->port >= 0)
-		snprintf(buf + o, n - o, ":%d", a->port);
-}
-
-static void
-human(uint64_t n, char *buf, size_t len)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB"};
-	double v = (double)n;
-	size_t u = 0;
-
-	if (n < 1024) {
-		snprintf(buf, len, "%" PRIu64 " B", n);
-		return;
-	}
-	for (v /= 1024; v >= 1024 && u < 2; u++)
-		v /= 1024;
-	snprintf(buf, len, "%.1f %s", v, units[u]);
-}
-
-static int
-digits(uint64_t n)
-{
-	int d = 1;
-
-	while (n >= 10) {
-		n /= 10;
-		d++;
-	}
-	return d;
-}
-
-/* Prints TEXT, if any, under the reason of a denial. */
-static void
-advice_line(FILE *f, int w, const char *text)
-{
-	if (text[0] == '\0')
-		return;
-	fprintf(f, "  %*s   ", w, "");
-	esc_put(f, text);
-	fputc('\n', f);
-}
-
-static void
-print_denial(FILE *f, const struct agg *d, int w)
-{
-	char lab[4 * HOST_MAX + 32];
-	struct advice a;
-
-	label(d, lab, sizeof(lab));
-	fprintf(f, "  %*" PRIu64 "x  %s  ", w, d->denied, lab);
-	if (d->host == NULL)
-		fputs("other denials", f);
-	else
-		esc_put(
-		    f, d->reason[0] != '\0' ? d->reason : "(no reason given)");
-	fputs(d->reason_cut ? "...\n" : "\n", f);
-	advise(d, &a);
-	advice_line(f, w, a.allow);
-	advice_line(f, w, a.note);
-}
-
-static int
-print_denied(const struct logview *lv, FILE *f)
-{
-	struct agg **v;
-	size_t i, n = 0;
-	uint64_t max = 0;
-
-	if ((v = table_sorted(&lv->denials, cmp_denial, &n)) == NULL)
-		return -1;
-	for (i = 0; i < n; i++)
-		max = v[i]->denied > max ? v[i]->denied : max;
-	if (n == 0)
-		fprintf(f, "Denied: none\n");
-	else
-		fprintf(f, "Denied (%" PRIu64 " request%s):\n",
-		    lv->t.denied + lv->t.refused,
-		    lv->t.denied + lv->t.refused == 1 ? "" : "s");
-	for (i = 0; i < n; i++)
-		print_denial(f, v[i], digits(max));
-	free(v);
-	return 0;
-}
-
-static void
-print_secrets(FILE *f, const struct agg *h)
-{
-	size_t i;
-
-	if (h->nsecrets == 0)
-		fputc('-', f);
-	for (i = 0; i < h->nsecrets; i++) {
-		if (i > 0)
-			fputc(',', f);
-		esc_put(f, h->secrets[i]);
-	}
-	if (h->more_secrets)
-		fputs(",...", f);
-}
-
-static void
-print_host(FILE *f, const struct agg *h, int w)
-{
-	char lab[4 * HOST_MAX + 32], up[32], down[32];
-
-	label(h, lab, sizeof(lab));
-	human(h->bytes_up, up, sizeof(up));
-	human(h->bytes_down, down, sizeof(down));
-	fprintf(f,
-	    "  %-*s  %8" PRIu64 "  %7" PRIu64 "  %6" PRIu64 "  %10s  %10s  ", w,
-	    lab, h->requests, h->allowed, h->denied, up, down);
-	print_secrets(f, h);
-	fputc('\n', f);
-}
-
-static int
-print_hosts(const struct logview *lv, FILE *f)
-{
-	char lab[4 * HOST_MAX + 32];
-	struct agg **v;
-	size_t i, n = 0;
-	int w = 9;
-
-	if ((v = table_sorted(&lv->hosts, cmp_host, &n)) == NULL)
-		return -1;
-	for (i = 0; i < n; i++) {
-		label(v[i], lab, sizeof(lab));
-		if (strlen(lab) > (size_t)w)
-			w = strlen(lab) > 60 ? 60 : (int)strlen(lab);
-	}
-	if (n == 0)
-		fprintf(f, "\nHosts: none\n");
-	else
-		fprintf(f, "\nHosts:\n  %-*s  %8s  %7s  %6s  %10s  %10s  %s\n",
-		    w, "HOST:PORT", "REQUESTS", "ALLOWED", "DENIED", "BYTES UP",
-		    "BYTES DOWN", "SECRETS");
-	for (i = 0; i < n; i++)
-		print_host(f, v[i], w);
-	free(v);
-	return 0;
-}
-
-static void
-print_totals(const struct logview *lv, FILE *f)
-{
-	const struct logview_totals *t = &lv->t;
-	char up[32], down[32];
-
-	human(t->bytes_up, up, sizeof(up));
-	human(t->bytes_down, down, sizeof(down));
-	fprintf(f, "\nTotals:\n  records    %" PRIu64 "\n", t->records);
-	fprintf(f,
-	    "  requests   %" PRIu64 " (%" PRIu64 " allowed, %" PRIu64
-	    " denied)\n",
-	    t->requests, t->allowed, t->denied);
-	if (t->refused > 0)
-		fprintf(f,
-		    "  refused    %" PRIu64 " allowed, then refused by the "
-		    "proxy (403)\n",
-		    t->refused);
-	fprintf(f, "  bytes      %s up, %s down\n", up, down);
-	fprintf(f, "  malformed  %" PRIu64 " line%s", t->malformed,
-	    t->malformed == 1 ? "" : "s");
-	if (t->malformed > 0)
-		fprintf(f, " (first at line %" PRIu64 ")", t->first_malformed);
-	fputc('\n', f);
-	if (lv->first_ts != NULL) {
-		fputs("  first      ", f);
-		esc_put(f, lv->first_ts);
-		fputs("\n  last       ", f);
-		esc_put(f, lv->last_ts);
-		fputc('\n', f);
-	}
-	if (t->incomplete > 0)
-		fprintf(f, "  1 incomplete line at the end ignored\n");
-}
-
-/* --- JSON output -------------------------------------------------------- */
-
-static json_int_t
-jint(uint64_t n)
-{
-	return n > LLONG_MAX ? LLONG_MAX : (json_int_t)n;
-}
-
-static json_t *
-jport(int port)
-{
-	return port >= 0 ? json_integer(port) : json_null();
-}
-
-static const char *
-jhost(const struct agg *a)
-{
-	return a->host != NULL && a->host[0] != '\0' ? a->host : NULL;
-}
-
-static json_t *
-json_denial(const struct agg *d)
-{
-	struct advice a;
-
-	advise(d, &a);
-	return json_pack("{s:I, s:s?, s:o, s:s?, s:b, s:s?, s:s, s:s?, s:s?}",
-	    "count", jint(d->denied), "host", jhost(d), "port", jport(d->port),
-	    "reason", d->reason, "reason_cut", d->reason_cut, "rule", d->rule,
-	    "kind", kind_names[a.kind], "allow",
-	    a.allow[0] != '\0' ? a.allow : NULL, "note",
-	    a.note[0] != '\0' ? a.note : NULL);
-}
-
-static json_t *
-json_host(const struct agg *h)
-{
-	json_t *s = json_array();
-	size_t i;
-
-	for (i = 0; s != NULL && i < h->nsecrets; i++)
-		json_array_append_new(s, json_string(h->secrets[i]));
-	return json_pack("{s:s?, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:b}",
-	    "host", jhost(h), "port", jport(h->port), "requests",
-	    jint(h->requests), "allowed", jint(h->allowed), "denied",
-	    jint(h->denied), "bytes_up", jint(h->bytes_up), "bytes_down",
-	    jint(h->bytes_down), "secrets", s, "others", h->host == NULL);
-}
-
-/* An array of T's entries sorted by CMP, each made by FN; NULL: ENOMEM. */
-static json_t *
-json_table(const struct table *t, int (*cmp)(const void *, const void *),
-    json_t *(*fn)(const struct agg *))
-{
-	json_t *arr = json_array();
-	struct agg **v;
-	size_t i, n = 0;
-
-	if (arr == NULL || (v = table_sorted(t, cmp, &n)) == NULL) {
-		json_decref(arr);
-		return NULL;
-	}
-	for (i = 0; arr != NULL && i < n; i++)
-		if (json_array_append_new(arr, fn(v[i])) != 0) {
-			json_decref(arr);
-			arr = NULL;
-		}
-	free(v);
-	return arr;
-}
-
-static json_t *
-json_totals(const struct logview *lv)
-{
-	const struct logview_totals *t = &lv->t;
-
-	return json_pack(
-	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}",
-	    "records", jint(t->records), "requests", jint(t->requests),
-	    "allowed", jint(t->allowed), "denied", jint(t->denied), "refused",
-	    jint(t->refused), "bytes_up", jint(t->bytes_up), "bytes_down",
-	    jint(t->bytes_down), "malformed", jint(t->malformed), "incomplete",
-	    jint(t->incomplete), "first_ts", lv->first_ts, "last_ts",
-	    lv->last_ts);
-}
-
-static int
-print_json(const struct logview *lv, FILE *f, const struct logview_opts *o)
-{
-	json_t *root;
-	int ret = -1;
-
-	root = json_pack("{s:o}", "denied",
-	    json_table(&lv->denials, cmp_denial, json_denial));
-	if (root == NULL)
-		goto out;
-	if (!o->denied_only &&
-	    (json_object_set_new(root, "hosts",
-	         json_table(&lv->hosts, cmp_host, json_host)) != 0 ||
-	        json_object_set_new(root, "totals", json_totals(lv)) != 0))
-		goto out;
-	if (json_dumpf(root, f, JSON_INDENT(2)) != 0)
-		goto out;
-	fputc('\n', f);
-	ret = 0;
-out:
-	json_decref(root);
-	return ret;
-}
-
-int
-logview_print(const struct logview *lv, FILE *f, const struct logview_opts *o)
-{
-	int ret = -1;
-
-	if (o->json) {
-		if (print_json(lv, f, o) != 0)
-			goto out;
-	} else {
-		if (print_denied(lv, f) != 0)
-			goto out;
-		if (!o->denied_only) {
-			if (print_hosts(lv, f) != 0)
-				goto out;
-			print_totals(lv, f);
-		}
-	}
-	ret = fflush(f) == 0 && !ferror(f) ? 0 : -1;
-out:
-	return ret;
+	return kind_names[k];
 }
 
 /* --- test access -------------------------------------------------------- */
 
-static const struct agg *
+static const struct logview_entry *
 find(const struct table *t, const char *host, int port, const char *reason)
 {
-	const struct agg *a;
-	size_t i;
-
 	if (host == NULL)
 		return t->others;
-	for (i = 0; i < t->nb; i++)
-		for (a = t->b[i]; a != NULL; a = a->next)
-			if (key_equal(a, host, port, reason,
-			        reason != NULL ? strlen(reason) : 0))
-				return a;
-	return NULL;
+	return table_find(
+	    t, host, port, reason, reason != NULL ? strlen(reason) : 0);
 }
 
 int
 logview_host(const struct logview *lv, const char *host, int port,
     struct logview_host_stats *st)
 {
-	const struct agg *a = find(&lv->hosts, host, port, NULL);
+	const struct logview_entry *a = find(&lv->hosts, host, port, NULL);
 
 	if (a == NULL || a->records == 0)
 		return -1;
@@ -1557,7 +1180,7 @@ uint64_t
 logview_denials(
     const struct logview *lv, const char *host, int port, const char *reason)
 {
-	const struct agg *a = find(&lv->denials, host, port, reason);
+	const struct logview_entry *a = find(&lv->denials, host, port, reason);
 
 	return a != NULL ? a->denied : 0;
 }

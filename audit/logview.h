@@ -1,14 +1,15 @@
 /*
  * logview.h: the reviewer's view of an audit log (pinhole log).
  *
- * Reads JSON Lines records as proxy/audit.h writes them and aggregates
+ * Reads JSON Lines records as audit/audit.h writes them and aggregates
  * them without keeping them: denied requests by (host, port, reason),
  * traffic by (host, port), and totals.  Memory is bounded whatever the
  * input: at most LOGVIEW_KEYS_MAX distinct hosts and as many distinct
  * denials are kept, the rest is counted in an "others" bucket, and long
  * strings are cut.  The log holds secret names only; they are printed as
  * names.  Every string taken from the log is printed with control bytes
- * escaped, so a log cannot drive the reviewer's terminal.
+ * escaped, so a log cannot drive the reviewer's terminal.  The printers
+ * live in logprint.h.
  */
 #ifndef PH_LOGVIEW_H
 #define PH_LOGVIEW_H
@@ -23,11 +24,6 @@
 #define LOGVIEW_KEYS_MAX 10000
 
 struct logview;
-
-struct logview_opts {
-	int denied_only; /* print the denied requests only */
-	int json; /* one JSON object instead of text */
-};
 
 struct logview_totals {
 	uint64_t records; /* valid records that passed the filter */
@@ -84,14 +80,72 @@ int logview_read(struct logview *, FILE *in, const char *name, FILE *err);
 void logview_totals(const struct logview *, struct logview_totals *t);
 
 /*
- * Prints the view to F: the denied requests first (policy denials, and
- * allowed requests that the proxy refused with 403, such as a private
- * address), each with the allow line that would permit it where one can,
- * then the per-host table, then the totals (or a JSON object: "denied",
- * "hosts", "totals").  Returns 0,
- * or -1 when out of memory or when writing failed.
+ * What the printers (logprint.c) read: the aggregates, the advice for a
+ * denial, and the escaping of every string taken from the log.
  */
-int logview_print(const struct logview *, FILE *f, const struct logview_opts *);
+
+/* Secret names kept per host before ",...". */
+#define LOGVIEW_SECRETS_MAX 16
+/* An allow line or a note: a kept path, two hosts and a few words. */
+#define LOGVIEW_ADVICE_MAX 1662
+
+/* One aggregate: a host:port, or a denial (reason set).  Read-only. */
+struct logview_entry {
+	char *host; /* lower case; "" no host; NULL "others" */
+	int port; /* -1: none */
+	char *reason; /* denials: the reason, maybe cut */
+	int reason_cut;
+	char *path; /* denials: the first path, method, rule */
+	int path_cut;
+	char *method;
+	char *rule;
+	uint64_t records, requests, allowed, denied;
+	uint64_t bytes_up, bytes_down;
+	char *secrets[LOGVIEW_SECRETS_MAX];
+	size_t nsecrets;
+	int more_secrets;
+};
+
+enum logview_list { LOGVIEW_DENIALS, LOGVIEW_HOSTS };
+
+/*
+ * The entries of one list sorted by CMP (on const struct logview_entry
+ * *const *), the "others" bucket last when used; *NP says how many.  The
+ * caller frees the array.  NULL when out of memory.
+ */
+const struct logview_entry **logview_sorted(const struct logview *,
+    enum logview_list, int (*cmp)(const void *, const void *), size_t *np);
+
+/* The kinds of denial, as policy_decide() words their reasons. */
+enum logview_kind {
+	LOGVIEW_NORULE,
+	LOGVIEW_PORT,
+	LOGVIEW_PATH,
+	LOGVIEW_METHOD,
+	LOGVIEW_DENYRULE,
+	LOGVIEW_PLAIN,
+	LOGVIEW_PRIVATE,
+	LOGVIEW_OTHER,
+};
+
+/* What would let a denial through, if an allow can. */
+struct logview_advice {
+	enum logview_kind kind;
+	char allow[LOGVIEW_ADVICE_MAX]; /* the allow line, or "" */
+	char note[LOGVIEW_ADVICE_MAX]; /* or a note, or "" */
+};
+
+/* Works out the advice for the denial D. */
+void logview_advise(const struct logview_entry *d, struct logview_advice *);
+
+/* The name of kind K in the JSON output: "no-rule", "port", ... */
+const char *logview_kind_name(enum logview_kind);
+
+/* Prints S to F with unsafe bytes as \xNN. */
+void logview_esc_put(FILE *f, const char *s);
+
+/* Copies S to DST (N > 0 bytes) as logview_esc_put() prints it, cut. */
+void logview_esc_buf(char *dst, size_t n, const char *s);
 
 #ifdef LOGVIEW_INTERNAL
 struct logview_host_stats {

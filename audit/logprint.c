@@ -1,0 +1,392 @@
+/*
+ * logprint.c: the printers of pinhole log -- the text review and the JSON
+ * object -- over what logview.c aggregated and advises.  Every string
+ * that came from the log goes out through logview_esc_put() or
+ * logview_esc_buf() (text) or jansson (JSON).
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "audit/field.h"
+#include "audit/logprint.h"
+#include "audit/logview.h"
+
+/* --- text output -------------------------------------------------------- */
+
+static int
+cmp_denial(const void *pa, const void *pb)
+{
+	const struct logview_entry *a =
+	    *(const struct logview_entry *const *)pa;
+	const struct logview_entry *b =
+	    *(const struct logview_entry *const *)pb;
+	int c;
+
+	if (a->denied != b->denied)
+		return a->denied > b->denied ? -1 : 1;
+	if ((c = strcmp(a->host, b->host)) != 0)
+		return c;
+	if (a->port != b->port)
+		return a->port < b->port ? -1 : 1;
+	return strcmp(a->reason, b->reason);
+}
+
+static int
+cmp_host(const void *pa, const void *pb)
+{
+	const struct logview_entry *a =
+	    *(const struct logview_entry *const *)pa;
+	const struct logview_entry *b =
+	    *(const struct logview_entry *const *)pb;
+	int c;
+
+	if (a->denied != b->denied)
+		return a->denied > b->denied ? -1 : 1;
+	if (a->requests != b->requests)
+		return a->requests > b->requests ? -1 : 1;
+	if ((c = strcmp(a->host, b->host)) != 0)
+		return c;
+	return a->port < b->port ? -1 : a->port > b->port;
+}
+
+/* "host:port" for display, escaped. */
+static void
+label(const struct logview_entry *a, char *buf, size_t n)
+{
+	char h[4 * FIELD_HOST_MAX + 1];
+	size_t o;
+
+	if (a->host == NULL) {
+		snprintf(buf, n, "(others)");
+		return;
+	}
+	logview_esc_buf(h, sizeof(h), a->host);
+	snprintf(buf, n,
+	    strchr(a->host, ':') != NULL ? "[%s]"
+	        : a->host[0] == '\0'     ? "(no host)%s"
+	                                 : "%s",
+	    h);
+	o = strlen(buf);
+	if (a->port >= 0)
+		snprintf(buf + o, n - o, ":%d", a->port);
+}
+
+static void
+human(uint64_t n, char *buf, size_t len)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB"};
+	double v = (double)n;
+	size_t u = 0;
+
+	if (n < 1024) {
+		snprintf(buf, len, "%" PRIu64 " B", n);
+		return;
+	}
+	for (v /= 1024; v >= 1024 && u < 2; u++)
+		v /= 1024;
+	snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
+static int
+digits(uint64_t n)
+{
+	int d = 1;
+
+	while (n >= 10) {
+		n /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* Prints TEXT, if any, under the reason of a denial. */
+static void
+advice_line(FILE *f, int w, const char *text)
+{
+	if (text[0] == '\0')
+		return;
+	fprintf(f, "  %*s   ", w, "");
+	logview_esc_put(f, text);
+	fputc('\n', f);
+}
+
+static void
+print_denial(FILE *f, const struct logview_entry *d, int w)
+{
+	char lab[4 * FIELD_HOST_MAX + 32];
+	struct logview_advice a;
+
+	label(d, lab, sizeof(lab));
+	fprintf(f, "  %*" PRIu64 "x  %s  ", w, d->denied, lab);
+	if (d->host == NULL)
+		fputs("other denials", f);
+	else
+		logview_esc_put(
+		    f, d->reason[0] != '\0' ? d->reason : "(no reason given)");
+	fputs(d->reason_cut ? "...\n" : "\n", f);
+	logview_advise(d, &a);
+	advice_line(f, w, a.allow);
+	advice_line(f, w, a.note);
+}
+
+static int
+print_denied(const struct logview *lv, FILE *f)
+{
+	const struct logview_entry **v;
+	struct logview_totals t;
+	size_t i, n = 0;
+	uint64_t max = 0;
+
+	logview_totals(lv, &t);
+	if ((v = logview_sorted(lv, LOGVIEW_DENIALS, cmp_denial, &n)) == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		max = v[i]->denied > max ? v[i]->denied : max;
+	if (n == 0)
+		fprintf(f, "Denied: none\n");
+	else
+		fprintf(f, "Denied (%" PRIu64 " request%s):\n",
+		    t.denied + t.refused, t.denied + t.refused == 1 ? "" : "s");
+	for (i = 0; i < n; i++)
+		print_denial(f, v[i], digits(max));
+	free(v);
+	return 0;
+}
+
+static void
+print_secrets(FILE *f, const struct logview_entry *h)
+{
+	size_t i;
+
+	if (h->nsecrets == 0)
+		fputc('-', f);
+	for (i = 0; i < h->nsecrets; i++) {
+		if (i > 0)
+			fputc(',', f);
+		logview_esc_put(f, h->secrets[i]);
+	}
+	if (h->more_secrets)
+		fputs(",...", f);
+}
+
+static void
+print_host(FILE *f, const struct logview_entry *h, int w)
+{
+	char lab[4 * FIELD_HOST_MAX + 32], up[32], down[32];
+
+	label(h, lab, sizeof(lab));
+	human(h->bytes_up, up, sizeof(up));
+	human(h->bytes_down, down, sizeof(down));
+	fprintf(f,
+	    "  %-*s  %8" PRIu64 "  %7" PRIu64 "  %6" PRIu64 "  %10s  %10s  ", w,
+	    lab, h->requests, h->allowed, h->denied, up, down);
+	print_secrets(f, h);
+	fputc('\n', f);
+}
+
+static int
+print_hosts(const struct logview *lv, FILE *f)
+{
+	char lab[4 * FIELD_HOST_MAX + 32];
+	const struct logview_entry **v;
+	size_t i, n = 0;
+	int w = 9;
+
+	if ((v = logview_sorted(lv, LOGVIEW_HOSTS, cmp_host, &n)) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		label(v[i], lab, sizeof(lab));
+		if (strlen(lab) > (size_t)w)
+			w = strlen(lab) > 60 ? 60 : (int)strlen(lab);
+	}
+	if (n == 0)
+		fprintf(f, "\nHosts: none\n");
+	else
+		fprintf(f, "\nHosts:\n  %-*s  %8s  %7s  %6s  %10s  %10s  %s\n",
+		    w, "HOST:PORT", "REQUESTS", "ALLOWED", "DENIED", "BYTES UP",
+		    "BYTES DOWN", "SECRETS");
+	for (i = 0; i < n; i++)
+		print_host(f, v[i], w);
+	free(v);
+	return 0;
+}
+
+static void
+print_totals(const struct logview *lv, FILE *f)
+{
+	struct logview_totals tt;
+	const struct logview_totals *t = &tt;
+	char up[32], down[32];
+
+	logview_totals(lv, &tt);
+
+	human(t->bytes_up, up, sizeof(up));
+	human(t->bytes_down, down, sizeof(down));
+	fprintf(f, "\nTotals:\n  records    %" PRIu64 "\n", t->records);
+	fprintf(f,
+	    "  requests   %" PRIu64 " (%" PRIu64 " allowed, %" PRIu64
+	    " denied)\n",
+	    t->requests, t->allowed, t->denied);
+	if (t->refused > 0)
+		fprintf(f,
+		    "  refused    %" PRIu64 " allowed, then refused by the "
+		    "proxy (403)\n",
+		    t->refused);
+	fprintf(f, "  bytes      %s up, %s down\n", up, down);
+	fprintf(f, "  malformed  %" PRIu64 " line%s", t->malformed,
+	    t->malformed == 1 ? "" : "s");
+	if (t->malformed > 0)
+		fprintf(f, " (first at line %" PRIu64 ")", t->first_malformed);
+	fputc('\n', f);
+	if (t->first_ts != NULL) {
+		fputs("  first      ", f);
+		logview_esc_put(f, t->first_ts);
+		fputs("\n  last       ", f);
+		logview_esc_put(f, t->last_ts);
+		fputc('\n', f);
+	}
+	if (t->incomplete > 0)
+		fprintf(f, "  1 incomplete line at the end ignored\n");
+}
+
+/* --- JSON output -------------------------------------------------------- */
+
+static json_int_t
+jint(uint64_t n)
+{
+	return n > LLONG_MAX ? LLONG_MAX : (json_int_t)n;
+}
+
+static json_t *
+jport(int port)
+{
+	return port >= 0 ? json_integer(port) : json_null();
+}
+
+static const char *
+jhost(const struct logview_entry *a)
+{
+	return a->host != NULL && a->host[0] != '\0' ? a->host : NULL;
+}
+
+static json_t *
+json_denial(const struct logview_entry *d)
+{
+	struct logview_advice a;
+
+	logview_advise(d, &a);
+	return json_pack("{s:I, s:s?, s:o, s:s?, s:b, s:s?, s:s, s:s?, s:s?}",
+	    "count", jint(d->denied), "host", jhost(d), "port", jport(d->port),
+	    "reason", d->reason, "reason_cut", d->reason_cut, "rule", d->rule,
+	    "kind", logview_kind_name(a.kind), "allow",
+	    a.allow[0] != '\0' ? a.allow : NULL, "note",
+	    a.note[0] != '\0' ? a.note : NULL);
+}
+
+static json_t *
+json_host(const struct logview_entry *h)
+{
+	json_t *s = json_array();
+	size_t i;
+
+	for (i = 0; s != NULL && i < h->nsecrets; i++)
+		json_array_append_new(s, json_string(h->secrets[i]));
+	return json_pack("{s:s?, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:b}",
+	    "host", jhost(h), "port", jport(h->port), "requests",
+	    jint(h->requests), "allowed", jint(h->allowed), "denied",
+	    jint(h->denied), "bytes_up", jint(h->bytes_up), "bytes_down",
+	    jint(h->bytes_down), "secrets", s, "others", h->host == NULL);
+}
+
+/* An array of list WHICH sorted by CMP, each made by FN; NULL: ENOMEM. */
+static json_t *
+json_table(const struct logview *lv, enum logview_list which,
+    int (*cmp)(const void *, const void *),
+    json_t *(*fn)(const struct logview_entry *))
+{
+	json_t *arr = json_array();
+	const struct logview_entry **v;
+	size_t i, n = 0;
+
+	if (arr == NULL || (v = logview_sorted(lv, which, cmp, &n)) == NULL) {
+		json_decref(arr);
+		return NULL;
+	}
+	for (i = 0; arr != NULL && i < n; i++)
+		if (json_array_append_new(arr, fn(v[i])) != 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	free(v);
+	return arr;
+}
+
+static json_t *
+json_totals(const struct logview *lv)
+{
+	struct logview_totals t0;
+	const struct logview_totals *t = &t0;
+
+	logview_totals(lv, &t0);
+	return json_pack(
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}",
+	    "records", jint(t->records), "requests", jint(t->requests),
+	    "allowed", jint(t->allowed), "denied", jint(t->denied), "refused",
+	    jint(t->refused), "bytes_up", jint(t->bytes_up), "bytes_down",
+	    jint(t->bytes_down), "malformed", jint(t->malformed), "incomplete",
+	    jint(t->incomplete), "first_ts", t->first_ts, "last_ts",
+	    t->last_ts);
+}
+
+static int
+print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
+{
+	json_t *root;
+	int ret = -1;
+
+	root = json_pack("{s:o}", "denied",
+	    json_table(lv, LOGVIEW_DENIALS, cmp_denial, json_denial));
+	if (root == NULL)
+		goto out;
+	if (!o->denied_only &&
+	    (json_object_set_new(root, "hosts",
+	         json_table(lv, LOGVIEW_HOSTS, cmp_host, json_host)) != 0 ||
+	        json_object_set_new(root, "totals", json_totals(lv)) != 0))
+		goto out;
+	if (json_dumpf(root, f, JSON_INDENT(2)) != 0)
+		goto out;
+	fputc('\n', f);
+	ret = 0;
+out:
+	json_decref(root);
+	return ret;
+}
+
+int
+logprint_view(const struct logview *lv, FILE *f, const struct logprint_opts *o)
+{
+	int ret = -1;
+
+	if (o->json) {
+		if (print_json(lv, f, o) != 0)
+			goto out;
+	} else {
+		if (print_denied(lv, f) != 0)
+			goto out;
+		if (!o->denied_only) {
+			if (print_hosts(lv, f) != 0)
+				goto out;
+			print_totals(lv, f);
+		}
+	}
+	ret = fflush(f) == 0 && !ferror(f) ? 0 : -1;
+out:
+	return ret;
+}

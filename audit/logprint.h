@@ -1,0 +1,27 @@
+/*
+ * logprint.h: the printers of pinhole log, over a struct logview.
+ */
+#ifndef PH_LOGPRINT_H
+#define PH_LOGPRINT_H
+
+#include <stdio.h>
+
+struct logview;
+
+struct logprint_opts {
+	int denied_only; /* print the denied requests only */
+	int json; /* one JSON object instead of text */
+};
+
+/*
+ * Prints the view to F: the denied requests first (policy denials, and
+ * allowed requests that the proxy refused with 403, such as a private
+ * address), each with the allow line that would permit it where one can,
+ * then the per-host table, then the totals (or a JSON object: "denied",
+ * "hosts", "totals").  Returns 0,
+ * or -1 when out of memory or when writing failed.
+ */
+int
+logprint_view(const struct logview *, FILE *f, const struct logprint_opts *);
+
+#endif
