@@ -271,6 +271,32 @@ size_t policy_error_count(const struct policy *);
 void policy_report(const struct policy *, policy_diag_fn *, void *);
 const struct policy_rule *policy_rule_at(const struct policy *, size_t i);
 const struct rule_target *policy_target_at(const struct policy *, size_t i);
+size_t policy_target_count(const struct policy *);
+
+/*
+ * The index (match.c) of a loaded policy.  The model does not know it:
+ * whoever builds it hands over FREE_FN, which policy_free() calls, so
+ * policy.c needs nothing from match.c.
+ */
+struct match;
+void policy_set_index(
+    struct policy *, struct match *, void (*free_fn)(struct match *));
+const struct match *policy_index(const struct policy *);
+
+/* Does the rule look at requests (paths or methods)? */
+static inline int
+policy_rule_constrained(const struct policy_rule *r)
+{
+	return r->npaths > 0 || r->nmethods > 0;
+}
+
+/* Must the proxy see the rule's requests (TLS interception)? */
+static inline int
+policy_rule_intercepts(const struct policy_rule *r)
+{
+	return policy_rule_constrained(r) || r->ninject > 0 ||
+	    r->nplaceholder > 0;
+}
 
 /* Does the '*' glob PATTERN match the whole of PATH? */
 int policy_path_match(const char *pattern, const char *path);
