@@ -1,6 +1,6 @@
 /*
- * policy.c: the rule model and its accessors, and (for now) the second
- * pass and loading.  The index and decisions are in match.c.
+ * policy.c: the rule model and its accessors, and (for now) loading.  The
+ * index and decisions are in match.c, the second pass in check.c.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,12 +14,12 @@
 #define POLICY_INTERNAL
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
+#include "check.h"
 #include "htab.h"
 #include "match.h"
 #include "parse.h"
 #include "policy.h"
 
-#define NONE MATCH_NONE
 
 #define MAX_DIAGS 200
 
@@ -392,241 +392,11 @@ has_placeholder(const struct policy_rule *r, const char *env)
 	return 0;
 }
 
-static void
-check_shadowed(struct policy *p, const struct policy_rule *r)
-{
-	uint32_t i, d, a, deny = NONE, allow = NONE, by_deny = 0;
-
-	if (r->ntargets == 0)
-		return; /* every target had an error */
-	for (i = 0; i < r->ntargets; i++) {
-		match_covering(p->index, &p->targets[r->first_target + i],
-		    r->index, &d, &a);
-		if (d == NONE && a == NONE)
-			return;
-		by_deny += d != NONE;
-		if (deny == NONE)
-			deny = d;
-		if (allow == NONE)
-			allow = a;
-	}
-	if (by_deny == r->ntargets)
-		policy_diag_add(p, 1, r->file, r->line, r->col,
-		    "this allow can never match: the deny at %s:%u covers it",
-		    p->rules[deny].file, p->rules[deny].line);
-	else
-		policy_diag_add(p, 1, r->file, r->line, r->col,
-		    "this allow never decides: the earlier allow at %s:%u "
-		    "matches everything it matches (move it before that rule)",
-		    p->rules[allow].file, p->rules[allow].line);
-}
-
-static int
-only_port_80(const struct policy *p, const struct policy_rule *r)
-{
-	const struct rule_target *t;
-	uint32_t i;
-
-	for (i = 0; i < r->ntargets; i++) {
-		t = &p->targets[r->first_target + i];
-		if (t->nports != 1 || t->ports[0].lo != 80 ||
-		    t->ports[0].hi != 80)
-			return 0;
-	}
-	return 1;
-}
-
-static struct secret *
-secret_ref(struct policy *p, const struct policy_rule *r,
-    const struct policy_loc *loc, const char *name)
-{
-	struct secret *s;
-	const char *best = NULL;
-	unsigned d, bestd = 3;
-	size_t i;
-
-	if ((s = secret_store_find(p->secrets, name)) != NULL) {
-		secret_mark_used(s);
-		return s;
-	}
-	for (i = 0; i < secret_store_count(p->secrets); i++) {
-		const char *n = secret_name(secret_store_get(p->secrets, i));
-
-		if ((d = parse_distance(name, n)) < bestd) {
-			bestd = d;
-			best = n;
-		}
-	}
-	if (best != NULL)
-		policy_diag_add(p, 0, r->file, loc->line, loc->col,
-		    "undefined secret '%s'; did you mean '%s'?", name, best);
-	else
-		policy_diag_add(p, 0, r->file, loc->line, loc->col,
-		    "undefined secret '%s'; define it with 'secret %s file "
-		    "PATH' (or env, exec)",
-		    name, name);
-	return NULL;
-}
-
-/* Secrets may be defined after use or in another file: resolve at the end. */
-static void
-check_secrets_of(struct policy *p, struct policy_rule *r)
-{
-	size_t i;
-
-	for (i = 0; i < r->ninject; i++)
-		r->inject[i].secret = secret_ref(
-		    p, r, &r->inject_loc[i], r->inject[i].secret_name);
-	for (i = 0; i < r->nplaceholder; i++)
-		r->placeholder[i].secret = secret_ref(p, r,
-		    &r->placeholder_loc[i], r->placeholder[i].secret_name);
-}
-
-/* The first binding of ENV in rules before rule END, and its rule. */
-static const struct policy_placeholder *
-placeholder_before(
-    const struct policy *p, size_t end, const char *env, size_t *rule)
-{
-	size_t i, k;
-
-	for (i = 0; i < end; i++)
-		for (k = 0; k < p->rules[i].nplaceholder; k++)
-			if (strcmp(p->rules[i].placeholder[k].env, env) == 0) {
-				*rule = i;
-				return &p->rules[i].placeholder[k];
-			}
-	return NULL;
-}
-
-/*
- * One ENV, one secret: the sandbox sees a single stand-in per variable, so
- * two rules may not bind one variable to different secrets.
- */
-static void
-check_placeholders(struct policy *p)
-{
-	const struct policy_placeholder *a, *b;
-	const struct policy_rule *ra, *rb;
-	size_t i, j, k;
-
-	for (i = 0; i < p->nrules; i++) {
-		ra = &p->rules[i];
-		for (k = 0; k < ra->nplaceholder; k++) {
-			a = &ra->placeholder[k];
-			if ((b = placeholder_before(p, i, a->env, &j)) ==
-			        NULL ||
-			    strcmp(a->secret_name, b->secret_name) == 0)
-				continue;
-			rb = &p->rules[j];
-			policy_diag_add(p, 0, ra->file,
-			    ra->placeholder_loc[k].line,
-			    ra->placeholder_loc[k].col,
-			    "placeholder %s is "
-			    "already bound to secret '%s' at %s:%u",
-			    a->env, b->secret_name, rb->file, rb->line);
-		}
-	}
-}
-
-/*
- * Addresses a wide block takes in by accident.  A rule naming addresses
- * allows them even where names resolving to them would be refused, so
- * "allow 0.0.0.0/0" opens loopback and the cloud metadata service.
- */
-static const struct sensitive {
-	int family;
-	uint8_t addr[16];
-	unsigned plen; /* the block the address belongs to */
-	const char *what;
-} sensitive[] = {
-    {4, {127, 0, 0, 1}, 8, "loopback (127.0.0.0/8)"},
-    {4, {169, 254, 169, 254}, 32, "the cloud metadata address 169.254.169.254"},
-    {6, {[15] = 1}, 128, "loopback (::1)"},
-    {6, {0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54}, 128,
-        "the cloud metadata address fd00:ec2::254"},
-};
-
-static int
-block_holds(const struct rule_target *t, const struct sensitive *v)
-{
-	unsigned i;
-
-	if (t->kind != RT_CIDR || t->family != v->family || t->plen >= v->plen)
-		return 0;
-	for (i = 0; i < t->plen; i++)
-		if ((t->addr[i / 8] ^ v->addr[i / 8]) & (0x80 >> (i % 8)))
-			return 0;
-	return 1;
-}
-
-static void
-check_wide_blocks(struct policy *p, const struct policy_rule *r)
-{
-	const struct rule_target *t;
-	size_t i, k;
-
-	for (i = 0; i < r->ntargets; i++) {
-		t = &p->targets[r->first_target + i];
-		for (k = 0; k < sizeof(sensitive) / sizeof(sensitive[0]); k++)
-			if (block_holds(t, &sensitive[k])) {
-				policy_diag_add(p, 1, r->file, r->line, t->col,
-				    "this block takes in %s: a rule naming "
-				    "addresses allows them even when private; "
-				    "narrow it, or deny what it must not reach",
-				    sensitive[k].what);
-				break;
-			}
-	}
-}
-
-static void
-check_rule(struct policy *p, struct policy_rule *r)
-{
-	check_secrets_of(p, r);
-	if (r->deny)
-		return;
-	if (r->ninject > 0 && only_port_80(p, r))
-		policy_diag_add(p, 1, r->file, r->line, r->col,
-		    "inject can never apply: this rule allows only port 80, "
-		    "and "
-		    "credentials are never sent over plain HTTP");
-	if (r->upstream_ca != NULL && !policy_rule_intercepts(r))
-		policy_diag_add(p, 1, r->file, r->line, r->upstream_ca_col,
-		    "upstream-ca has no effect: this rule does not intercept "
-		    "(add paths, methods, inject or placeholder)");
-	if (r->nupgrade > 0 && !policy_rule_constrained(r))
-		policy_diag_add(p, 1, r->file, r->line, r->upgrade_col,
-		    "upgrade has no effect: a rule without paths or methods "
-		    "admits every upgrade");
-	check_wide_blocks(p, r);
-	check_shadowed(p, r);
-}
-
-static void
-check_unused_secrets(struct policy *p)
-{
-	struct secret *s;
-	size_t i;
-
-	for (i = 0; i < secret_store_count(p->secrets); i++) {
-		s = secret_store_get(p->secrets, i);
-		if (!secret_used(s))
-			policy_diag_add(p, 1, p->secret_locs[i].file,
-			    p->secret_locs[i].line, p->secret_locs[i].col,
-			    "secret '%s' is never used", secret_name(s));
-	}
-}
-
 size_t
 policy_finish(struct policy *p)
 {
-	size_t i;
-
 	policy_set_index(p, match_build(p), match_free);
-	for (i = 0; i < p->nrules; i++)
-		check_rule(p, &p->rules[i]);
-	check_placeholders(p);
-	check_unused_secrets(p);
+	check_policy(p, parse_distance);
 	diags_sort(p);
 	return p->nerrors;
 }
@@ -851,4 +621,19 @@ const struct match *
 policy_index(const struct policy *p)
 {
 	return p->index;
+}
+
+struct policy_rule *
+policy_rule_edit(struct policy *p, size_t i)
+{
+	return i < p->nrules ? &p->rules[i] : NULL;
+}
+
+void
+policy_secret_where(const struct policy *p, size_t i, const char **file,
+    unsigned *line, unsigned *col)
+{
+	*file = p->secret_locs[i].file;
+	*line = p->secret_locs[i].line;
+	*col = p->secret_locs[i].col;
 }

@@ -272,6 +272,11 @@ void policy_report(const struct policy *, policy_diag_fn *, void *);
 const struct policy_rule *policy_rule_at(const struct policy *, size_t i);
 const struct rule_target *policy_target_at(const struct policy *, size_t i);
 size_t policy_target_count(const struct policy *);
+/* Rule I, to be completed by the second pass (check.c). */
+struct policy_rule *policy_rule_edit(struct policy *, size_t i);
+/* Where secret I (in policy_secrets order) was defined. */
+void policy_secret_where(const struct policy *, size_t i, const char **file,
+    unsigned *line, unsigned *col);
 
 /*
  * The index (match.c) of a loaded policy.  The model does not know it:
