@@ -22,6 +22,8 @@
 #define POLICY_INTERNAL
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
+#include "check.h"
+#include "match.h"
 #include "parse.h"
 #include "policy.h"
 
@@ -1839,4 +1841,66 @@ void
 parse_file(struct parse_state *st, const char *path)
 {
 	parse_at(st, path, NULL);
+}
+
+/* --- loading (relayd's load_config) ------------------------------------ */
+
+/* Indexes, checks and reports the parsed policy P; keeps it if sound. */
+static int
+load_finish(
+    struct policy *p, policy_diag_fn *diag, void *arg, struct policy **out)
+{
+	policy_set_index(p, match_build(p), match_free);
+	check_policy(p, parse_distance);
+	policy_diag_sort(p);
+	policy_report(p, diag, arg);
+	if (policy_error_count(p) > 0) {
+		policy_free(p);
+		*out = NULL;
+		return PH_ERR_POLICY;
+	}
+	*out = p;
+	return 0;
+}
+
+int
+policy_load(const char *const *files, size_t nfiles, policy_diag_fn *diag,
+    void *arg, struct policy **out)
+{
+	struct policy *p = policy_new();
+	struct parse_state *st = parse_state_new(p);
+	size_t i;
+
+	for (i = 0; i < nfiles; i++)
+		parse_file(st, files[i]);
+	parse_state_free(st);
+	return load_finish(p, diag, arg, out);
+}
+
+int
+policy_load_extra(const char *const *files, size_t nfiles, const char *name,
+    const char *text, policy_diag_fn *diag, void *arg, struct policy **out)
+{
+	struct policy *p = policy_new();
+	struct parse_state *st = parse_state_new(p);
+	size_t i;
+
+	for (i = 0; i < nfiles; i++)
+		parse_file(st, files[i]);
+	if (text != NULL)
+		parse_buffer(st, name, text, strlen(text));
+	parse_state_free(st);
+	return load_finish(p, diag, arg, out);
+}
+
+int
+policy_load_string(const char *file, const char *text, size_t len,
+    policy_diag_fn *diag, void *arg, struct policy **out)
+{
+	struct policy *p = policy_new();
+	struct parse_state *st = parse_state_new(p);
+
+	parse_buffer(st, file, text, len);
+	parse_state_free(st);
+	return load_finish(p, diag, arg, out);
 }

@@ -1,6 +1,7 @@
 /*
- * policy.c: the rule model and its accessors, and (for now) loading.  The
- * index and decisions are in match.c, the second pass in check.c.
+ * policy.c: the rule model and its accessors.  It calls nothing of its
+ * neighbours: parse.c fills it and loads it (index from match.c, second
+ * pass from check.c), match.c answers policy_decide().
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,12 +15,8 @@
 #define POLICY_INTERNAL
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
-#include "check.h"
 #include "htab.h"
-#include "match.h"
-#include "parse.h"
 #include "policy.h"
-
 
 #define MAX_DIAGS 200
 
@@ -183,8 +180,8 @@ file_rank(const struct policy *p, const char *file)
  * every diagnostic in reading order.  Insertion sort: it is stable, and
  * there are at most MAX_DIAGS.
  */
-static void
-diags_sort(struct policy *p)
+void
+policy_diag_sort(struct policy *p)
 {
 	struct diag_item d;
 	size_t i, j, rank;
@@ -390,74 +387,6 @@ has_placeholder(const struct policy_rule *r, const char *env)
 		if (strcmp(r->placeholder[i].env, env) == 0)
 			return 1;
 	return 0;
-}
-
-size_t
-policy_finish(struct policy *p)
-{
-	policy_set_index(p, match_build(p), match_free);
-	check_policy(p, parse_distance);
-	diags_sort(p);
-	return p->nerrors;
-}
-
-/* --- loading and accessors --------------------------------------------- */
-
-static int
-load_finish(
-    struct policy *p, policy_diag_fn *diag, void *arg, struct policy **out)
-{
-	policy_finish(p);
-	policy_report(p, diag, arg);
-	if (p->nerrors > 0) {
-		policy_free(p);
-		*out = NULL;
-		return PH_ERR_POLICY;
-	}
-	*out = p;
-	return 0;
-}
-
-int
-policy_load(const char *const *files, size_t nfiles, policy_diag_fn *diag,
-    void *arg, struct policy **out)
-{
-	struct policy *p = policy_new();
-	struct parse_state *st = parse_state_new(p);
-	size_t i;
-
-	for (i = 0; i < nfiles; i++)
-		parse_file(st, files[i]);
-	parse_state_free(st);
-	return load_finish(p, diag, arg, out);
-}
-
-int
-policy_load_extra(const char *const *files, size_t nfiles, const char *name,
-    const char *text, policy_diag_fn *diag, void *arg, struct policy **out)
-{
-	struct policy *p = policy_new();
-	struct parse_state *st = parse_state_new(p);
-	size_t i;
-
-	for (i = 0; i < nfiles; i++)
-		parse_file(st, files[i]);
-	if (text != NULL)
-		parse_buffer(st, name, text, strlen(text));
-	parse_state_free(st);
-	return load_finish(p, diag, arg, out);
-}
-
-int
-policy_load_string(const char *file, const char *text, size_t len,
-    policy_diag_fn *diag, void *arg, struct policy **out)
-{
-	struct policy *p = policy_new();
-	struct parse_state *st = parse_state_new(p);
-
-	parse_buffer(st, file, text, len);
-	parse_state_free(st);
-	return load_finish(p, diag, arg, out);
 }
 
 static void

@@ -187,7 +187,10 @@ size_t policy_rule_count(const struct policy *);
 size_t policy_warning_count(const struct policy *);
 
 #ifdef POLICY_INTERNAL
-/* The rule model, shared by parse.c and policy.c, and seen by tests. */
+/*
+ * The rule model, filled by parse.c, read by match.c and check.c, and
+ * seen by tests.
+ */
 
 struct port_range {
 	uint16_t lo, hi;
@@ -265,8 +268,8 @@ int policy_resolve_add(struct policy *, const char *host,
 int policy_secret_define(struct policy *, const char *name, enum secret_source,
     const char *const *argv, size_t argc, const char *file, unsigned line,
     unsigned col, const char **prev_file, unsigned *prev_line);
-/* Builds the index and runs the second pass.  Returns error count. */
-size_t policy_finish(struct policy *);
+/* Puts the diagnostics in reading order (file, line, column). */
+void policy_diag_sort(struct policy *);
 size_t policy_error_count(const struct policy *);
 void policy_report(const struct policy *, policy_diag_fn *, void *);
 const struct policy_rule *policy_rule_at(const struct policy *, size_t i);
