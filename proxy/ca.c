@@ -16,7 +16,6 @@
  */
 #include <sys/stat.h>
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -317,38 +316,16 @@ prefix_mask(uint8_t *mask, size_t len, unsigned plen)
 	}
 }
 
-/*
- * Parses "ADDR/PLEN" into OUT as address then mask (8 or 32 bytes, host
- * bits cleared: a constraint compares them as given).  Returns the
- * length, or 0 if S is not a CIDR.
- */
-static size_t
-parse_cidr(const char *s, uint8_t out[32])
+/* An address block as iPAddress constraint: address then mask. */
+static GENERAL_NAME *
+gn_block(const uint8_t *addr, int family, unsigned plen)
 {
-	const char *slash = strchr(s, '/');
-	char buf[INET6_ADDRSTRLEN], *end;
-	unsigned long plen;
-	size_t alen, i;
+	uint8_t ip[32];
+	size_t alen = family == 4 ? 4 : 16;
 
-	if (slash == NULL || (size_t)(slash - s) >= sizeof(buf) ||
-	    slash[1] < '0' || slash[1] > '9')
-		return 0;
-	memcpy(buf, s, (size_t)(slash - s));
-	buf[slash - s] = '\0';
-	if (inet_pton(AF_INET, buf, out) == 1)
-		alen = 4;
-	else if (inet_pton(AF_INET6, buf, out) == 1)
-		alen = 16;
-	else
-		return 0;
-	errno = 0;
-	plen = strtoul(slash + 1, &end, 10);
-	if (*end != '\0' || errno != 0 || plen > alen * 8)
-		return 0;
-	prefix_mask(out + alen, alen, (unsigned)plen);
-	for (i = 0; i < alen; i++)
-		out[i] &= out[alen + i];
-	return 2 * alen;
+	memcpy(ip, addr, alen);
+	prefix_mask(ip + alen, alen, plen);
+	return gn_ip(ip, 2 * alen);
 }
 
 /*
@@ -360,31 +337,35 @@ static GENERAL_NAME *
 host_subtree(const char *h, int *is_ip, char *err, size_t errlen)
 {
 	struct target_host th;
-	uint8_t ip[32];
+	struct target_cidr c;
 	char dot[TARGET_HOST_MAX + 1], shown[81];
-	size_t len;
-	int wild = strncmp(h, "*.", 2) == 0;
+	int wild = strncmp(h, "*.", 2) == 0, block = strchr(h, '/') != NULL;
+	int ok;
 
 	*is_ip = 1;
-	if ((len = parse_cidr(h, ip)) != 0)
-		return gn_ip(ip, len);
-	if (target_host_parse(h + 2 * wild, strlen(h + 2 * wild), &th) != 0 ||
-	    (wild && th.kind != TARGET_NAME)) {
+	if (block)
+		ok = target_cidr_parse(h, strlen(h), &c) == TARGET_CIDR_OK;
+	else
+		ok = target_host_parse(
+		         h + 2 * wild, strlen(h + 2 * wild), &th) == 0 &&
+		    (!wild || th.kind == TARGET_NAME);
+	if (!ok) {
 		seterr(err, errlen,
 		    "cannot constrain the CA to '%s': not a host name, "
 		    "*.suffix, address or CIDR",
 		    printable(shown, h));
 		return NULL;
 	}
+	/* Host bits are cleared: a constraint compares them as given. */
+	if (block)
+		return gn_block(c.addr, c.family, c.plen);
 	if (th.kind == TARGET_NAME) {
 		*is_ip = 0;
 		snprintf(dot, sizeof(dot), "%s%s", wild ? "." : "", th.name);
 		return gn_dns(dot);
 	}
-	len = th.kind == TARGET_V4 ? 4 : 16;
-	memcpy(ip, th.addr, len);
-	memset(ip + len, 0xff, len);
-	return gn_ip(ip, 2 * len);
+	return th.kind == TARGET_V4 ? gn_block(th.addr, 4, 32)
+	                            : gn_block(th.addr, 6, 128);
 }
 
 /* Appends a permitted subtree of base GN (taken, even on error). */
