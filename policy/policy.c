@@ -10,8 +10,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include <arpa/inet.h>
-
 #define POLICY_INTERNAL
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
@@ -390,34 +388,29 @@ has_placeholder(const struct policy_rule *r, const char *env)
 }
 
 static void
-target_text(const struct rule_target *t, char *buf, size_t len)
+rule_pattern(const struct rule_target *t, struct target_pattern *out)
 {
-	char addr[INET6_ADDRSTRLEN];
+	static const enum target_pattern_kind kinds[] = {
+	    [RT_ANY] = TARGET_PATTERN_ANY,
+	    [RT_EXACT] = TARGET_PATTERN_NAME,
+	    [RT_WILD] = TARGET_PATTERN_WILD,
+	};
 
-	switch (t->kind) {
-	case RT_ANY:
-		snprintf(buf, len, "*");
-		break;
-	case RT_EXACT:
-		snprintf(buf, len, "%s", t->host);
-		break;
-	case RT_WILD:
-		snprintf(buf, len, "*.%s", t->host);
-		break;
-	case RT_CIDR:
-		inet_ntop(t->family == 4 ? AF_INET : AF_INET6, t->addr, addr,
-		    sizeof(addr));
-		snprintf(buf, len, "%s/%u", addr, t->plen);
-		break;
+	if (t->kind == RT_CIDR) {
+		target_pattern_block(out, t->family, t->addr, t->plen);
+		return;
 	}
+	memset(out, 0, sizeof(*out));
+	out->kind = kinds[t->kind];
+	out->name = t->host;
 }
 
 void
-policy_intercept_targets(
-    const struct policy *p, void (*fn)(void *, const char *), void *arg)
+policy_intercept_targets(const struct policy *p,
+    void (*fn)(void *, const struct target_pattern *), void *arg)
 {
 	const struct policy_rule *r;
-	char text[TARGET_HOST_MAX + 8];
+	struct target_pattern pat;
 	size_t i, k;
 
 	for (i = 0; i < p->nrules; i++) {
@@ -426,9 +419,8 @@ policy_intercept_targets(
 		            : !policy_rule_intercepts(r))
 			continue;
 		for (k = 0; k < r->ntargets; k++) {
-			target_text(&p->targets[r->first_target + k], text,
-			    sizeof(text));
-			fn(arg, text);
+			rule_pattern(&p->targets[r->first_target + k], &pat);
+			fn(arg, &pat);
 		}
 	}
 }

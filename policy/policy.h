@@ -163,14 +163,14 @@ size_t policy_resolve(const struct policy *, const char *host,
     struct target_host *out, size_t max);
 
 /*
- * Calls FN with each target whose tunnels the proxy may intercept, as
- * text: "name", "*.suffix", "address/prefix" or "*".  These are the
- * targets of allow rules that need the request (paths, methods, inject,
- * placeholder) and of deny rules with paths or methods: the names the
- * per-run CA may sign for.
+ * Calls FN with each target whose tunnels the proxy may intercept, typed
+ * (its name borrowed from the policy): the targets of allow rules that
+ * need the request (paths, methods, inject, placeholder) and of deny
+ * rules with paths or methods: what the per-run CA may sign for
+ * (ca_new_run_for).
  */
 void policy_intercept_targets(const struct policy *,
-    void (*fn)(void *arg, const char *target), void *arg);
+    void (*fn)(void *arg, const struct target_pattern *), void *arg);
 
 /* Calls FN with each rule's upstream-ca file (once per rule that has one). */
 void policy_upstream_cas(

@@ -560,3 +560,14 @@ target_cidr_parse(const char *s, size_t slen, struct target_cidr *out)
 		}
 	return TARGET_CIDR_OK;
 }
+
+void
+target_pattern_block(
+    struct target_pattern *p, int family, const uint8_t *addr, unsigned plen)
+{
+	memset(p, 0, sizeof(*p));
+	p->kind = TARGET_PATTERN_BLOCK;
+	p->family = family;
+	memcpy(p->addr, addr, family == 4 ? 4 : 16);
+	p->plen = plen;
+}

@@ -112,6 +112,29 @@ enum target_cidr_result {
 enum target_cidr_result
 target_cidr_parse(const char *s, size_t slen, struct target_cidr *out);
 
+enum target_pattern_kind {
+	TARGET_PATTERN_ANY, /* "*": every name and address */
+	TARGET_PATTERN_NAME, /* one host name */
+	TARGET_PATTERN_WILD, /* "*.suffix": names strictly under NAME */
+	TARGET_PATTERN_BLOCK, /* an address block */
+};
+
+/*
+ * What a rule names, typed: the hosts a run CA may sign for
+ * (policy_intercept_targets, ca_new_run_for).  Normalised already.
+ */
+struct target_pattern {
+	enum target_pattern_kind kind;
+	const char *name; /* NAME: the name; WILD: the suffix; else NULL */
+	int family; /* BLOCK: 4 or 6 */
+	uint8_t addr[16]; /* BLOCK: the network (V4: first 4 bytes) */
+	unsigned plen; /* BLOCK: prefix length */
+};
+
+/* Makes *P the block of FAMILY (4 or 6) at ADDR/PLEN. */
+void target_pattern_block(
+    struct target_pattern *p, int family, const uint8_t *addr, unsigned plen);
+
 /* Returns a static reason for a PH_ERR_* code from this module. */
 const char *target_strerror(int);
 

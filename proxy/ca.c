@@ -329,43 +329,21 @@ gn_block(const uint8_t *addr, int family, unsigned plen)
 }
 
 /*
- * Returns the permitted subtree's base for policy host H: DNS name,
- * ".suffix" for "*.suffix", or address and mask.  Sets *IS_IP.  Returns
- * NULL with ERR set.
+ * Returns the permitted subtree's base for pattern P: DNS name, ".suffix"
+ * for "*.suffix", or address and mask (host bits cleared: a constraint
+ * compares them as given).  Sets *IS_IP.  NULL when out of memory.
  */
 static GENERAL_NAME *
-host_subtree(const char *h, int *is_ip, char *err, size_t errlen)
+pattern_subtree(const struct target_pattern *p, int *is_ip)
 {
-	struct target_host th;
-	struct target_cidr c;
-	char dot[TARGET_HOST_MAX + 1], shown[81];
-	int wild = strncmp(h, "*.", 2) == 0, block = strchr(h, '/') != NULL;
-	int ok;
+	char dot[TARGET_HOST_MAX + 1];
 
-	*is_ip = 1;
-	if (block)
-		ok = target_cidr_parse(h, strlen(h), &c) == TARGET_CIDR_OK;
-	else
-		ok = target_host_parse(
-		         h + 2 * wild, strlen(h + 2 * wild), &th) == 0 &&
-		    (!wild || th.kind == TARGET_NAME);
-	if (!ok) {
-		seterr(err, errlen,
-		    "cannot constrain the CA to '%s': not a host name, "
-		    "*.suffix, address or CIDR",
-		    printable(shown, h));
-		return NULL;
-	}
-	/* Host bits are cleared: a constraint compares them as given. */
-	if (block)
-		return gn_block(c.addr, c.family, c.plen);
-	if (th.kind == TARGET_NAME) {
-		*is_ip = 0;
-		snprintf(dot, sizeof(dot), "%s%s", wild ? "." : "", th.name);
-		return gn_dns(dot);
-	}
-	return th.kind == TARGET_V4 ? gn_block(th.addr, 4, 32)
-	                            : gn_block(th.addr, 6, 128);
+	*is_ip = p->kind == TARGET_PATTERN_BLOCK;
+	if (*is_ip)
+		return gn_block(p->addr, p->family, p->plen);
+	snprintf(dot, sizeof(dot), "%s%s",
+	    p->kind == TARGET_PATTERN_WILD ? "." : "", p->name);
+	return gn_dns(dot);
 }
 
 /* Appends a permitted subtree of base GN (taken, even on error). */
@@ -403,10 +381,9 @@ nc_sentinels(NAME_CONSTRAINTS *nc, int dns, int ip)
 	return 0;
 }
 
-/* Adds critical name constraints permitting exactly HOSTS to X. */
+/* Adds critical name constraints permitting exactly PATS to X. */
 static int
-add_constraints(
-    X509 *x, const char *const *hosts, size_t n, char *err, size_t errlen)
+add_constraints(X509 *x, const struct target_pattern *pats, size_t n)
 {
 	NAME_CONSTRAINTS *nc = NAME_CONSTRAINTS_new();
 	GENERAL_NAME *gn;
@@ -417,8 +394,7 @@ add_constraints(
 	    (nc->permittedSubtrees = sk_GENERAL_SUBTREE_new_null()) == NULL)
 		goto fail;
 	for (i = 0; i < n; i++) {
-		if ((gn = host_subtree(hosts[i], &is_ip, err, errlen)) == NULL)
-			goto out;
+		gn = pattern_subtree(&pats[i], &is_ip);
 		if (nc_permit(nc, gn) != 0)
 			goto fail;
 		ip |= is_ip;
@@ -428,10 +404,7 @@ add_constraints(
 	    X509_add1_ext_i2d(x, NID_name_constraints, nc, 1, 0) != 1)
 		goto fail;
 	r = 0;
-	goto out;
 fail:
-	seterr_ssl(err, errlen, "cannot build the CA's name constraints");
-out:
 	NAME_CONSTRAINTS_free(nc);
 	return r;
 }
@@ -552,24 +525,24 @@ ca_alloc(char *err, size_t errlen)
 }
 
 static int
-has_star(const char *const *hosts, size_t n)
+has_any(const struct target_pattern *pats, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (strcmp(hosts[i], "*") == 0)
+		if (pats[i].kind == TARGET_PATTERN_ANY)
 			return 1;
 	return 0;
 }
 
 struct ca *
-ca_new_run(const char *const *hosts, size_t n, unsigned valid_hours, char *err,
-    size_t errlen)
+ca_new_run_for(const struct target_pattern *pats, size_t n,
+    unsigned valid_hours, char *err, size_t errlen)
 {
 	struct ca *ca = NULL;
 
 	ERR_set_mark();
-	if (n > 0 && hosts == NULL) {
+	if (n > 0 && pats == NULL) {
 		seterr(err, errlen, "no hosts given for the CA");
 		goto out;
 	}
@@ -581,9 +554,11 @@ ca_new_run(const char *const *hosts, size_t n, unsigned valid_hours, char *err,
 		seterr_ssl(err, errlen, "cannot make the run CA");
 		goto fail;
 	}
-	if (!has_star(hosts, n) &&
-	    add_constraints(ca->cert, hosts, n, err, errlen) != 0)
+	if (!has_any(pats, n) && add_constraints(ca->cert, pats, n) != 0) {
+		seterr_ssl(
+		    err, errlen, "cannot build the CA's name constraints");
 		goto fail;
+	}
 	if (X509_sign(ca->cert, ca->key, EVP_sha256()) <= 0) {
 		seterr_ssl(err, errlen, "cannot sign the run CA");
 		goto fail;
@@ -595,6 +570,79 @@ fail:
 	ca = NULL;
 out:
 	ERR_pop_to_mark();
+	return ca;
+}
+
+/*
+ * Reads host text H ("name", "*.suffix", "addr", "addr/len" or "*") as a
+ * pattern whose name is kept in *TH.  Returns 0, or -1 with ERR set.
+ */
+static int
+text_pattern(const char *h, struct target_host *th, struct target_pattern *p,
+    char *err, size_t errlen)
+{
+	struct target_cidr c;
+	char shown[81];
+	int wild = strncmp(h, "*.", 2) == 0, ok = 1;
+
+	memset(p, 0, sizeof(*p));
+	if (strcmp(h, "*") == 0)
+		p->kind = TARGET_PATTERN_ANY;
+	else if (strchr(h, '/') != NULL) {
+		ok = target_cidr_parse(h, strlen(h), &c) == TARGET_CIDR_OK;
+		target_pattern_block(p, c.family, c.addr, c.plen);
+	} else if ((ok = target_host_parse(
+	                     h + 2 * wild, strlen(h + 2 * wild), th) == 0 &&
+	                   (!wild || th->kind == TARGET_NAME))) {
+		if (th->kind != TARGET_NAME)
+			target_pattern_block(p, th->kind == TARGET_V4 ? 4 : 6,
+			    th->addr, th->kind == TARGET_V4 ? 32 : 128);
+		else {
+			p->kind =
+			    wild ? TARGET_PATTERN_WILD : TARGET_PATTERN_NAME;
+			p->name = th->name;
+		}
+	}
+	if (!ok)
+		seterr(err, errlen,
+		    "cannot constrain the CA to '%s': not a host name, "
+		    "*.suffix, address or CIDR",
+		    printable(shown, h));
+	return ok ? 0 : -1;
+}
+
+struct ca *
+ca_new_run(const char *const *hosts, size_t n, unsigned valid_hours, char *err,
+    size_t errlen)
+{
+	struct target_pattern *pats = NULL, any = {.kind = TARGET_PATTERN_ANY};
+	struct target_host *ths = NULL;
+	struct ca *ca = NULL;
+	size_t i;
+
+	if (n > 0 && hosts == NULL) {
+		seterr(err, errlen, "no hosts given for the CA");
+		goto out;
+	}
+	/* "*" leaves the CA unconstrained, whatever else is named. */
+	for (i = 0; i < n; i++)
+		if (strcmp(hosts[i], "*") == 0) {
+			ca = ca_new_run_for(&any, 1, valid_hours, err, errlen);
+			goto out;
+		}
+	if ((pats = calloc(n + 1, sizeof(*pats))) == NULL ||
+	    (ths = calloc(n + 1, sizeof(*ths))) == NULL) {
+		seterr(
+		    err, errlen, "cannot allocate the CA: %s", strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		if (text_pattern(hosts[i], &ths[i], &pats[i], err, errlen) != 0)
+			goto out;
+	ca = ca_new_run_for(pats, n, valid_hours, err, errlen);
+out:
+	free(pats);
+	free(ths);
 	return ca;
 }
 
