@@ -33,7 +33,7 @@
 #include <openssl/x509v3.h>
 
 #include "common/fd.h"
-#include "policy/secret.h"
+#include "common/secfile.h"
 #include "policy/target.h"
 
 #define CA_INTERNAL
@@ -647,7 +647,7 @@ out:
 }
 
 /*
- * The rule for secret files (secret_file_check) applied to the open key
+ * The rule for secret files (secfile_check) applied to the open key
  * file FD, with messages that name the CA key.  The symlink refusal is
  * the caller's O_NOFOLLOW.
  */
@@ -656,23 +656,23 @@ check_key_file(int fd, const char *path, char *err, size_t errlen)
 {
 	struct stat sb;
 
-	switch (secret_file_check(fd, &sb)) {
-	case SECRET_FILE_OK:
+	switch (secfile_check(fd, &sb)) {
+	case SECFILE_OK:
 		return 0;
-	case SECRET_FILE_STAT:
+	case SECFILE_STAT:
 		seterr(err, errlen, "cannot stat CA key %s: %s", path,
 		    strerror(errno));
 		break;
-	case SECRET_FILE_NOT_REGULAR:
+	case SECFILE_NOT_REGULAR:
 		seterr(err, errlen, "CA key %s is not a regular file", path);
 		break;
-	case SECRET_FILE_OWNER:
+	case SECFILE_OWNER:
 		seterr(err, errlen,
 		    "CA key %s is owned by uid %u; it must be owned by you "
 		    "(uid %u) or root",
 		    path, (unsigned)sb.st_uid, (unsigned)getuid());
 		break;
-	case SECRET_FILE_MODE:
+	case SECFILE_MODE:
 		seterr(err, errlen,
 		    "CA key %s is mode %04o; it must be 0600 or 0400 "
 		    "(chmod 600 %s)",
