@@ -287,6 +287,24 @@ strlist_add(void *arg, const char *s)
 		l->full = 1;
 }
 
+/* The intercepted targets, typed; names borrowed from the policy. */
+struct patlist {
+	struct target_pattern v[RUN_LIST_MAX];
+	size_t n;
+	int full;
+};
+
+static void
+patlist_add(void *arg, const struct target_pattern *p)
+{
+	struct patlist *l = arg;
+
+	if (l->n < RUN_LIST_MAX)
+		l->v[l->n++] = *p;
+	else
+		l->full = 1;
+}
+
 /* The system bundle plus the run CA, over the system bundle's path. */
 static int
 trust_bundle(struct run *r)
@@ -329,13 +347,14 @@ trust_bundle(struct run *r)
 static int
 setup_interception(struct run *r)
 {
-	struct strlist t = {{NULL}, 0, 0}, cas = {{NULL}, 0, 0};
+	struct patlist t = {.n = 0};
+	struct strlist cas = {{NULL}, 0, 0};
 	const char *cert, *key;
 	char err[256];
 	size_t i;
 	int rc = -1;
 
-	policy_intercept_targets(r->policy, strlist_add, &t);
+	policy_intercept_targets(r->policy, patlist_add, &t);
 	/* Read here, the CA files need no Landlock read access later. */
 	policy_upstream_cas(r->policy, strlist_add, &cas);
 	if (t.full || cas.full) {
@@ -355,7 +374,7 @@ setup_interception(struct run *r)
 	/* A CA the user pins ("ca" line), else one made for this run. */
 	r->ca = policy_ca(r->policy, &cert, &key)
 	    ? ca_load(cert, key, err, sizeof(err))
-	    : ca_new_run((const char *const *)t.v, t.n, 0, err, sizeof(err));
+	    : ca_new_run_for(t.v, t.n, 0, err, sizeof(err));
 	if (r->ca == NULL ||
 	    (r->tls = tls_new(r->ca, err, sizeof(err))) == NULL) {
 		log_warnx("run: interception: %s", err);
@@ -374,8 +393,6 @@ setup_interception(struct run *r)
 		          "name constraints: it could sign for any name");
 	rc = trust_bundle(r);
 out:
-	for (i = 0; i < t.n; i++)
-		free(t.v[i]);
 	for (i = 0; i < cas.n; i++)
 		free(cas.v[i]);
 	return rc;

@@ -22,6 +22,8 @@
 #define POLICY_INTERNAL
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
+#include "check.h"
+#include "match.h"
 #include "parse.h"
 #include "policy.h"
 
@@ -569,74 +571,43 @@ parse_ports(const char *s, struct rule_target *t, char *why, size_t wl)
 	return set_ports(t, r, m + 1);
 }
 
-static int
-parse_plen(const char *s, unsigned max, unsigned *plen)
-{
-	unsigned v = 0;
-
-	if (*s == '\0' || strlen(s) > 3)
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (unsigned)(*s - '0');
-	}
-	if (v > max)
-		return -1;
-	*plen = v;
-	return 0;
-}
-
 /* Parses ADDR[/LEN] into an address block. */
 static int
 parse_cidr(const char *s, struct rule_target *t, char *why, size_t wl)
 {
-	struct target_host h;
+	struct target_cidr c;
 	const char *slash = strchr(s, '/');
 	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
-	unsigned max, i;
-	int v6syntax = memchr(s, ':', alen) != NULL;
+	char buf[64];
 
-	if (target_host_parse(s, alen, &h) != 0 || h.kind == TARGET_NAME) {
+	switch (target_cidr_parse(s, strlen(s), &c)) {
+	case TARGET_CIDR_ADDR:
 		snprintf(why, wl, "bad address '%.*s'", (int)alen, s);
+		return -1;
+	case TARGET_CIDR_PLEN:
+		snprintf(why, wl, "bad prefix length '/%s' (0-%u)", slash + 1,
+		    c.maxlen);
+		return -1;
+	case TARGET_CIDR_MAPPED:
+		snprintf(why, wl,
+		    "an IPv4-mapped block needs a prefix "
+		    "of at least /96");
+		return -1;
+	case TARGET_CIDR_OK:
+		break;
+	}
+	if (c.host_bits) {
+		inet_ntop(c.family == 4 ? AF_INET : AF_INET6, c.addr, buf,
+		    sizeof(buf));
+		snprintf(why, wl,
+		    "'%s' has host bits set; did you mean '%s/%u'?", s, buf,
+		    c.plen);
 		return -1;
 	}
 	t->kind = RT_CIDR;
-	t->family = h.kind == TARGET_V4 ? 4 : 6;
-	max = v6syntax ? 128 : 32;
-	memcpy(t->addr, h.addr, sizeof(t->addr));
-	t->plen = t->family == 4 ? 32 : 128;
-	if (slash != NULL && parse_plen(slash + 1, max, &t->plen) != 0) {
-		snprintf(
-		    why, wl, "bad prefix length '/%s' (0-%u)", slash + 1, max);
-		return -1;
-	}
-	if (v6syntax && t->family == 4 && slash != NULL) {
-		/* ::ffff:a.b.c.d/len is the IPv4 block a.b.c.d/(len-96). */
-		if (t->plen < 96) {
-			snprintf(why, wl,
-			    "an IPv4-mapped block needs a prefix "
-			    "of at least /96");
-			return -1;
-		}
-		t->plen -= 96;
-	}
-	for (i = t->plen; i < (unsigned)(t->family == 4 ? 32 : 128); i++)
-		if (t->addr[i / 8] & (0x80 >> (i % 8))) {
-			uint8_t net[16];
-			char buf[64];
-
-			memcpy(net, t->addr, sizeof(net));
-			for (i = t->plen; i < 128; i++)
-				net[i / 8] &= ~(0x80 >> (i % 8));
-			inet_ntop(t->family == 4 ? AF_INET : AF_INET6, net, buf,
-			    sizeof(buf));
-			snprintf(why, wl,
-			    "'%s' has host bits set; did you mean "
-			    "'%s/%u'?",
-			    s, buf, t->plen);
-			return -1;
-		}
+	t->family = c.family;
+	memcpy(t->addr, c.addr, sizeof(t->addr));
+	t->plen = c.plen;
 	return 0;
 }
 
@@ -1839,4 +1810,66 @@ void
 parse_file(struct parse_state *st, const char *path)
 {
 	parse_at(st, path, NULL);
+}
+
+/* --- loading (relayd's load_config) ------------------------------------ */
+
+/* Indexes, checks and reports the parsed policy P; keeps it if sound. */
+static int
+load_finish(
+    struct policy *p, policy_diag_fn *diag, void *arg, struct policy **out)
+{
+	policy_set_index(p, match_build(p), match_free);
+	check_policy(p, parse_distance);
+	policy_diag_sort(p);
+	policy_report(p, diag, arg);
+	if (policy_error_count(p) > 0) {
+		policy_free(p);
+		*out = NULL;
+		return PH_ERR_POLICY;
+	}
+	*out = p;
+	return 0;
+}
+
+int
+policy_load(const char *const *files, size_t nfiles, policy_diag_fn *diag,
+    void *arg, struct policy **out)
+{
+	struct policy *p = policy_new();
+	struct parse_state *st = parse_state_new(p);
+	size_t i;
+
+	for (i = 0; i < nfiles; i++)
+		parse_file(st, files[i]);
+	parse_state_free(st);
+	return load_finish(p, diag, arg, out);
+}
+
+int
+policy_load_extra(const char *const *files, size_t nfiles, const char *name,
+    const char *text, policy_diag_fn *diag, void *arg, struct policy **out)
+{
+	struct policy *p = policy_new();
+	struct parse_state *st = parse_state_new(p);
+	size_t i;
+
+	for (i = 0; i < nfiles; i++)
+		parse_file(st, files[i]);
+	if (text != NULL)
+		parse_buffer(st, name, text, strlen(text));
+	parse_state_free(st);
+	return load_finish(p, diag, arg, out);
+}
+
+int
+policy_load_string(const char *file, const char *text, size_t len,
+    policy_diag_fn *diag, void *arg, struct policy **out)
+{
+	struct policy *p = policy_new();
+	struct parse_state *st = parse_state_new(p);
+
+	parse_buffer(st, file, text, len);
+	parse_state_free(st);
+	return load_finish(p, diag, arg, out);
 }

@@ -1,7 +1,9 @@
 /*
  * parse.h: the policy language's lexer and parser.  It fills a policy
  * through the POLICY_INTERNAL interface and records every diagnostic
- * there; policy_finish() then builds the index and runs the second pass.
+ * there.  parse.c also loads policies (policy_load*, declared in
+ * policy.h): parse, build the index (match.c), run the second pass
+ * (check.c), report.
  */
 #ifndef PH_PARSE_H
 #define PH_PARSE_H

@@ -1,12 +1,7 @@
 /*
- * policy.c: the rule model, its index, decisions and the second pass.
- *
- * Index: exact host names in one hash table, "*.suffix" rules in another
- * keyed by suffix (a name with k labels costs k-1 look-ups: the reversed
- * label trie, flattened), address blocks keyed by (family, prefix length,
- * network) for each prefix length in use, and "*" rules in a plain list.
- * A decision visits only the rules whose target can match the host, and
- * keeps the lowest rule index seen, so no sorting is needed.
+ * policy.c: the rule model and its accessors.  It calls nothing of its
+ * neighbours: parse.c fills it and loads it (index from match.c, second
+ * pass from check.c), match.c answers policy_decide().
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,23 +10,12 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include <arpa/inet.h>
-
 #define POLICY_INTERNAL
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "common/htab.h"
-#include "parse.h"
 #include "policy.h"
 
-#define NONE UINT32_MAX
-
-/* The index lists of each key (see htab.h). */
-enum {
-	L_ALLOW, /* allow rules, in file order */
-	L_DENY, /* deny rules */
-	L_PLAIN, /* allow rules without paths/methods: they can shadow */
-};
 #define MAX_DIAGS 200
 
 struct diag_item {
@@ -62,18 +46,15 @@ struct policy {
 	const char *log_file;
 	unsigned log_line;
 	unsigned timeout[POLICY_TIMEOUT_MAX];
-	struct htab *exact, *wild, *cidr, *resolve;
+	struct htab *resolve;
 	struct target_host *resolved;
 	size_t nresolved;
-	struct htab_list any[HTAB_LISTS]; /* "*" targets */
-	uint8_t plens[2][129]; /* prefix lengths in use, v4 and v6 */
-	unsigned nplens[2];
+	/* The index: made and freed by match.c, which policy.c does not call. */
+	struct match *index;
+	void (*index_free)(struct match *);
 	struct diag_item *diags;
 	size_t ndiags, nerrors, nwarnings;
 };
-
-/* Walks the index lists whose rules may match; see gather_host(). */
-typedef void gather_fn(void *arg, const struct htab_list *);
 
 struct policy *
 policy_new(void)
@@ -84,9 +65,6 @@ policy_new(void)
 	p->timeout[POLICY_TIMEOUT_CONNECT] = 10 * 1000;
 	p->timeout[POLICY_TIMEOUT_HEAD] = 30 * 1000;
 	p->timeout[POLICY_TIMEOUT_IDLE] = 300 * 1000;
-	p->exact = htab_new();
-	p->wild = htab_new();
-	p->cidr = htab_new();
 	p->resolve = htab_new();
 	return p;
 }
@@ -149,11 +127,8 @@ policy_free(struct policy *p)
 	free(p->ca_cert);
 	free(p->ca_key);
 	free(p->resolved);
-	for (i = 0; i < HTAB_LISTS; i++)
-		free(p->any[i].ids);
-	htab_free(p->exact);
-	htab_free(p->wild);
-	htab_free(p->cidr);
+	if (p->index_free != NULL)
+		p->index_free(p->index);
 	htab_free(p->resolve);
 	secret_store_free(p->secrets);
 	free(p);
@@ -203,8 +178,8 @@ file_rank(const struct policy *p, const char *file)
  * every diagnostic in reading order.  Insertion sort: it is stable, and
  * there are at most MAX_DIAGS.
  */
-static void
-diags_sort(struct policy *p)
+void
+policy_diag_sort(struct policy *p)
 {
 	struct diag_item d;
 	size_t i, j, rank;
@@ -401,85 +376,6 @@ policy_secret_define(struct policy *p, const char *name, enum secret_source src,
 	return 0;
 }
 
-/* Writes the decision's one-line reason; long host names are cut. */
-static void reasonf(struct policy_decision *, const char *, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-reasonf(struct policy_decision *d, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
-	va_end(ap);
-}
-
-/* --- matching ---------------------------------------------------------- */
-
-int
-policy_path_match(const char *pat, const char *path)
-{
-	const char *star = NULL, *resume = NULL;
-
-	/* Greedy-free glob: on mismatch, let the last '*' eat one more byte. */
-	while (*path != '\0') {
-		if (*pat == '*') {
-			star = ++pat;
-			resume = path;
-		} else if (*pat == *path) {
-			pat++;
-			path++;
-		} else if (star != NULL) {
-			pat = star;
-			path = ++resume;
-		} else
-			return 0;
-	}
-	while (*pat == '*')
-		pat++;
-	return *pat == '\0';
-}
-
-static int
-ports_contain(const struct rule_target *t, uint16_t port)
-{
-	size_t i;
-
-	for (i = 0; i < t->nports; i++)
-		if (port >= t->ports[i].lo && port <= t->ports[i].hi)
-			return 1;
-	return 0;
-}
-
-/* Are all of B's ports in A's?  Both lists are sorted and merged. */
-static int
-ports_superset(const struct rule_target *a, const struct rule_target *b)
-{
-	size_t i, j = 0;
-
-	for (i = 0; i < b->nports; i++) {
-		while (j < a->nports && a->ports[j].hi < b->ports[i].lo)
-			j++;
-		if (j == a->nports || a->ports[j].lo > b->ports[i].lo ||
-		    a->ports[j].hi < b->ports[i].hi)
-			return 0;
-	}
-	return 1;
-}
-
-static int
-rule_constrained(const struct policy_rule *r)
-{
-	return r->npaths > 0 || r->nmethods > 0;
-}
-
-static int
-rule_intercepts(const struct policy_rule *r)
-{
-	return rule_constrained(r) || r->ninject > 0 || r->nplaceholder > 0;
-}
-
 static int
 has_placeholder(const struct policy_rule *r, const char *env)
 {
@@ -491,757 +387,40 @@ has_placeholder(const struct policy_rule *r, const char *env)
 	return 0;
 }
 
-static int
-method_match(const struct policy_rule *r, const char *method)
-{
-	size_t i;
-
-	if (r->nmethods == 0)
-		return 1;
-	for (i = 0; i < r->nmethods; i++)
-		if (strcmp(r->methods[i], method) == 0)
-			return 1;
-	return 0;
-}
-
-static int
-paths_match(const struct policy_rule *r, const char *path)
-{
-	size_t i;
-
-	if (r->npaths == 0)
-		return 1;
-	for (i = 0; i < r->npaths; i++)
-		if (policy_path_match(r->paths[i], path))
-			return 1;
-	return 0;
-}
-
-/*
- * Does rule R admit the upgrade UP (a comma-separated protocol list, or
- * NULL)?  Rules without paths or methods admit any, as they admit any
- * request; others only protocols they name, compared without case and
- * without a "/version".
- */
-static int
-upgrade_match(const struct policy_rule *r, const char *up)
-{
-	size_t i, n;
-	int found;
-
-	if (up == NULL || !rule_constrained(r))
-		return 1;
-	if (up[strspn(up, " \t,")] == '\0')
-		return 0; /* an empty Upgrade names nothing the rule names */
-	for (;;) {
-		up += strspn(up, " \t,");
-		if (*up == '\0')
-			return 1;
-		n = strcspn(up, " \t,/");
-		for (i = 0, found = 0; i < r->nupgrade && !found; i++)
-			found = strlen(r->upgrade[i]) == n &&
-			    strncasecmp(r->upgrade[i], up, n) == 0;
-		up += n;
-		up += strspn(up, " \t");
-		/* "name", "name/version"; anything else is not understood. */
-		if (!found || n == 0 || (*up != '/' && *up != ',' && *up))
-			return 0;
-		up += strcspn(up, ",");
-	}
-}
-
 static void
-cidr_key(
-    uint8_t *key, size_t *len, int family, const uint8_t *addr, unsigned plen)
+rule_pattern(const struct rule_target *t, struct target_pattern *out)
 {
-	size_t n = (plen + 7) / 8;
+	static const enum target_pattern_kind kinds[] = {
+	    [RT_ANY] = TARGET_PATTERN_ANY,
+	    [RT_EXACT] = TARGET_PATTERN_NAME,
+	    [RT_WILD] = TARGET_PATTERN_WILD,
+	};
 
-	key[0] = family;
-	key[1] = plen;
-	memcpy(key + 2, addr, n);
-	if (plen % 8)
-		key[1 + n] &= 0xff << (8 - plen % 8);
-	*len = 2 + n;
-}
-
-/* Visits the lists of address rules whose block holds ADDR, up to MAXLEN. */
-static void
-gather_addr(const struct policy *p, int family, const uint8_t *addr,
-    unsigned maxlen, gather_fn *fn, void *arg)
-{
-	const struct htab_list *l;
-	uint8_t key[18];
-	size_t klen;
-	unsigned i, f = family == 4 ? 0 : 1;
-
-	for (i = 0; i < p->nplens[f]; i++) {
-		if (p->plens[f][i] > maxlen)
-			continue;
-		cidr_key(key, &klen, family, addr, p->plens[f][i]);
-		if ((l = htab_find(p->cidr, key, klen)) != NULL)
-			fn(arg, l);
-	}
-}
-
-/* Visits the wildcard lists of every proper suffix of NAME. */
-static void
-gather_suffixes(const struct policy *p, const char *name, size_t len,
-    gather_fn *fn, void *arg)
-{
-	const struct htab_list *l;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		if (name[i] != '.')
-			continue;
-		if ((l = htab_find(p->wild, name + i + 1, len - i - 1)) != NULL)
-			fn(arg, l);
-	}
-}
-
-static void
-gather_any(const struct policy *p, gather_fn *fn, void *arg)
-{
-	if (p->any[L_ALLOW].n > 0 || p->any[L_DENY].n > 0)
-		fn(arg, p->any);
-}
-
-/* Visits every index list whose targets may match host H. */
-static void
-gather_host(const struct policy *p, const struct target_host *h, gather_fn *fn,
-    void *arg)
-{
-	const struct htab_list *l;
-
-	if (h->kind == TARGET_NAME) {
-		if ((l = htab_find(p->exact, h->name, h->len)) != NULL)
-			fn(arg, l);
-		gather_suffixes(p, h->name, h->len, fn, arg);
-	} else
-		gather_addr(p, h->kind == TARGET_V4 ? 4 : 6, h->addr,
-		    h->kind == TARGET_V4 ? 32 : 128, fn, arg);
-	gather_any(p, fn, arg);
-}
-
-struct cand {
-	const struct policy *p;
-	const struct policy_request *req;
-	uint32_t deny, allow, near_target, near_host;
-	uint32_t allow_tid; /* the target through which ALLOW matched */
-	int deny_constrained;
-};
-
-static void
-consider_deny(struct cand *c, uint32_t tid)
-{
-	const struct rule_target *t = &c->p->targets[tid];
-	const struct policy_rule *r = &c->p->rules[t->rule];
-	const struct policy_request *q = c->req;
-
-	if (r->index > c->deny || !ports_contain(t, q->port))
-		return;
-	if (q->method == NULL && rule_constrained(r))
-		c->deny_constrained = 1;
-	else if (q->method == NULL ||
-	    (method_match(r, q->method) && paths_match(r, q->path)))
-		c->deny = r->index;
-}
-
-static void
-consider_allow(struct cand *c, uint32_t tid)
-{
-	const struct rule_target *t = &c->p->targets[tid];
-	const struct policy_rule *r = &c->p->rules[t->rule];
-	const struct policy_request *q = c->req;
-
-	if (r->index < c->near_host)
-		c->near_host = r->index;
-	if (!ports_contain(t, q->port))
-		return;
-	if (r->index < c->near_target)
-		c->near_target = r->index;
-	if (q->method == NULL ||
-	    (method_match(r, q->method) && paths_match(r, q->path) &&
-	        upgrade_match(r, q->upgrade))) {
-		c->allow = r->index;
-		c->allow_tid = tid;
-	}
-}
-
-/*
- * Every deny of the key is seen; allows come in file order, so the scan
- * stops at the first rule not earlier than the best allow found so far.
- */
-static void
-consider_lists(void *arg, const struct htab_list *l)
-{
-	struct cand *c = arg;
-	uint32_t i, tid;
-
-	for (i = 0; i < l[L_DENY].n; i++)
-		consider_deny(c, l[L_DENY].ids[i]);
-	for (i = 0; i < l[L_ALLOW].n; i++) {
-		tid = l[L_ALLOW].ids[i];
-		if (c->p->targets[tid].rule >= c->allow)
-			break;
-		consider_allow(c, tid);
-	}
-}
-
-static void
-explain_miss(
-    const struct policy *p, const struct cand *c, struct policy_decision *d)
-{
-	const struct policy_request *q = c->req;
-	const struct policy_rule *r;
-
-	if (c->near_target != NONE) {
-		r = &p->rules[c->near_target];
-		if (!method_match(r, q->method))
-			reasonf(d, "method %s is not allowed by rule %s:%u",
-			    q->method, r->file, r->line);
-		else if (!paths_match(r, q->path))
-			reasonf(d, "path %s is not allowed by rule %s:%u",
-			    q->path, r->file, r->line);
-		else
-			reasonf(d,
-			    "upgrade to '%.64s' is not allowed by rule %s:%u "
-			    "(after a switch of protocols nothing is checked; "
-			    "the rule must name it: upgrade PROTO)",
-			    q->upgrade, r->file, r->line);
-	} else if (c->near_host != NONE) {
-		r = &p->rules[c->near_host];
-		reasonf(d, "port %u is not allowed for %s (rule %s:%u)",
-		    q->port, q->host->name, r->file, r->line);
-	} else
-		reasonf(d,
-		    q->host->kind == TARGET_V6 ? "no rule allows [%s]:%u"
-		                               : "no rule allows %s:%u",
-		    q->host->name, q->port);
-}
-
-static void
-decide_allow(const struct policy_rule *r, const struct cand *c,
-    struct policy_decision *d)
-{
-	int plain = c->req->method != NULL && !c->req->tls;
-
-	d->rule = r;
-	d->rule_file = r->file;
-	d->rule_line = r->line;
-	if (plain && r->ninject > 0) {
-		reasonf(d,
-		    "credentials are never sent over plain HTTP (rule %s:%u)",
-		    r->file, r->line);
+	if (t->kind == RT_CIDR) {
+		target_pattern_block(out, t->family, t->addr, t->plen);
 		return;
 	}
-	d->verdict = POLICY_ALLOW; /* no reason text: the rule says it */
-	d->intercept = c->req->method == NULL &&
-	    (rule_intercepts(r) || c->deny_constrained);
-	/* An address rule names the very address: private or not, it is meant. */
-	d->allow_private =
-	    r->private_ok || c->p->targets[c->allow_tid].kind == RT_CIDR;
-	d->upstream_ca = r->upstream_ca;
-	d->inject = r->inject;
-	d->ninject = r->ninject;
-	/* Stand-ins are swapped only inside TLS, never in plain HTTP. */
-	d->placeholder = plain ? NULL : r->placeholder;
-	d->nplaceholder = plain ? 0 : r->nplaceholder;
-	d->upgrade = r->upgrade;
-	d->nupgrade = r->nupgrade;
-}
-
-enum policy_verdict
-policy_decide(const struct policy *p, const struct policy_request *req,
-    struct policy_decision *d)
-{
-	struct cand c = {p, req, NONE, NONE, NONE, NONE, NONE, 0};
-	const struct policy_rule *r;
-
-	memset(d, 0, sizeof(*d));
-	d->verdict = POLICY_DENY;
-	gather_host(p, req->host, consider_lists, &c);
-	if (c.deny != NONE) {
-		r = &p->rules[c.deny];
-		d->rule = r;
-		d->rule_file = r->file;
-		d->rule_line = r->line;
-		reasonf(d, "denied by rule %s:%u", r->file, r->line);
-	} else if (c.allow == NONE)
-		explain_miss(p, &c, d);
-	else
-		decide_allow(&p->rules[c.allow], &c, d);
-	return d->verdict;
-}
-
-/* --- index and second pass --------------------------------------------- */
-
-static void
-plen_note(struct policy *p, int family, unsigned plen)
-{
-	unsigned f = family == 4 ? 0 : 1, i;
-
-	for (i = 0; i < p->nplens[f]; i++)
-		if (p->plens[f][i] == plen)
-			return;
-	p->plens[f][p->nplens[f]++] = plen;
-}
-
-static void
-list_push(struct htab_list *l, uint32_t id)
-{
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 4;
-		l->ids = xreallocarray(l->ids, l->cap, sizeof(*l->ids));
-	}
-	l->ids[l->n++] = id;
-}
-
-/* Files target TID of rule R under KEY in TAB (or the "*" lists). */
-static void
-index_add(struct policy *p, struct htab *tab, const void *key, size_t len,
-    const struct policy_rule *r, uint32_t tid)
-{
-	unsigned which[2] = {r->deny ? L_DENY : L_ALLOW, L_PLAIN};
-	unsigned i, n = !r->deny && !rule_constrained(r) ? 2 : 1;
-
-	for (i = 0; i < n; i++) {
-		if (tab == NULL)
-			list_push(&p->any[which[i]], tid);
-		else
-			htab_add(tab, key, len, which[i], tid);
-	}
-}
-
-/* Targets are in file order, so every list comes out sorted by rule. */
-static void
-index_build(struct policy *p)
-{
-	const struct rule_target *t;
-	const struct policy_rule *r;
-	uint8_t key[18];
-	size_t i, klen;
-
-	for (i = 0; i < p->ntargets; i++) {
-		t = &p->targets[i];
-		r = &p->rules[t->rule];
-		switch (t->kind) {
-		case RT_ANY:
-			index_add(p, NULL, NULL, 0, r, i);
-			break;
-		case RT_EXACT:
-			index_add(p, p->exact, t->host, strlen(t->host), r, i);
-			break;
-		case RT_WILD:
-			index_add(p, p->wild, t->host, strlen(t->host), r, i);
-			break;
-		case RT_CIDR:
-			cidr_key(key, &klen, t->family, t->addr, t->plen);
-			index_add(p, p->cidr, key, klen, r, i);
-			plen_note(p, t->family, t->plen);
-			break;
-		}
-	}
-}
-
-/* Visits the lists whose targets cover every host that T covers. */
-static void
-gather_covering(const struct policy *p, const struct rule_target *t,
-    gather_fn *fn, void *arg)
-{
-	const struct htab_list *l;
-	const char *h = t->host;
-
-	switch (t->kind) {
-	case RT_EXACT:
-	case RT_WILD:
-		l = htab_find(
-		    t->kind == RT_EXACT ? p->exact : p->wild, h, strlen(h));
-		if (l != NULL)
-			fn(arg, l);
-		gather_suffixes(p, h, strlen(h), fn, arg);
-		break;
-	case RT_CIDR:
-		gather_addr(p, t->family, t->addr, t->plen, fn, arg);
-		break;
-	case RT_ANY:
-		break;
-	}
-	gather_any(p, fn, arg);
-}
-
-struct cover {
-	const struct policy *p;
-	const struct rule_target *t;
-	uint32_t self, deny, allow;
-};
-
-/* Looks for a deny, or an earlier plain allow, covering target C->T. */
-static void
-cover_lists(void *arg, const struct htab_list *l)
-{
-	struct cover *c = arg;
-	const struct rule_target *o;
-	const struct policy_rule *r;
-	uint32_t i;
-
-	for (i = 0; i < l[L_DENY].n; i++) {
-		o = &c->p->targets[l[L_DENY].ids[i]];
-		r = &c->p->rules[o->rule];
-		if (!rule_constrained(r) && r->index < c->deny &&
-		    ports_superset(o, c->t))
-			c->deny = r->index;
-	}
-	for (i = 0; i < l[L_PLAIN].n; i++) {
-		o = &c->p->targets[l[L_PLAIN].ids[i]];
-		if (o->rule >= c->self || o->rule >= c->allow)
-			break;
-		if (ports_superset(o, c->t))
-			c->allow = o->rule;
-	}
-}
-
-static void
-check_shadowed(struct policy *p, const struct policy_rule *r)
-{
-	struct cover c;
-	uint32_t i, deny = NONE, allow = NONE, by_deny = 0;
-
-	if (r->ntargets == 0)
-		return; /* every target had an error */
-	for (i = 0; i < r->ntargets; i++) {
-		c.p = p;
-		c.t = &p->targets[r->first_target + i];
-		c.self = r->index;
-		c.deny = c.allow = NONE;
-		gather_covering(p, c.t, cover_lists, &c);
-		if (c.deny == NONE && c.allow == NONE)
-			return;
-		by_deny += c.deny != NONE;
-		if (deny == NONE)
-			deny = c.deny;
-		if (allow == NONE)
-			allow = c.allow;
-	}
-	if (by_deny == r->ntargets)
-		policy_diag_add(p, 1, r->file, r->line, r->col,
-		    "this allow can never match: the deny at %s:%u covers it",
-		    p->rules[deny].file, p->rules[deny].line);
-	else
-		policy_diag_add(p, 1, r->file, r->line, r->col,
-		    "this allow never decides: the earlier allow at %s:%u "
-		    "matches everything it matches (move it before that rule)",
-		    p->rules[allow].file, p->rules[allow].line);
-}
-
-static int
-only_port_80(const struct policy *p, const struct policy_rule *r)
-{
-	const struct rule_target *t;
-	uint32_t i;
-
-	for (i = 0; i < r->ntargets; i++) {
-		t = &p->targets[r->first_target + i];
-		if (t->nports != 1 || t->ports[0].lo != 80 ||
-		    t->ports[0].hi != 80)
-			return 0;
-	}
-	return 1;
-}
-
-static struct secret *
-secret_ref(struct policy *p, const struct policy_rule *r,
-    const struct policy_loc *loc, const char *name)
-{
-	struct secret *s;
-	const char *best = NULL;
-	unsigned d, bestd = 3;
-	size_t i;
-
-	if ((s = secret_store_find(p->secrets, name)) != NULL) {
-		secret_mark_used(s);
-		return s;
-	}
-	for (i = 0; i < secret_store_count(p->secrets); i++) {
-		const char *n = secret_name(secret_store_get(p->secrets, i));
-
-		if ((d = parse_distance(name, n)) < bestd) {
-			bestd = d;
-			best = n;
-		}
-	}
-	if (best != NULL)
-		policy_diag_add(p, 0, r->file, loc->line, loc->col,
-		    "undefined secret '%s'; did you mean '%s'?", name, best);
-	else
-		policy_diag_add(p, 0, r->file, loc->line, loc->col,
-		    "undefined secret '%s'; define it with 'secret %s file "
-		    "PATH' (or env, exec)",
-		    name, name);
-	return NULL;
-}
-
-/* Secrets may be defined after use or in another file: resolve at the end. */
-static void
-check_secrets_of(struct policy *p, struct policy_rule *r)
-{
-	size_t i;
-
-	for (i = 0; i < r->ninject; i++)
-		r->inject[i].secret = secret_ref(
-		    p, r, &r->inject_loc[i], r->inject[i].secret_name);
-	for (i = 0; i < r->nplaceholder; i++)
-		r->placeholder[i].secret = secret_ref(p, r,
-		    &r->placeholder_loc[i], r->placeholder[i].secret_name);
-}
-
-/* The first binding of ENV in rules before rule END, and its rule. */
-static const struct policy_placeholder *
-placeholder_before(
-    const struct policy *p, size_t end, const char *env, size_t *rule)
-{
-	size_t i, k;
-
-	for (i = 0; i < end; i++)
-		for (k = 0; k < p->rules[i].nplaceholder; k++)
-			if (strcmp(p->rules[i].placeholder[k].env, env) == 0) {
-				*rule = i;
-				return &p->rules[i].placeholder[k];
-			}
-	return NULL;
-}
-
-/*
- * One ENV, one secret: the sandbox sees a single stand-in per variable, so
- * two rules may not bind one variable to different secrets.
- */
-static void
-check_placeholders(struct policy *p)
-{
-	const struct policy_placeholder *a, *b;
-	const struct policy_rule *ra, *rb;
-	size_t i, j, k;
-
-	for (i = 0; i < p->nrules; i++) {
-		ra = &p->rules[i];
-		for (k = 0; k < ra->nplaceholder; k++) {
-			a = &ra->placeholder[k];
-			if ((b = placeholder_before(p, i, a->env, &j)) ==
-			        NULL ||
-			    strcmp(a->secret_name, b->secret_name) == 0)
-				continue;
-			rb = &p->rules[j];
-			policy_diag_add(p, 0, ra->file,
-			    ra->placeholder_loc[k].line,
-			    ra->placeholder_loc[k].col,
-			    "placeholder %s is "
-			    "already bound to secret '%s' at %s:%u",
-			    a->env, b->secret_name, rb->file, rb->line);
-		}
-	}
-}
-
-/*
- * Addresses a wide block takes in by accident.  A rule naming addresses
- * allows them even where names resolving to them would be refused, so
- * "allow 0.0.0.0/0" opens loopback and the cloud metadata service.
- */
-static const struct sensitive {
-	int family;
-	uint8_t addr[16];
-	unsigned plen; /* the block the address belongs to */
-	const char *what;
-} sensitive[] = {
-    {4, {127, 0, 0, 1}, 8, "loopback (127.0.0.0/8)"},
-    {4, {169, 254, 169, 254}, 32, "the cloud metadata address 169.254.169.254"},
-    {6, {[15] = 1}, 128, "loopback (::1)"},
-    {6, {0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54}, 128,
-        "the cloud metadata address fd00:ec2::254"},
-};
-
-static int
-block_holds(const struct rule_target *t, const struct sensitive *v)
-{
-	unsigned i;
-
-	if (t->kind != RT_CIDR || t->family != v->family || t->plen >= v->plen)
-		return 0;
-	for (i = 0; i < t->plen; i++)
-		if ((t->addr[i / 8] ^ v->addr[i / 8]) & (0x80 >> (i % 8)))
-			return 0;
-	return 1;
-}
-
-static void
-check_wide_blocks(struct policy *p, const struct policy_rule *r)
-{
-	const struct rule_target *t;
-	size_t i, k;
-
-	for (i = 0; i < r->ntargets; i++) {
-		t = &p->targets[r->first_target + i];
-		for (k = 0; k < sizeof(sensitive) / sizeof(sensitive[0]); k++)
-			if (block_holds(t, &sensitive[k])) {
-				policy_diag_add(p, 1, r->file, r->line, t->col,
-				    "this block takes in %s: a rule naming "
-				    "addresses allows them even when private; "
-				    "narrow it, or deny what it must not reach",
-				    sensitive[k].what);
-				break;
-			}
-	}
-}
-
-static void
-check_rule(struct policy *p, struct policy_rule *r)
-{
-	check_secrets_of(p, r);
-	if (r->deny)
-		return;
-	if (r->ninject > 0 && only_port_80(p, r))
-		policy_diag_add(p, 1, r->file, r->line, r->col,
-		    "inject can never apply: this rule allows only port 80, "
-		    "and "
-		    "credentials are never sent over plain HTTP");
-	if (r->upstream_ca != NULL && !rule_intercepts(r))
-		policy_diag_add(p, 1, r->file, r->line, r->upstream_ca_col,
-		    "upstream-ca has no effect: this rule does not intercept "
-		    "(add paths, methods, inject or placeholder)");
-	if (r->nupgrade > 0 && !rule_constrained(r))
-		policy_diag_add(p, 1, r->file, r->line, r->upgrade_col,
-		    "upgrade has no effect: a rule without paths or methods "
-		    "admits every upgrade");
-	check_wide_blocks(p, r);
-	check_shadowed(p, r);
-}
-
-static void
-check_unused_secrets(struct policy *p)
-{
-	struct secret *s;
-	size_t i;
-
-	for (i = 0; i < secret_store_count(p->secrets); i++) {
-		s = secret_store_get(p->secrets, i);
-		if (!secret_used(s))
-			policy_diag_add(p, 1, p->secret_locs[i].file,
-			    p->secret_locs[i].line, p->secret_locs[i].col,
-			    "secret '%s' is never used", secret_name(s));
-	}
-}
-
-size_t
-policy_finish(struct policy *p)
-{
-	size_t i;
-
-	index_build(p);
-	for (i = 0; i < p->nrules; i++)
-		check_rule(p, &p->rules[i]);
-	check_placeholders(p);
-	check_unused_secrets(p);
-	diags_sort(p);
-	return p->nerrors;
-}
-
-/* --- loading and accessors --------------------------------------------- */
-
-static int
-load_finish(
-    struct policy *p, policy_diag_fn *diag, void *arg, struct policy **out)
-{
-	policy_finish(p);
-	policy_report(p, diag, arg);
-	if (p->nerrors > 0) {
-		policy_free(p);
-		*out = NULL;
-		return PH_ERR_POLICY;
-	}
-	*out = p;
-	return 0;
-}
-
-int
-policy_load(const char *const *files, size_t nfiles, policy_diag_fn *diag,
-    void *arg, struct policy **out)
-{
-	struct policy *p = policy_new();
-	struct parse_state *st = parse_state_new(p);
-	size_t i;
-
-	for (i = 0; i < nfiles; i++)
-		parse_file(st, files[i]);
-	parse_state_free(st);
-	return load_finish(p, diag, arg, out);
-}
-
-int
-policy_load_extra(const char *const *files, size_t nfiles, const char *name,
-    const char *text, policy_diag_fn *diag, void *arg, struct policy **out)
-{
-	struct policy *p = policy_new();
-	struct parse_state *st = parse_state_new(p);
-	size_t i;
-
-	for (i = 0; i < nfiles; i++)
-		parse_file(st, files[i]);
-	if (text != NULL)
-		parse_buffer(st, name, text, strlen(text));
-	parse_state_free(st);
-	return load_finish(p, diag, arg, out);
-}
-
-int
-policy_load_string(const char *file, const char *text, size_t len,
-    policy_diag_fn *diag, void *arg, struct policy **out)
-{
-	struct policy *p = policy_new();
-	struct parse_state *st = parse_state_new(p);
-
-	parse_buffer(st, file, text, len);
-	parse_state_free(st);
-	return load_finish(p, diag, arg, out);
-}
-
-static void
-target_text(const struct rule_target *t, char *buf, size_t len)
-{
-	char addr[INET6_ADDRSTRLEN];
-
-	switch (t->kind) {
-	case RT_ANY:
-		snprintf(buf, len, "*");
-		break;
-	case RT_EXACT:
-		snprintf(buf, len, "%s", t->host);
-		break;
-	case RT_WILD:
-		snprintf(buf, len, "*.%s", t->host);
-		break;
-	case RT_CIDR:
-		inet_ntop(t->family == 4 ? AF_INET : AF_INET6, t->addr, addr,
-		    sizeof(addr));
-		snprintf(buf, len, "%s/%u", addr, t->plen);
-		break;
-	}
+	memset(out, 0, sizeof(*out));
+	out->kind = kinds[t->kind];
+	out->name = t->host;
 }
 
 void
-policy_intercept_targets(
-    const struct policy *p, void (*fn)(void *, const char *), void *arg)
+policy_intercept_targets(const struct policy *p,
+    void (*fn)(void *, const struct target_pattern *), void *arg)
 {
 	const struct policy_rule *r;
-	char text[TARGET_HOST_MAX + 8];
+	struct target_pattern pat;
 	size_t i, k;
 
 	for (i = 0; i < p->nrules; i++) {
 		r = &p->rules[i];
-		if (r->deny ? !rule_constrained(r) : !rule_intercepts(r))
+		if (r->deny ? !policy_rule_constrained(r)
+		            : !policy_rule_intercepts(r))
 			continue;
 		for (k = 0; k < r->ntargets; k++) {
-			target_text(&p->targets[r->first_target + k], text,
-			    sizeof(text));
-			fn(arg, text);
+			rule_pattern(&p->targets[r->first_target + k], &pat);
+			fn(arg, &pat);
 		}
 	}
 }
@@ -1341,4 +520,41 @@ const struct rule_target *
 policy_target_at(const struct policy *p, size_t i)
 {
 	return i < p->ntargets ? &p->targets[i] : NULL;
+}
+
+size_t
+policy_target_count(const struct policy *p)
+{
+	return p->ntargets;
+}
+
+void
+policy_set_index(
+    struct policy *p, struct match *m, void (*free_fn)(struct match *))
+{
+	if (p->index_free != NULL)
+		p->index_free(p->index);
+	p->index = m;
+	p->index_free = free_fn;
+}
+
+const struct match *
+policy_index(const struct policy *p)
+{
+	return p->index;
+}
+
+struct policy_rule *
+policy_rule_edit(struct policy *p, size_t i)
+{
+	return i < p->nrules ? &p->rules[i] : NULL;
+}
+
+void
+policy_secret_where(const struct policy *p, size_t i, const char **file,
+    unsigned *line, unsigned *col)
+{
+	*file = p->secret_locs[i].file;
+	*line = p->secret_locs[i].line;
+	*col = p->secret_locs[i].col;
 }

@@ -163,14 +163,14 @@ size_t policy_resolve(const struct policy *, const char *host,
     struct target_host *out, size_t max);
 
 /*
- * Calls FN with each target whose tunnels the proxy may intercept, as
- * text: "name", "*.suffix", "address/prefix" or "*".  These are the
- * targets of allow rules that need the request (paths, methods, inject,
- * placeholder) and of deny rules with paths or methods: the names the
- * per-run CA may sign for.
+ * Calls FN with each target whose tunnels the proxy may intercept, typed
+ * (its name borrowed from the policy): the targets of allow rules that
+ * need the request (paths, methods, inject, placeholder) and of deny
+ * rules with paths or methods: what the per-run CA may sign for
+ * (ca_new_run_for).
  */
 void policy_intercept_targets(const struct policy *,
-    void (*fn)(void *arg, const char *target), void *arg);
+    void (*fn)(void *arg, const struct target_pattern *), void *arg);
 
 /* Calls FN with each rule's upstream-ca file (once per rule that has one). */
 void policy_upstream_cas(
@@ -187,7 +187,10 @@ size_t policy_rule_count(const struct policy *);
 size_t policy_warning_count(const struct policy *);
 
 #ifdef POLICY_INTERNAL
-/* The rule model, shared by parse.c and policy.c, and seen by tests. */
+/*
+ * The rule model, filled by parse.c, read by match.c and check.c, and
+ * seen by tests.
+ */
 
 struct port_range {
 	uint16_t lo, hi;
@@ -265,12 +268,43 @@ int policy_resolve_add(struct policy *, const char *host,
 int policy_secret_define(struct policy *, const char *name, enum secret_source,
     const char *const *argv, size_t argc, const char *file, unsigned line,
     unsigned col, const char **prev_file, unsigned *prev_line);
-/* Builds the index and runs the second pass.  Returns error count. */
-size_t policy_finish(struct policy *);
+/* Puts the diagnostics in reading order (file, line, column). */
+void policy_diag_sort(struct policy *);
 size_t policy_error_count(const struct policy *);
 void policy_report(const struct policy *, policy_diag_fn *, void *);
 const struct policy_rule *policy_rule_at(const struct policy *, size_t i);
 const struct rule_target *policy_target_at(const struct policy *, size_t i);
+size_t policy_target_count(const struct policy *);
+/* Rule I, to be completed by the second pass (check.c). */
+struct policy_rule *policy_rule_edit(struct policy *, size_t i);
+/* Where secret I (in policy_secrets order) was defined. */
+void policy_secret_where(const struct policy *, size_t i, const char **file,
+    unsigned *line, unsigned *col);
+
+/*
+ * The index (match.c) of a loaded policy.  The model does not know it:
+ * whoever builds it hands over FREE_FN, which policy_free() calls, so
+ * policy.c needs nothing from match.c.
+ */
+struct match;
+void policy_set_index(
+    struct policy *, struct match *, void (*free_fn)(struct match *));
+const struct match *policy_index(const struct policy *);
+
+/* Does the rule look at requests (paths or methods)? */
+static inline int
+policy_rule_constrained(const struct policy_rule *r)
+{
+	return r->npaths > 0 || r->nmethods > 0;
+}
+
+/* Must the proxy see the rule's requests (TLS interception)? */
+static inline int
+policy_rule_intercepts(const struct policy_rule *r)
+{
+	return policy_rule_constrained(r) || r->ninject > 0 ||
+	    r->nplaceholder > 0;
+}
 
 /* Does the '*' glob PATTERN match the whole of PATH? */
 int policy_path_match(const char *pattern, const char *path);

@@ -28,6 +28,7 @@
 #include "common/fd.h"
 #include "common/log.h"
 #include "common/proc.h"
+#include "common/secfile.h"
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "policy/secret.h"
@@ -441,52 +442,30 @@ file_kind(mode_t mode)
 	return "not a regular file";
 }
 
-/*
- * What FD (opened from the secret's path) really is, after any symlinks:
- * the file must be regular, owned by us or root, readable by its owner
- * alone.
- */
-enum secret_file
-secret_file_check(int fd, struct stat *sb)
-{
-	mode_t mode;
-
-	if (fstat(fd, sb) == -1)
-		return SECRET_FILE_STAT;
-	mode = sb->st_mode & 07777;
-	if (!S_ISREG(sb->st_mode))
-		return SECRET_FILE_NOT_REGULAR;
-	if (sb->st_uid != getuid() && sb->st_uid != 0)
-		return SECRET_FILE_OWNER;
-	if ((mode & (S_IRWXG | S_IRWXO)) != 0 || (mode & S_IRUSR) == 0)
-		return SECRET_FILE_MODE;
-	return SECRET_FILE_OK;
-}
-
-/* secret_file_check, with the reason reported.  0 or a PH_ERR_* code. */
+/* secfile_check, with the reason reported.  0 or a PH_ERR_* code. */
 static int
 check_file(const struct load_ctx *ctx, const struct secret *s, int fd)
 {
 	const char *path = s->argv[0];
 	struct stat sb;
 
-	switch (secret_file_check(fd, &sb)) {
-	case SECRET_FILE_OK:
+	switch (secfile_check(fd, &sb)) {
+	case SECFILE_OK:
 		return 0;
-	case SECRET_FILE_STAT:
+	case SECFILE_STAT:
 		say(ctx, s, "cannot stat %s: %s", path, strerror(errno));
 		return PH_ERR_SYSTEM;
-	case SECRET_FILE_NOT_REGULAR:
+	case SECFILE_NOT_REGULAR:
 		say(ctx, s, "%s is %s; it must be a regular file", path,
 		    file_kind(sb.st_mode));
 		return PH_ERR_INVALID;
-	case SECRET_FILE_OWNER:
+	case SECFILE_OWNER:
 		say(ctx, s,
 		    "%s is owned by uid %u; it must be owned by you (uid %u) "
 		    "or root",
 		    path, (unsigned)sb.st_uid, (unsigned)getuid());
 		return PH_ERR_PERM;
-	case SECRET_FILE_MODE:
+	case SECFILE_MODE:
 		break;
 	}
 	say(ctx, s, "%s is mode %04o; it must be 0600 or 0400 (chmod 600 %s)",

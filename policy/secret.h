@@ -17,8 +17,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct stat;
-
 /* Largest secret value accepted, in bytes. */
 #define SECRET_MAX_LEN 65536
 /* Default time an exec helper may take, in milliseconds. */
@@ -112,23 +110,6 @@ void secret_store_set_cancel_fd(struct secret_store *, int fd);
  */
 int
 secret_store_load(struct secret_store *, secret_report_fn *report, void *arg);
-
-/* What secret_file_check() found. */
-enum secret_file {
-	SECRET_FILE_OK,
-	SECRET_FILE_STAT, /* fstat failed: errno */
-	SECRET_FILE_NOT_REGULAR,
-	SECRET_FILE_OWNER, /* neither the real uid nor root */
-	SECRET_FILE_MODE, /* group or others may access it, or not readable */
-};
-
-/*
- * The rule for files that hold secrets (and the CA key): FD, opened from
- * the file, is a regular file owned by the real uid or root that only its
- * owner can read.  Fills *SB (but after SECRET_FILE_STAT).  Callers build
- * their own message from the result and *SB.
- */
-enum secret_file secret_file_check(int fd, struct stat *sb);
 
 /* Returns the secret's name. */
 const char *secret_name(const struct secret *);

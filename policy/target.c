@@ -508,3 +508,66 @@ target_strerror(int r)
 		return ph_err(r);
 	}
 }
+
+/* A decimal prefix length of 1 to 3 digits, at most MAX. */
+static int
+plen_parse(const char *s, size_t len, unsigned max, unsigned *plen)
+{
+	unsigned v = 0;
+	size_t i;
+
+	if (len == 0 || len > 3)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v > max)
+		return -1;
+	*plen = v;
+	return 0;
+}
+
+enum target_cidr_result
+target_cidr_parse(const char *s, size_t slen, struct target_cidr *out)
+{
+	struct target_host h;
+	const char *slash = memchr(s, '/', slen);
+	size_t alen = slash ? (size_t)(slash - s) : slen;
+	unsigned i;
+
+	memset(out, 0, sizeof(*out));
+	if (target_host_parse(s, alen, &h) != 0 || h.kind == TARGET_NAME)
+		return TARGET_CIDR_ADDR;
+	out->family = h.kind == TARGET_V4 ? 4 : 6;
+	out->maxlen = memchr(s, ':', alen) != NULL ? 128 : 32;
+	memcpy(out->addr, h.addr, sizeof(out->addr));
+	out->plen = out->family == 4 ? 32 : 128;
+	if (slash != NULL &&
+	    plen_parse(slash + 1, slen - alen - 1, out->maxlen, &out->plen) !=
+	        0)
+		return TARGET_CIDR_PLEN;
+	if (out->maxlen == 128 && out->family == 4 && slash != NULL) {
+		if (out->plen < 96)
+			return TARGET_CIDR_MAPPED;
+		out->plen -= 96;
+	}
+	for (i = out->plen; i < (out->family == 4 ? 32U : 128U); i++)
+		if (out->addr[i / 8] & (0x80 >> (i % 8))) {
+			out->host_bits = 1;
+			out->addr[i / 8] &= ~(0x80 >> (i % 8));
+		}
+	return TARGET_CIDR_OK;
+}
+
+void
+target_pattern_block(
+    struct target_pattern *p, int family, const uint8_t *addr, unsigned plen)
+{
+	memset(p, 0, sizeof(*p));
+	p->kind = TARGET_PATTERN_BLOCK;
+	p->family = family;
+	memcpy(p->addr, addr, family == 4 ? 4 : 16);
+	p->plen = plen;
+}

@@ -85,6 +85,56 @@ struct target_url {
 int target_url_parse(
     const char *s, size_t len, struct target_url *u, char *path, size_t pathsz);
 
+/* An address block, as target_cidr_parse() reads it. */
+struct target_cidr {
+	int family; /* 4 or 6 */
+	uint8_t addr[16]; /* the network: host bits cleared */
+	unsigned plen; /* prefix length (of the IPv4 block when mapped) */
+	unsigned maxlen; /* 32, or 128 when written as IPv6 */
+	int host_bits; /* the address had bits set past the prefix */
+};
+
+enum target_cidr_result {
+	TARGET_CIDR_OK,
+	TARGET_CIDR_ADDR, /* ADDR is no address */
+	TARGET_CIDR_PLEN, /* LEN is not 0 to maxlen */
+	TARGET_CIDR_MAPPED, /* ::ffff:a.b.c.d/LEN with LEN below 96 */
+};
+
+/*
+ * Parses the address block "ADDR" or "ADDR/LEN" of SLEN bytes at S, the
+ * one reader of address blocks (policy rules, the run CA's constraints).
+ * ADDR is read as target_host_parse() reads it; no LEN means the address
+ * alone.  ::ffff:a.b.c.d/LEN is the IPv4 block a.b.c.d/(LEN-96).  Host
+ * bits are cleared and reported in HOST_BITS; whether they are an error
+ * is the caller's call.  On TARGET_CIDR_PLEN, OUT->maxlen is set.
+ */
+enum target_cidr_result
+target_cidr_parse(const char *s, size_t slen, struct target_cidr *out);
+
+enum target_pattern_kind {
+	TARGET_PATTERN_ANY, /* "*": every name and address */
+	TARGET_PATTERN_NAME, /* one host name */
+	TARGET_PATTERN_WILD, /* "*.suffix": names strictly under NAME */
+	TARGET_PATTERN_BLOCK, /* an address block */
+};
+
+/*
+ * What a rule names, typed: the hosts a run CA may sign for
+ * (policy_intercept_targets, ca_new_run_for).  Normalised already.
+ */
+struct target_pattern {
+	enum target_pattern_kind kind;
+	const char *name; /* NAME: the name; WILD: the suffix; else NULL */
+	int family; /* BLOCK: 4 or 6 */
+	uint8_t addr[16]; /* BLOCK: the network (V4: first 4 bytes) */
+	unsigned plen; /* BLOCK: prefix length */
+};
+
+/* Makes *P the block of FAMILY (4 or 6) at ADDR/PLEN. */
+void target_pattern_block(
+    struct target_pattern *p, int family, const uint8_t *addr, unsigned plen);
+
 /* Returns a static reason for a PH_ERR_* code from this module. */
 const char *target_strerror(int);
 

@@ -16,7 +16,6 @@
  */
 #include <sys/stat.h>
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -34,7 +33,7 @@
 #include <openssl/x509v3.h>
 
 #include "common/fd.h"
-#include "policy/secret.h"
+#include "common/secfile.h"
 #include "policy/target.h"
 
 #define CA_INTERNAL
@@ -317,74 +316,34 @@ prefix_mask(uint8_t *mask, size_t len, unsigned plen)
 	}
 }
 
-/*
- * Parses "ADDR/PLEN" into OUT as address then mask (8 or 32 bytes, host
- * bits cleared: a constraint compares them as given).  Returns the
- * length, or 0 if S is not a CIDR.
- */
-static size_t
-parse_cidr(const char *s, uint8_t out[32])
+/* An address block as iPAddress constraint: address then mask. */
+static GENERAL_NAME *
+gn_block(const uint8_t *addr, int family, unsigned plen)
 {
-	const char *slash = strchr(s, '/');
-	char buf[INET6_ADDRSTRLEN], *end;
-	unsigned long plen;
-	size_t alen, i;
+	uint8_t ip[32];
+	size_t alen = family == 4 ? 4 : 16;
 
-	if (slash == NULL || (size_t)(slash - s) >= sizeof(buf) ||
-	    slash[1] < '0' || slash[1] > '9')
-		return 0;
-	memcpy(buf, s, (size_t)(slash - s));
-	buf[slash - s] = '\0';
-	if (inet_pton(AF_INET, buf, out) == 1)
-		alen = 4;
-	else if (inet_pton(AF_INET6, buf, out) == 1)
-		alen = 16;
-	else
-		return 0;
-	errno = 0;
-	plen = strtoul(slash + 1, &end, 10);
-	if (*end != '\0' || errno != 0 || plen > alen * 8)
-		return 0;
-	prefix_mask(out + alen, alen, (unsigned)plen);
-	for (i = 0; i < alen; i++)
-		out[i] &= out[alen + i];
-	return 2 * alen;
+	memcpy(ip, addr, alen);
+	prefix_mask(ip + alen, alen, plen);
+	return gn_ip(ip, 2 * alen);
 }
 
 /*
- * Returns the permitted subtree's base for policy host H: DNS name,
- * ".suffix" for "*.suffix", or address and mask.  Sets *IS_IP.  Returns
- * NULL with ERR set.
+ * Returns the permitted subtree's base for pattern P: DNS name, ".suffix"
+ * for "*.suffix", or address and mask (host bits cleared: a constraint
+ * compares them as given).  Sets *IS_IP.  NULL when out of memory.
  */
 static GENERAL_NAME *
-host_subtree(const char *h, int *is_ip, char *err, size_t errlen)
+pattern_subtree(const struct target_pattern *p, int *is_ip)
 {
-	struct target_host th;
-	uint8_t ip[32];
-	char dot[TARGET_HOST_MAX + 1], shown[81];
-	size_t len;
-	int wild = strncmp(h, "*.", 2) == 0;
+	char dot[TARGET_HOST_MAX + 1];
 
-	*is_ip = 1;
-	if ((len = parse_cidr(h, ip)) != 0)
-		return gn_ip(ip, len);
-	if (target_host_parse(h + 2 * wild, strlen(h + 2 * wild), &th) != 0 ||
-	    (wild && th.kind != TARGET_NAME)) {
-		seterr(err, errlen,
-		    "cannot constrain the CA to '%s': not a host name, "
-		    "*.suffix, address or CIDR",
-		    printable(shown, h));
-		return NULL;
-	}
-	if (th.kind == TARGET_NAME) {
-		*is_ip = 0;
-		snprintf(dot, sizeof(dot), "%s%s", wild ? "." : "", th.name);
-		return gn_dns(dot);
-	}
-	len = th.kind == TARGET_V4 ? 4 : 16;
-	memcpy(ip, th.addr, len);
-	memset(ip + len, 0xff, len);
-	return gn_ip(ip, 2 * len);
+	*is_ip = p->kind == TARGET_PATTERN_BLOCK;
+	if (*is_ip)
+		return gn_block(p->addr, p->family, p->plen);
+	snprintf(dot, sizeof(dot), "%s%s",
+	    p->kind == TARGET_PATTERN_WILD ? "." : "", p->name);
+	return gn_dns(dot);
 }
 
 /* Appends a permitted subtree of base GN (taken, even on error). */
@@ -422,10 +381,9 @@ nc_sentinels(NAME_CONSTRAINTS *nc, int dns, int ip)
 	return 0;
 }
 
-/* Adds critical name constraints permitting exactly HOSTS to X. */
+/* Adds critical name constraints permitting exactly PATS to X. */
 static int
-add_constraints(
-    X509 *x, const char *const *hosts, size_t n, char *err, size_t errlen)
+add_constraints(X509 *x, const struct target_pattern *pats, size_t n)
 {
 	NAME_CONSTRAINTS *nc = NAME_CONSTRAINTS_new();
 	GENERAL_NAME *gn;
@@ -436,8 +394,7 @@ add_constraints(
 	    (nc->permittedSubtrees = sk_GENERAL_SUBTREE_new_null()) == NULL)
 		goto fail;
 	for (i = 0; i < n; i++) {
-		if ((gn = host_subtree(hosts[i], &is_ip, err, errlen)) == NULL)
-			goto out;
+		gn = pattern_subtree(&pats[i], &is_ip);
 		if (nc_permit(nc, gn) != 0)
 			goto fail;
 		ip |= is_ip;
@@ -447,10 +404,7 @@ add_constraints(
 	    X509_add1_ext_i2d(x, NID_name_constraints, nc, 1, 0) != 1)
 		goto fail;
 	r = 0;
-	goto out;
 fail:
-	seterr_ssl(err, errlen, "cannot build the CA's name constraints");
-out:
 	NAME_CONSTRAINTS_free(nc);
 	return r;
 }
@@ -571,24 +525,24 @@ ca_alloc(char *err, size_t errlen)
 }
 
 static int
-has_star(const char *const *hosts, size_t n)
+has_any(const struct target_pattern *pats, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (strcmp(hosts[i], "*") == 0)
+		if (pats[i].kind == TARGET_PATTERN_ANY)
 			return 1;
 	return 0;
 }
 
 struct ca *
-ca_new_run(const char *const *hosts, size_t n, unsigned valid_hours, char *err,
-    size_t errlen)
+ca_new_run_for(const struct target_pattern *pats, size_t n,
+    unsigned valid_hours, char *err, size_t errlen)
 {
 	struct ca *ca = NULL;
 
 	ERR_set_mark();
-	if (n > 0 && hosts == NULL) {
+	if (n > 0 && pats == NULL) {
 		seterr(err, errlen, "no hosts given for the CA");
 		goto out;
 	}
@@ -600,9 +554,11 @@ ca_new_run(const char *const *hosts, size_t n, unsigned valid_hours, char *err,
 		seterr_ssl(err, errlen, "cannot make the run CA");
 		goto fail;
 	}
-	if (!has_star(hosts, n) &&
-	    add_constraints(ca->cert, hosts, n, err, errlen) != 0)
+	if (!has_any(pats, n) && add_constraints(ca->cert, pats, n) != 0) {
+		seterr_ssl(
+		    err, errlen, "cannot build the CA's name constraints");
 		goto fail;
+	}
 	if (X509_sign(ca->cert, ca->key, EVP_sha256()) <= 0) {
 		seterr_ssl(err, errlen, "cannot sign the run CA");
 		goto fail;
@@ -618,7 +574,80 @@ out:
 }
 
 /*
- * The rule for secret files (secret_file_check) applied to the open key
+ * Reads host text H ("name", "*.suffix", "addr", "addr/len" or "*") as a
+ * pattern whose name is kept in *TH.  Returns 0, or -1 with ERR set.
+ */
+static int
+text_pattern(const char *h, struct target_host *th, struct target_pattern *p,
+    char *err, size_t errlen)
+{
+	struct target_cidr c;
+	char shown[81];
+	int wild = strncmp(h, "*.", 2) == 0, ok = 1;
+
+	memset(p, 0, sizeof(*p));
+	if (strcmp(h, "*") == 0)
+		p->kind = TARGET_PATTERN_ANY;
+	else if (strchr(h, '/') != NULL) {
+		ok = target_cidr_parse(h, strlen(h), &c) == TARGET_CIDR_OK;
+		target_pattern_block(p, c.family, c.addr, c.plen);
+	} else if ((ok = target_host_parse(
+	                     h + 2 * wild, strlen(h + 2 * wild), th) == 0 &&
+	                   (!wild || th->kind == TARGET_NAME))) {
+		if (th->kind != TARGET_NAME)
+			target_pattern_block(p, th->kind == TARGET_V4 ? 4 : 6,
+			    th->addr, th->kind == TARGET_V4 ? 32 : 128);
+		else {
+			p->kind =
+			    wild ? TARGET_PATTERN_WILD : TARGET_PATTERN_NAME;
+			p->name = th->name;
+		}
+	}
+	if (!ok)
+		seterr(err, errlen,
+		    "cannot constrain the CA to '%s': not a host name, "
+		    "*.suffix, address or CIDR",
+		    printable(shown, h));
+	return ok ? 0 : -1;
+}
+
+struct ca *
+ca_new_run(const char *const *hosts, size_t n, unsigned valid_hours, char *err,
+    size_t errlen)
+{
+	struct target_pattern *pats = NULL, any = {.kind = TARGET_PATTERN_ANY};
+	struct target_host *ths = NULL;
+	struct ca *ca = NULL;
+	size_t i;
+
+	if (n > 0 && hosts == NULL) {
+		seterr(err, errlen, "no hosts given for the CA");
+		goto out;
+	}
+	/* "*" leaves the CA unconstrained, whatever else is named. */
+	for (i = 0; i < n; i++)
+		if (strcmp(hosts[i], "*") == 0) {
+			ca = ca_new_run_for(&any, 1, valid_hours, err, errlen);
+			goto out;
+		}
+	if ((pats = calloc(n + 1, sizeof(*pats))) == NULL ||
+	    (ths = calloc(n + 1, sizeof(*ths))) == NULL) {
+		seterr(
+		    err, errlen, "cannot allocate the CA: %s", strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		if (text_pattern(hosts[i], &ths[i], &pats[i], err, errlen) != 0)
+			goto out;
+	ca = ca_new_run_for(pats, n, valid_hours, err, errlen);
+out:
+	free(pats);
+	free(ths);
+	return ca;
+}
+
+/*
+ * The rule for secret files (secfile_check) applied to the open key
  * file FD, with messages that name the CA key.  The symlink refusal is
  * the caller's O_NOFOLLOW.
  */
@@ -627,23 +656,23 @@ check_key_file(int fd, const char *path, char *err, size_t errlen)
 {
 	struct stat sb;
 
-	switch (secret_file_check(fd, &sb)) {
-	case SECRET_FILE_OK:
+	switch (secfile_check(fd, &sb)) {
+	case SECFILE_OK:
 		return 0;
-	case SECRET_FILE_STAT:
+	case SECFILE_STAT:
 		seterr(err, errlen, "cannot stat CA key %s: %s", path,
 		    strerror(errno));
 		break;
-	case SECRET_FILE_NOT_REGULAR:
+	case SECFILE_NOT_REGULAR:
 		seterr(err, errlen, "CA key %s is not a regular file", path);
 		break;
-	case SECRET_FILE_OWNER:
+	case SECFILE_OWNER:
 		seterr(err, errlen,
 		    "CA key %s is owned by uid %u; it must be owned by you "
 		    "(uid %u) or root",
 		    path, (unsigned)sb.st_uid, (unsigned)getuid());
 		break;
-	case SECRET_FILE_MODE:
+	case SECFILE_MODE:
 		seterr(err, errlen,
 		    "CA key %s is mode %04o; it must be 0600 or 0400 "
 		    "(chmod 600 %s)",

@@ -23,6 +23,7 @@
 #include <openssl/x509.h>
 
 struct ca;
+struct target_pattern;
 
 /* Leaves cached per CA; the oldest is dropped to make room. */
 #define CA_CACHE_MAX 1024
@@ -48,6 +49,15 @@ struct ca;
  */
 struct ca *ca_new_run(const char *const *hosts, size_t n, unsigned valid_hours,
     char *err, size_t errlen);
+
+/*
+ * ca_new_run for the N typed targets PATS (policy_intercept_targets), the
+ * way pinhole makes its run CA: nothing is parsed again.  A pattern
+ * TARGET_PATTERN_ANY leaves the CA unconstrained.  Returns the CA, or NULL
+ * with a one-line reason in ERR.
+ */
+struct ca *ca_new_run_for(const struct target_pattern *pats, size_t n,
+    unsigned valid_hours, char *err, size_t errlen);
 
 /*
  * Loads a persistent CA: the first certificate in the PEM file CERT_PATH

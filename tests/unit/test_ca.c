@@ -34,6 +34,7 @@
 #include <openssl/x509v3.h>
 
 #define CA_INTERNAL
+#include "policy/target.h"
 #include "proxy/ca.h"
 
 #define ERRLEN 512
@@ -629,6 +630,48 @@ test_ipv6(void **state)
 	ca_free(ca);
 }
 
+/* Typed targets, as the policy hands them, give the text's constraints. */
+static void
+test_typed_targets(void **state)
+{
+	static const char *const hosts[] = {
+	    "example.com", "*.pkg.test", "127.0.0.1", "10.0.0.0/8", "::1"};
+	static const char *const want[] = {"DNS:example.com", "DNS:.pkg.test",
+	    "IP:7f000001ffffffff", "IP:0a000000ff000000",
+	    "IP:00000000000000000000000000000001"
+	    "ffffffffffffffffffffffffffffffff"};
+	static const uint8_t lo[4] = {127, 0, 0, 1}, ten[4] = {10};
+	static const uint8_t lo6[16] = {[15] = 1};
+	struct target_pattern p[6] = {
+	    {.kind = TARGET_PATTERN_NAME, .name = "example.com"},
+	    {.kind = TARGET_PATTERN_WILD, .name = "pkg.test"},
+	};
+	struct fixture *f = *state;
+	struct ca *ca, *text;
+	X509 *x, *y;
+
+	target_pattern_block(&p[2], 4, lo, 32);
+	target_pattern_block(&p[3], 4, ten, 8);
+	target_pattern_block(&p[4], 6, lo6, 128);
+	if ((ca = ca_new_run_for(p, 5, 0, f->err, sizeof(f->err))) == NULL)
+		fail_msg("ca_new_run_for: %s", f->err);
+	text = new_run(f, hosts, 5, 0);
+	x = ca_x509(ca);
+	y = ca_x509(text);
+	check_permitted(x, want, 5);
+	check_permitted(y, want, 5);
+	X509_free(x);
+	X509_free(y);
+	ca_free(ca);
+	ca_free(text);
+	/* "*" among them: no constraints at all. */
+	p[5].kind = TARGET_PATTERN_ANY;
+	if ((ca = ca_new_run_for(p, 6, 0, f->err, sizeof(f->err))) == NULL)
+		fail_msg("ca_new_run_for: %s", f->err);
+	assert_int_equal(ca_constrained(ca), 0);
+	ca_free(ca);
+}
+
 static void
 test_cidr_host_bits(void **state)
 {
@@ -1170,6 +1213,7 @@ main(void)
 	    T(test_one_type_sentinel),
 	    T(test_ipv6),
 	    T(test_cidr_host_bits),
+	    T(test_typed_targets),
 	    T(test_bad_hosts),
 	    T(test_bad_leaf_hosts),
 	    T(test_validity),

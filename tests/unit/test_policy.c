@@ -9,6 +9,7 @@
  * under the name "p.conf".  Secrets are defined with "env": loading reads
  * no value.
  */
+#include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -838,6 +839,31 @@ collect(void *arg, const char *text)
 	strcat(buf, " ");
 }
 
+/* Writes target T as the policy names it: "name", "*.suffix", "a/len". */
+static void
+collect_target(void *arg, const struct target_pattern *t)
+{
+	char *buf = arg, addr[INET6_ADDRSTRLEN];
+
+	switch (t->kind) {
+	case TARGET_PATTERN_ANY:
+		strcat(buf, "*");
+		break;
+	case TARGET_PATTERN_WILD:
+		strcat(buf, "*.");
+		/* FALLTHROUGH */
+	case TARGET_PATTERN_NAME:
+		strcat(buf, t->name);
+		break;
+	case TARGET_PATTERN_BLOCK:
+		inet_ntop(t->family == 4 ? AF_INET : AF_INET6, t->addr, addr,
+		    sizeof(addr));
+		sprintf(buf + strlen(buf), "%s/%u", addr, t->plen);
+		break;
+	}
+	strcat(buf, " ");
+}
+
 static void
 collect_env(void *arg, const struct policy_placeholder *ph)
 {
@@ -869,7 +895,7 @@ test_intercept_targets(void **state)
 	char buf[512] = "";
 
 	use_policy(f, pol);
-	policy_intercept_targets(f->p, collect, buf);
+	policy_intercept_targets(f->p, collect_target, buf);
 	assert_string_equal(buf,
 	    "git.test *.pkg.test 10.1.0.0/16 "
 	    "127.0.0.1/32 ::1/128 evil.test reg.test "

@@ -399,6 +399,53 @@ test_url_bounds(void **state)
 	free(exact);
 }
 
+/* The one reader of address blocks: rules and the run CA's constraints. */
+static void
+test_cidr(void **state)
+{
+	static const struct {
+		const char *in;
+		enum target_cidr_result want;
+		int family;
+		unsigned plen, host_bits;
+		uint8_t net[4];
+	} cases[] = {
+	    {"10.0.0.0/8", TARGET_CIDR_OK, 4, 8, 0, {10, 0, 0, 0}},
+	    {"10.1.2.3/8", TARGET_CIDR_OK, 4, 8, 1, {10, 0, 0, 0}},
+	    {"192.0.2.255/25", TARGET_CIDR_OK, 4, 25, 1, {192, 0, 2, 128}},
+	    {"127.0.0.1", TARGET_CIDR_OK, 4, 32, 0, {127, 0, 0, 1}},
+	    {"0.0.0.0/0", TARGET_CIDR_OK, 4, 0, 0, {0}},
+	    {"::ffff:10.0.0.0/104", TARGET_CIDR_OK, 4, 8, 0, {10, 0, 0, 0}},
+	    {"::/0", TARGET_CIDR_OK, 6, 0, 0, {0}},
+	    {"::ffff:10.0.0.0/95", TARGET_CIDR_MAPPED, 0, 0, 0, {0}},
+	    {"10.0.0.0/33", TARGET_CIDR_PLEN, 0, 0, 0, {0}},
+	    {"10.0.0.0/", TARGET_CIDR_PLEN, 0, 0, 0, {0}},
+	    {"10.0.0.0/x", TARGET_CIDR_PLEN, 0, 0, 0, {0}},
+	    {"10.0.0.0/0008", TARGET_CIDR_PLEN, 0, 0, 0, {0}},
+	    {"::/129", TARGET_CIDR_PLEN, 0, 0, 0, {0}},
+	    {"example.com/8", TARGET_CIDR_ADDR, 0, 0, 0, {0}},
+	    {"/8", TARGET_CIDR_ADDR, 0, 0, 0, {0}},
+	};
+	struct target_cidr c;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (target_cidr_parse(cases[i].in, strlen(cases[i].in), &c) !=
+		    cases[i].want)
+			fail_msg("%s: wrong result", cases[i].in);
+		if (cases[i].want != TARGET_CIDR_OK)
+			continue;
+		assert_int_equal(c.family, cases[i].family);
+		assert_int_equal(c.plen, cases[i].plen);
+		assert_int_equal(c.host_bits, cases[i].host_bits);
+		if (c.family == 4)
+			assert_memory_equal(c.addr, cases[i].net, 4);
+	}
+	assert_int_equal(target_cidr_parse("::/129", 6, &c), TARGET_CIDR_PLEN);
+	assert_int_equal(c.maxlen, 128);
+}
+
 static void
 test_strerror(void **state)
 {
@@ -421,6 +468,7 @@ main(void)
 	    cmocka_unit_test(test_utf8_valid),
 	    cmocka_unit_test(test_url),
 	    cmocka_unit_test(test_url_bounds),
+	    cmocka_unit_test(test_cidr),
 	    cmocka_unit_test(test_strerror),
 	};
 
