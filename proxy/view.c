@@ -33,7 +33,6 @@ enum form {
 	F_HELLO,
 	F_TEXT, /* one string, its NUL last and only */
 	F_NAME, /* F_TEXT, a variable name */
-	F_PATH, /* F_TEXT, absolute */
 	F_STANDIN, /* name NUL value NUL */
 	F_U32,
 	F_U64,
@@ -62,8 +61,8 @@ static const struct rule rules[] = {
         P_VIEW, F_TEXT, 0},
     {VIEW_STANDIN, VIEW_FROM_ENGINE, 4, VIEW_TEXT_MAX, 256,
         PH(P_ENV) | PH(P_VIEW), P_VIEW, F_STANDIN, 0},
-    {VIEW_HIDE, VIEW_FROM_ENGINE, 3, VIEW_TEXT_MAX, 4096,
-        PH(P_ENV) | PH(P_VIEW), P_VIEW, F_PATH, 0},
+    {VIEW_HIDE, VIEW_FROM_ENGINE, 2, VIEW_TEXT_MAX, 4096,
+        PH(P_ENV) | PH(P_VIEW), P_VIEW, F_TEXT, 0},
     {VIEW_LOG, VIEW_FROM_ENGINE, 2, VIEW_TEXT_MAX, 1, PH(P_ENV) | PH(P_VIEW),
         P_VIEW, F_TEXT, 0},
     {VIEW_READY, VIEW_FROM_ENGINE, 0, 0, 1, PH(P_VIEW), P_RUN, F_NONE,
@@ -151,8 +150,6 @@ form_ok(enum form f, const unsigned char *p, size_t len)
 		return is_text(p, len);
 	case F_NAME:
 		return is_name(p, len);
-	case F_PATH:
-		return is_text(p, len) && p[0] == '/';
 	case F_STANDIN:
 		nul = memchr(p, '\0', len);
 		return nul != NULL && is_name(p, (size_t)(nul - p) + 1) &&

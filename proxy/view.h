@@ -18,6 +18,7 @@
  *   engine -> user    CA pem           the certificate to trust (0 or 1)
  *   engine -> user    STANDIN n\0v\0   a placeholder variable
  *   engine -> user    HIDE path        a file the sandbox must not see
+ *                                      (relative: to the shared cwd)
  *   engine -> user    LOG path         where the audit log is (once)
  *   engine -> user    READY            the view is complete
  *   user -> engine    LISTENERS n      + SCM_RIGHTS: accept on these
