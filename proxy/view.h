@@ -41,7 +41,8 @@
 #define VIEW_VERSION 1
 #define VIEW_HDR_SIZE 8 /* uint32 type, uint32 payload length */
 #define VIEW_MSG_MAX 65536 /* the largest payload of any type */
-#define VIEW_TEXT_MAX 4096 /* a path, a name, an error */
+#define VIEW_TEXT_MAX 8192 /* a path, a name, a stand-in */
+#define VIEW_COUNT_MAX 65536 /* of one repeatable type: no policy has more */
 #define VIEW_ID_LEN 16 /* the run id, hex digits */
 #define VIEW_FDS_MAX 4 /* listeners in one LISTENERS */
 
