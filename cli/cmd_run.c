@@ -2,14 +2,20 @@
  * cmd_run.c: pinhole run, a command in the sandbox with the proxy as its
  * only way out.
  *
- * One process outside: it loads the policy and the secrets, starts the
- * sandbox (netns/), takes the listeners the sandbox made, sheds what it
- * does not need (capabilities, file access), and runs the proxy (proxy/)
- * on them until the command ends.  Exit status: the command's (128+N for
- * signal N), 125 when pinhole failed before the command ran.
+ * Two processes outside.  The launcher (this one) forks the engine first
+ * (cli/run_engine.c), which loads the policy and the secrets and sends
+ * back the sandbox's view: the paths to hide, the CA certificate to
+ * trust, the stand-ins, the log.  The launcher builds the mount plan and
+ * the environment from it, starts the sandbox (netns/), hands the
+ * listeners the sandbox made to the engine, which runs the proxy
+ * (proxy/) on them, and waits for the command.  The launcher never holds
+ * a secret.  Exit status: the command's (128+N for signal N), 125 when
+ * pinhole failed before the command ran.
  */
 #include <sys/signalfd.h>
+#include <sys/wait.h>
 
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,36 +34,8 @@
 #include "netns/net.h"
 #include "netns/sandbox.h"
 #include "netns/stdio.h"
-#include "policy/policy.h"
-#include "audit/audit.h"
-#include "proxy/ca.h"
-#include "proxy/dns.h"
-#include "proxy/inject.h"
-#include "proxy/proxy.h"
-#include "proxy/tls.h"
 
 /* --- running -------------------------------------------------------------- */
-
-static void
-on_denied(void *arg, const char *host, unsigned port)
-{
-	struct run *r = arg;
-	char what[300];
-	size_t i;
-
-	snprintf(what, sizeof(what), strchr(host, ':') ? "[%s]:%u" : "%s:%u",
-	    host, port);
-	r->denied_total++;
-	for (i = 0; i < r->ndenied; i++)
-		if (strcmp(r->denied[i].what, what) == 0) {
-			r->denied[i].n++;
-			return;
-		}
-	if (r->ndenied < RUN_DENIED_MAX) {
-		snprintf(r->denied[r->ndenied].what, sizeof(what), "%s", what);
-		r->denied[r->ndenied++].n = 1;
-	}
-}
 
 /*
  * What a terminal needs before pinhole's last line, whatever the command
@@ -115,72 +93,17 @@ on_signal(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static int
-start_proxy(struct run *r)
-{
-	struct proxy_config cf = {0};
-	char err[256];
-	int i;
-
-	if ((r->base = event_base_new()) == NULL ||
-	    (r->resolver = dns_new(r->base, r->dns,
-	         policy_timeout(r->policy, POLICY_TIMEOUT_CONNECT), err,
-	         sizeof(err))) == NULL) {
-		log_warnx("run: DNS: %s", r->base ? err : "no event loop");
-		return -1;
-	}
-	cf.policy = r->policy;
-	cf.audit = r->audit;
-	cf.dns = r->resolver;
-	cf.run_id = r->run_id;
-	cf.max_sessions = proxy_fd_budget();
-	cf.denied = on_denied;
-	cf.denied_arg = r;
-	cf.tls = r->tls;
-	cf.standins = r->standins;
-	if ((r->px = proxy_new(r->base, &cf)) == NULL)
-		fatalx("run: out of memory");
-	r->policy = NULL; /* the proxy's now */
-	for (i = 0; i < sbx_nlisteners(r->sbx); i++)
-		if (proxy_listen_fd(r->px, sbx_listener(r->sbx, i)) != 0) {
-			log_warnx(
-			    "run: cannot accept on the sandbox's listener");
-			return -1;
-		}
-	sbx_release_listeners(r->sbx);
-	return 0;
-}
-
-/*
- * What parses the sandbox's bytes keeps only what proxying needs: no
- * capability, no_new_privs, and (Landlock) reads of /etc, the trust store
- * and the libraries.  Everything else it needs is open already.  The
- * process has one thread, so the ruleset covers all of it.
- */
+/* The engine ended before the command: the command ends too. */
 static void
-shed(const struct run *r)
-{
-	char report[256];
-
-	if (sbx_shed((const char *const *)r->readable, r->nreadable, 1, report,
-	        sizeof(report)) != 0)
-		log_warnx("run: proxy: %s", report);
-	else if (r->verbose)
-		log_warnx("proxy: %s", report);
-}
-
-/* In the sandbox's first process: its copy of the secrets goes. */
-static void
-scrub(void *arg)
+on_engine(evutil_socket_t fd, short what, void *arg)
 {
 	struct run *r = arg;
 
-	policy_free(r->policy);
-	r->policy = NULL;
-	tls_free(r->tls);
-	r->tls = NULL;
-	ca_free(r->ca); /* the CA key never enters the sandbox */
-	r->ca = NULL;
+	(void)fd;
+	(void)what;
+	log_warnx("run: the proxy ended before the command");
+	r->engine_lost = 1;
+	(void)kill(sbx_pid(r->sbx), SIGKILL);
 }
 
 static int
@@ -206,14 +129,12 @@ start_sandbox(struct run *r, const sigset_t *mask)
 	c.limit_memory = r->limit_memory;
 	c.unix_allow = r->unix_allow;
 	c.nunix_allow = r->nunix_allow;
-	c.scrub = scrub;
-	c.scrub_arg = r;
 	if (mnt_plan_prepare_git(r->plan, err, sizeof(err)) != 0 ||
 	    (r->sbx = sbx_start(&c, err, sizeof(err))) == NULL) {
 		log_warnx("run: %s; see pinhole doctor", err);
 		return -1;
 	}
-	if (start_proxy(r) != 0)
+	if (run_engine_listeners(r) != 0)
 		return -1;
 	if (sbx_wait_exec(r->sbx, err, sizeof(err)) != 0) {
 		log_warnx("run: %s; see pinhole doctor", err);
@@ -251,19 +172,23 @@ watch_signals(struct run *r, sigset_t *old)
 static int
 serve(struct run *r)
 {
-	struct event *ev;
+	struct event *ev, *eng;
+	int rc = 0;
 
 	ev = event_new(r->base, r->sfd, EV_READ | EV_PERSIST, on_signal, r);
-	if (ev == NULL || event_add(ev, NULL) != 0) {
+	eng = event_new(r->base, r->esock, EV_READ, on_engine, r);
+	if (ev == NULL || event_add(ev, NULL) != 0 || eng == NULL ||
+	    event_add(eng, NULL) != 0) {
 		log_warnx("run: cannot watch signals");
-		return -1;
-	}
-	shed(r);
-	/* The command may have ended already: check once before waiting. */
-	if (sbx_reap(r->sbx, &r->status) == 0)
+		rc = -1;
+	} else if (sbx_reap(r->sbx, &r->status) == 0)
+		/* The command may have ended already: checked once first. */
 		event_base_dispatch(r->base);
-	event_free(ev);
-	return 0;
+	if (ev != NULL)
+		event_free(ev);
+	if (eng != NULL)
+		event_free(eng);
+	return rc;
 }
 
 static int
@@ -290,7 +215,9 @@ prepare(struct run *r, int argc, char **argv)
 	/* A usage error is pinhole's failure too: 125, as for env(1). */
 	if ((rc = run_parse_opts(r, argc, argv)) != 0)
 		return rc > 0 ? -1 : RUN_FAILED;
-	if (run_setup(r) != 0)
+	/* The engine next: the secrets are loaded there, never here. */
+	if (run_check_home(r) != 0 || run_engine_start(r) != 0 ||
+	    run_setup_launcher(r) != 0)
 		return RUN_FAILED;
 	env_set_proxy(r->env, NET_PROXY_PORT);
 	return 0;
@@ -299,24 +226,21 @@ prepare(struct run *r, int argc, char **argv)
 static void
 run_free(struct run *r)
 {
-	size_t i;
+	int w;
 
-	proxy_free(r->px);
-	tls_free(r->tls);
-	ca_free(r->ca);
-	inject_standins_free(r->standins);
-	for (i = 0; i < r->nreadable; i++)
-		free(r->readable[i]);
-	dns_free(r->resolver);
+	if (r->esock >= 0)
+		close(r->esock);
+	if (r->engine > 0)
+		while (waitpid(r->engine, &w, 0) < 0 && errno == EINTR)
+			;
 	sbx_free(r->sbx);
 	if (r->base != NULL)
 		event_base_free(r->base);
-	audit_close(r->audit);
-	policy_free(r->policy);
 	mnt_plan_free(r->plan);
 	env_free(r->env);
 	free(r->allow);
 	free(r->logpath);
+	free(r->ca_pem);
 	if (r->sfd >= 0)
 		close(r->sfd);
 }
@@ -330,6 +254,7 @@ cmd_run(int argc, char **argv)
 
 	memset(&r, 0, sizeof(r));
 	r.sfd = -1;
+	r.esock = -1;
 	r.status = RUN_FAILED;
 	if ((rc = prepare(&r, argc, argv)) != 0) {
 		run_free(&r);
@@ -338,13 +263,16 @@ cmd_run(int argc, char **argv)
 	if (r.verbose)
 		log_init(NULL, log_verbose() + 1);
 	signal(SIGPIPE, SIG_IGN);
+	if ((r.base = event_base_new()) == NULL)
+		fatalx("run: no event loop");
 	if (watch_signals(&r, &mask) == 0 && start_sandbox(&r, &mask) == 0)
 		(void)serve(&r);
 	else
 		r.status = RUN_FAILED;
-	/* Sessions of processes that ended with the sandbox: close, log. */
-	proxy_free(r.px);
-	r.px = NULL;
+	if (r.engine_lost)
+		r.status = RUN_FAILED;
+	/* The engine closes the sessions, logs them and says what it denied. */
+	(void)run_engine_stop(&r);
 	print_denied(&r);
 	rc = r.status;
 	run_free(&r);

@@ -7,8 +7,10 @@
 #define PH_RUN_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "netns/sockguard.h"
+#include "proxy/view.h"
 
 struct audit;
 struct ca;
@@ -68,6 +70,13 @@ struct run {
 	    *readable[RUN_LIST_MAX]; /* files the proxy reads late (Landlock) */
 	size_t nreadable;
 	int sfd, status;
+	int esock; /* the socket between the launcher and the engine */
+	pid_t engine; /* in the launcher: the engine's pid */
+	pid_t launcher; /* in the engine: its parent's */
+	int engine_lost; /* the engine ended before the command */
+	char *ca_pem; /* in the launcher: the CA certificate (view) */
+	struct view_order lorder; /* the launcher's check of the engine */
+	struct view_order eorder; /* the engine's check of the launcher */
 	char run_id[17];
 	struct run_denied denied[RUN_DENIED_MAX];
 	size_t ndenied, denied_total;
@@ -82,10 +91,44 @@ extern char **environ;
 int run_parse_opts(struct run *r, int argc, char **argv);
 
 /*
- * Loads the policy and its secrets, opens the audit log, adds the hidden
- * paths to the plan and, when a rule intercepts, makes the CA, the TLS
- * contexts and the trust bundle.  Returns 0, or -1 (said).
+ * The start directory holds no home of the user's.  Returns 0, or -1
+ * (said).  The launcher's, before the engine starts.
  */
-int run_setup(struct run *r);
+int run_check_home(struct run *r);
+
+/*
+ * In the engine: makes a run id, loads the policy and its secrets, opens
+ * the audit log and, when a rule intercepts, makes the CA and the TLS
+ * contexts; sends the view to the launcher on r->esock as it goes.
+ * Returns 0, or -1 (said).
+ */
+int run_setup_engine(struct run *r);
+
+/*
+ * In the launcher: receives the view (environment secrets wiped as they
+ * are named), and adds the hidden paths, the run's machine id and host
+ * name and the trust bundle to the plan, the stand-ins to the
+ * environment.  Returns 0, or -1 (said, by it or by the engine).
+ */
+int run_setup_launcher(struct run *r);
+
+/* Wipes variable NAME from pinhole's environment and the sandbox's. */
+void run_wipe_env(struct run *r, const char *name);
+
+/*
+ * cli/run_engine.c.  Forks the engine, which runs run_setup_engine, the
+ * proxy on the listeners it is given, and exits after STOP; the
+ * launcher keeps r->esock and r->engine.  Returns 0, or -1 (said).
+ */
+int run_engine_start(struct run *r);
+
+/* Hands the sandbox's listeners to the engine.  Returns 0, or -1. */
+int run_engine_listeners(struct run *r);
+
+/*
+ * Tells the engine the command ended, takes the denied summary into R
+ * and waits for the engine to exit.  Returns 0, or -1 (said).
+ */
+int run_engine_stop(struct run *r);
 
 #endif /* PH_RUN_H */

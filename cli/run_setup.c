@@ -30,10 +30,22 @@
 #include "proxy/ca.h"
 #include "proxy/inject.h"
 #include "proxy/tls.h"
+#include "proxy/view.h"
 
 /* --- policy, secrets, log ------------------------------------------------- */
 
 static int trusted_files(struct run *);
+
+/* The engine's side: one text message of the view to the launcher. */
+static int
+send_text(struct run *r, uint32_t type, const char *s)
+{
+	if (view_send(r->esock, type, s, strlen(s) + 1, NULL, 0) != 0) {
+		log_warn("run: engine: cannot send the view");
+		return -1;
+	}
+	return 0;
+}
 
 /*
  * The policy, then the check that every file it trusts is out of the
@@ -74,10 +86,9 @@ wipe_env(const char *name)
 
 /*
  * Environment secrets never enter the sandbox: --keep-env of one is an
- * error, and a kept default of the same name is dropped.  The values are
- * in the secret store by now; pinhole's own copies are wiped, so no
- * process started later (the sandbox's PID 1 begins as a copy of this
- * one) holds them.
+ * error.  The values are in the engine's secret store by now; the
+ * launcher is told the names first of all (ENVSECRET) and wipes its own
+ * copies, so it and the sandbox's PID 1 (a copy of it) hold none.
  */
 static int
 guard_env_secrets(struct run *r)
@@ -98,10 +109,17 @@ guard_env_secrets(struct run *r)
 				    r->keep[k], secret_name(sec));
 				return -1;
 			}
-		env_unset(r->env, secret_origin(sec));
-		wipe_env(secret_origin(sec));
+		if (send_text(r, VIEW_ENVSECRET, secret_origin(sec)) != 0)
+			return -1;
 	}
 	return 0;
+}
+
+void
+run_wipe_env(struct run *r, const char *name)
+{
+	env_unset(r->env, name);
+	wipe_env(name);
 }
 
 /* mkdir -p DIR, private: the log names hosts and paths. */
@@ -225,8 +243,6 @@ open_log(struct run *r)
 	r->logpath = path ? xstrdup(path) : default_log();
 	if (r->logpath == NULL)
 		return -1;
-	if (audit_make_run_id(r->run_id) != 0)
-		fatal("getrandom");
 	if (strcmp(r->logpath, "stderr") == 0) {
 		(void)log_shared(r);
 		return -1;
@@ -309,7 +325,7 @@ patlist_add(void *arg, const struct target_pattern *p)
 static int
 trust_bundle(struct run *r)
 {
-	const char *pem = ca_cert_pem(r->ca), *dst = NULL;
+	const char *pem = r->ca_pem, *dst = NULL;
 	char err[PATH_MAX + 64], *sys = NULL, *all;
 	size_t i, len = 0;
 	FILE *f;
@@ -339,6 +355,20 @@ trust_bundle(struct run *r)
 	return 0;
 }
 
+static int
+send_standin(struct run *r, const char *name, const char *value)
+{
+	unsigned char p[VIEW_TEXT_MAX];
+	ssize_t n = view_put_standin(p, sizeof(p), name, value);
+
+	if (n < 0 ||
+	    view_send(r->esock, VIEW_STANDIN, p, (size_t)n, NULL, 0) != 0) {
+		log_warnx("run: engine: cannot send stand-in %s", name);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * When a rule needs the requests inside TLS: a run CA that can sign only
  * for the intercepted targets, the TLS contexts, and the bundle the
@@ -365,8 +395,9 @@ setup_interception(struct run *r)
 	if ((r->standins = inject_standins_new(r->policy)) == NULL)
 		fatalx("run: out of memory");
 	for (i = 0; i < inject_standins_count(r->standins); i++)
-		env_set(r->env, inject_standin_env(r->standins, i),
-		    inject_standin_value(r->standins, i));
+		if (send_standin(r, inject_standin_env(r->standins, i),
+		        inject_standin_value(r->standins, i)) != 0)
+			goto out;
 	rc = 0;
 	if (t.n == 0)
 		goto out;
@@ -391,7 +422,7 @@ setup_interception(struct run *r)
 	if (!ca_constrained(r->ca))
 		log_warnx("run: the CA that signs for intercepted hosts has no "
 		          "name constraints: it could sign for any name");
-	rc = trust_bundle(r);
+	rc = send_text(r, VIEW_CA, ca_cert_pem(r->ca));
 out:
 	for (i = 0; i < cas.n; i++)
 		free(cas.v[i]);
@@ -505,30 +536,26 @@ trusted_files(struct run *r)
 }
 
 /*
- * The files pinhole trusts, out of the sandbox's reach (trusted_files,
- * checked by load_policy), are hidden, as are the secret files and the
- * audit log.
+ * The engine names the files to hide (HIDE): the files pinhole trusts,
+ * out of the sandbox's reach already (trusted_files, checked by
+ * load_policy), the secret files, the CA key and the audit log.
  */
 static int
-plan_hides(struct run *r)
+send_hides(struct run *r)
 {
 	struct secret_store *ss = policy_secrets(r->policy);
-	struct passwd *pw = getpwuid(getuid());
-	const char *f, *cert, *key, *home = getenv("HOME");
-	char err[PATH_MAX + 64];
+	const char *f, *cert, *key;
 	size_t i;
 	int bad = 0;
 
-	/* Out of the sandbox's reach already (trusted_files). */
 	for (i = 0; (f = policy_file_at(r->policy, i)) != NULL; i++)
-		if (hide_file(r, f) != 0) /* "--allow" resolves to nothing */
-			bad = -1;
+		bad |= send_text(r, VIEW_HIDE, f); /* "--allow": nothing */
 	for (i = 0; i < secret_store_count(ss); i++)
-		if (secret_source(secret_store_get(ss, i)) == SECRET_FILE &&
-		    hide_file(r, secret_origin(secret_store_get(ss, i))) != 0)
-			bad = -1;
-	if (policy_ca(r->policy, &cert, &key) && hide_file(r, key) != 0)
-		bad = -1;
+		if (secret_source(secret_store_get(ss, i)) == SECRET_FILE)
+			bad |= send_text(r, VIEW_HIDE,
+			    secret_origin(secret_store_get(ss, i)));
+	if (policy_ca(r->policy, &cert, &key))
+		bad |= send_text(r, VIEW_HIDE, key);
 	/*
 	 * The audit log must not lie where the sandbox can write: hidden, the
 	 * file itself cannot be touched, but a directory or a symlink on its
@@ -538,19 +565,28 @@ plan_hides(struct run *r)
 	if (strcmp(r->logpath, "stderr") != 0 &&
 	    out_of_reach(r, "audit log", r->logpath) != 0)
 		bad = -1;
-	else if (strcmp(r->logpath, "stderr") != 0 &&
-	    hide_file(r, r->logpath) != 0)
-		bad = -1;
-	/* The password database's home, and $HOME where it differs. */
+	else if (strcmp(r->logpath, "stderr") != 0)
+		bad |= send_text(r, VIEW_HIDE, r->logpath);
+	return bad;
+}
+
+/* The password database's home, and $HOME where it differs. */
+static int
+plan_hide_homes(struct run *r)
+{
+	struct passwd *pw = getpwuid(getuid());
+	const char *home = getenv("HOME");
+	char err[PATH_MAX + 64];
+
 	if (mnt_plan_hide_defaults(r->plan, pw != NULL ? pw->pw_dir : NULL, "",
 	        err, sizeof(err)) != 0 ||
 	    (home != NULL && (pw == NULL || strcmp(home, pw->pw_dir) != 0) &&
 	        mnt_plan_hide_defaults(r->plan, home, NULL, err, sizeof(err)) !=
 	            0)) {
 		log_warnx("run: hiding the credential files: %s", err);
-		bad = -1;
+		return -1;
 	}
-	return bad;
+	return 0;
 }
 
 /*
@@ -620,8 +656,8 @@ plan_hostname(struct run *r)
  * password database and by $HOME; for root under sudo, the sudoer's):
  * dot files there run code outside later.
  */
-static int
-check_home(struct run *r)
+int
+run_check_home(struct run *r)
 {
 	const char *homes[3] = {NULL, getenv("HOME"), NULL};
 	struct passwd *pw = getpwuid(getuid());
@@ -645,13 +681,96 @@ check_home(struct run *r)
 	return 0;
 }
 
+/*
+ * The engine's part: a run id, the policy and its secrets, the audit log,
+ * and interception; the view goes to the launcher as it is made (the
+ * environment secrets' names first).  Returns 0, or -1 (said).
+ */
 int
-run_setup(struct run *r)
+run_setup_engine(struct run *r)
 {
-	if (check_home(r) != 0 || load_policy(r) != 0 ||
-	    guard_env_secrets(r) != 0 || open_log(r) != 0 ||
-	    plan_hides(r) != 0 || plan_machine_id(r) != 0 ||
-	    plan_hostname(r) != 0 || setup_interception(r) != 0)
+	unsigned char p[64];
+	ssize_t n;
+
+	if (audit_make_run_id(r->run_id) != 0)
+		fatal("getrandom");
+	n = view_put_hello(p, sizeof(p), VIEW_ROLE_RUN, r->run_id);
+	if (view_send(r->esock, VIEW_HELLO, p, (size_t)n, NULL, 0) != 0) {
+		log_warn("run: engine: cannot send the view");
+		return -1;
+	}
+	if (load_policy(r) != 0 || guard_env_secrets(r) != 0 ||
+	    open_log(r) != 0 || send_hides(r) != 0 ||
+	    setup_interception(r) != 0 ||
+	    send_text(r, VIEW_LOG, r->logpath) != 0 ||
+	    view_send(r->esock, VIEW_READY, NULL, 0, NULL, 0) != 0)
+		return -1;
+	return 0;
+}
+
+/* One message of the view, in the launcher. */
+static int
+take_view(struct run *r, const struct view_msg *m, int *bad)
+{
+	const char *name, *value;
+
+	switch (m->type) {
+	case VIEW_ENVSECRET:
+		run_wipe_env(r, view_get_text(m));
+		break;
+	case VIEW_STANDIN:
+		view_get_standin(m, &name, &value);
+		env_set(r->env, name, value);
+		break;
+	case VIEW_HIDE:
+		if (hide_file(r, view_get_text(m)) != 0)
+			*bad = 1;
+		break;
+	case VIEW_CA:
+		r->ca_pem = xstrdup(view_get_text(m));
+		break;
+	case VIEW_LOG:
+		r->logpath = xstrdup(view_get_text(m));
+		break;
+	case VIEW_ERROR:
+		return -1; /* the engine said why */
+	default:
+		break;
+	}
+	return 0;
+}
+
+/*
+ * The launcher's part: the view from the engine (every message checked by
+ * view_recv), then the mount plan and the environment made from it.
+ */
+int
+run_setup_launcher(struct run *r)
+{
+	static unsigned char buf[VIEW_MSG_MAX];
+	struct view_order o;
+	struct view_msg m;
+	struct view_hello h;
+	int rc, bad = 0;
+
+	view_order_init(&o, VIEW_FROM_ENGINE);
+	do {
+		if ((rc = view_recv(r->esock, &o, buf, &m)) != VIEW_OK) {
+			if (rc != VIEW_E_TRUNC)
+				log_warnx("run: engine: %s", view_strerror(rc));
+			return -1;
+		}
+		if (m.type == VIEW_HELLO) {
+			view_get_hello(&m, &h);
+			memcpy(r->run_id, h.run_id, sizeof(r->run_id));
+		}
+		if (take_view(r, &m, &bad) != 0)
+			return -1;
+	} while (m.type != VIEW_READY);
+	r->lorder = o; /* the summary is checked against the same order */
+	if (bad || plan_hide_homes(r) != 0 || plan_machine_id(r) != 0 ||
+	    plan_hostname(r) != 0 ||
+	    (r->ca_pem != NULL && trust_bundle(r) != 0))
 		return -1;
 	return 0;
 }

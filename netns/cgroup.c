@@ -798,8 +798,7 @@ static void __attribute__((noreturn)) keeper_main(struct cgroup *cg, int fd)
 }
 
 int
-cgroup_keep(struct cgroup *cg, void (*scrub)(void *), void *scrub_arg,
-    char *err, size_t errlen)
+cgroup_keep(struct cgroup *cg, char *err, size_t errlen)
 {
 	int p[2];
 
@@ -821,8 +820,6 @@ cgroup_keep(struct cgroup *cg, void (*scrub)(void *), void *scrub_arg,
 	}
 	if (cg->keeper == 0) {
 		close(p[1]);
-		if (scrub != NULL)
-			scrub(scrub_arg);
 		keeper_main(cg, p[0]);
 	}
 	close(p[0]);

@@ -98,12 +98,11 @@ int cgroup_remove(struct cgroup *cg, char *err, size_t errlen);
 
 /*
  * Forks the keeper: a process outside the sandbox and outside whatever
- * pinhole run sheds later (capabilities, Landlock), which calls SCRUB
- * (wiping what it must not hold) and waits until pinhole run ends or
- * calls cgroup_free, then removes CG.  Returns 0, or -1 with ERR.
+ * pinhole run sheds later (capabilities, Landlock), which waits until
+ * pinhole run ends or calls cgroup_free, then removes CG.  Returns 0, or
+ * -1 with ERR.
  */
-int cgroup_keep(struct cgroup *cg, void (*scrub)(void *), void *scrub_arg,
-    char *err, size_t errlen);
+int cgroup_keep(struct cgroup *cg, char *err, size_t errlen);
 
 /*
  * Frees CG; with a keeper, lets it remove CG and waits for it, otherwise

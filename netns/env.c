@@ -133,6 +133,8 @@ env_unset(struct env *e, const char *name)
 
 	if (i < 0)
 		return;
+	/* The value may be a secret's (run_setup.c): no copy in freed heap. */
+	explicit_bzero(e->v[i], strlen(e->v[i]));
 	free(e->v[i]);
 	memmove(&e->v[i], &e->v[i + 1], (e->n - (size_t)i) * sizeof(*e->v));
 	e->n--;

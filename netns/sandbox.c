@@ -356,14 +356,11 @@ child_main(const struct sbx_config *c, int sock)
 	/* When pinhole run dies, so does the whole namespace. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
 		_exit(125);
-	/* This copy of pinhole run's memory needs none of its secrets. */
-	if (c->scrub != NULL)
-		c->scrub(c->scrub_arg);
 	/*
-	 * Loading secrets made pinhole run undumpable, and us with it: then
+	 * An undumpable caller would make us undumpable too: then
 	 * /proc/PID/uid_map is root's, which an unprivileged pinhole run
-	 * cannot write.  Nothing secret is left here (scrubbed), and PID 1
-	 * turns it off again before the command exists.
+	 * cannot write.  pinhole run's launcher holds no secret (its engine
+	 * does), and PID 1 turns it off again before the command exists.
 	 */
 	(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	if (send(sock, "R", 1, MSG_NOSIGNAL) != 1)
@@ -565,8 +562,7 @@ make_cgroup(struct sbx *s, const struct sbx_config *c, char *err, size_t errlen)
 	snprintf(name, sizeof(name), "pinhole-%d", (int)getpid());
 	if ((s->cg = cgroup_create(&w, name, pids, c->limit_memory, what,
 	         sizeof(what))) == NULL ||
-	    cgroup_keep(s->cg, c->scrub, c->scrub_arg, what, sizeof(what)) !=
-	        0) {
+	    cgroup_keep(s->cg, what, sizeof(what)) != 0) {
 		ph_errf(err, errlen,
 		    "%s (--limit-pids none without --limit-memory makes no "
 		    "cgroup)",

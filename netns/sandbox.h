@@ -37,9 +37,6 @@ struct sbx_config {
 	/* Host Unix sockets the command may reach (--unix-socket). */
 	const struct sockguard_allow *unix_allow;
 	size_t nunix_allow;
-	/* Called first thing in the sandbox: wipe what it must not hold. */
-	void (*scrub)(void *arg);
-	void *scrub_arg;
 };
 
 /*

@@ -587,7 +587,7 @@ test_create_none(void **state)
 	assert_non_null(strstr(buf, "no pids cgroup (v2: not mounted"));
 	assert_null(strstr(buf, "memory")); /* not asked */
 	assert_int_equal(cgroup_attach(cg, getpid(), err, sizeof(err)), 0);
-	assert_int_equal(cgroup_keep(cg, NULL, NULL, err, sizeof(err)), 0);
+	assert_int_equal(cgroup_keep(cg, err, sizeof(err)), 0);
 	cgroup_free(cg);
 	cgroup_free(NULL);
 }
@@ -606,7 +606,7 @@ test_keeper(void **state)
 	put("pids/cgroup.procs", "");
 	cgroup_find(proc, mi, &w);
 	assert_non_null(cg = cgroup_create(&w, "k", 5, 0, err, sizeof(err)));
-	assert_int_equal(cgroup_keep(cg, NULL, NULL, err, sizeof(err)), 0);
+	assert_int_equal(cgroup_keep(cg, err, sizeof(err)), 0);
 	rm("pids/k/pids.max");
 	assert_true(exists("pids/k"));
 	cgroup_free(cg);

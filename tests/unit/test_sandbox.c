@@ -578,37 +578,6 @@ test_sigterm_forwarded(void **state)
 	sbx_free(s);
 }
 
-/* The scrub callback runs in the sandbox, before it says it is ready. */
-static void
-scrub_mark(void *arg)
-{
-	const int *fd = arg;
-
-	(void)write(*fd, "S", 1);
-}
-
-static void
-test_scrub_called(void **state)
-{
-	struct fixture *f = *state;
-	char *argv[] = {"/bin/sh", "-c", "exit 0", NULL};
-	struct sbx *s;
-	int p[2];
-	char c = 0;
-
-	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
-	f->c.scrub = scrub_mark;
-	f->c.scrub_arg = &p[1];
-	s = start(f, argv);
-	assert_int_equal(read(p[0], &c, 1), 1);
-	assert_int_equal(c, 'S');
-	wait_exec_ok(s);
-	assert_int_equal(wait_end(s), 0);
-	sbx_free(s);
-	close(p[0]);
-	close(p[1]);
-}
-
 /* An index out of range gives no descriptor, whatever its sign. */
 static void
 test_listener_range(void **state)
@@ -924,7 +893,6 @@ main(void)
 	    T(test_free_ends_all),
 	    T(test_no_fd_leaks_in),
 	    T(test_sigterm_forwarded),
-	    T(test_scrub_called),
 	    T(test_listener_range),
 	    T(test_release_listeners),
 	    T(test_free_closes_listeners),

@@ -1,0 +1,417 @@
+/*
+ * test_view.c: unit tests of proxy/view.c, the engine's messages.
+ *
+ * A whole conversation passes both sides' checks; each way a message can
+ * be wrong (type, size, order, count, form, descriptors) is refused and
+ * ends the conversation; the decoder waits for a whole message and
+ * refuses an oversized header; over a socketpair, messages keep their
+ * bounds, descriptors arrive with LISTENERS and a peer that closes
+ * mid-message is seen.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "proxy/view.h"
+
+#define RUN_ID "0123456789abcdef"
+
+static unsigned char buf[VIEW_HDR_SIZE + VIEW_MSG_MAX];
+
+/* A message of TYPE whose payload is P (LEN bytes), no descriptors. */
+static struct view_msg
+msg(uint32_t type, const void *p, size_t len)
+{
+	struct view_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	m.len = (uint32_t)len;
+	m.data = p;
+	return m;
+}
+
+static int
+check(struct view_order *o, uint32_t type, const void *p, size_t len)
+{
+	struct view_msg m = msg(type, p, len);
+
+	return view_check(o, &m);
+}
+
+static int
+check_text(struct view_order *o, uint32_t type, const char *s)
+{
+	return check(o, type, s, strlen(s) + 1);
+}
+
+/* A fresh engine side, after HELLO of ROLE. */
+static void
+hello(struct view_order *o, uint32_t role)
+{
+	unsigned char p[64];
+	ssize_t n = view_put_hello(p, sizeof(p), role, RUN_ID);
+
+	view_order_init(o, VIEW_FROM_ENGINE);
+	assert_int_equal(check(o, VIEW_HELLO, p, (size_t)n), VIEW_OK);
+}
+
+/* The engine's side up to READY, as a launcher sees it. */
+static void
+engine_view(struct view_order *o)
+{
+	unsigned char p[256];
+	ssize_t n;
+
+	view_order_init(o, VIEW_FROM_ENGINE);
+	n = view_put_hello(p, sizeof(p), VIEW_ROLE_RUN, RUN_ID);
+	assert_int_equal(check(o, VIEW_HELLO, p, (size_t)n), VIEW_OK);
+	assert_int_equal(check_text(o, VIEW_ENVSECRET, "GH_TOKEN"), VIEW_OK);
+	assert_int_equal(check_text(o, VIEW_CA, "-----BEGIN..."), VIEW_OK);
+	n = view_put_standin(p, sizeof(p), "GH_TOKEN", "ph-standin-1");
+	assert_int_equal(check(o, VIEW_STANDIN, p, (size_t)n), VIEW_OK);
+	assert_int_equal(check_text(o, VIEW_HIDE, "/etc/pinhole/p"), VIEW_OK);
+	assert_int_equal(check_text(o, VIEW_LOG, "/var/log/a.jsonl"), VIEW_OK);
+	assert_int_equal(check(o, VIEW_READY, NULL, 0), VIEW_OK);
+}
+
+static void
+test_conversation(void **state)
+{
+	struct view_order e, u;
+	unsigned char p[64];
+	uint64_t total = 3;
+	uint32_t one = 1;
+	struct view_msg m;
+	ssize_t n;
+
+	(void)state;
+	engine_view(&e);
+	view_order_init(&u, VIEW_FROM_USER);
+	m = msg(VIEW_LISTENERS, &one, 4);
+	m.nfds = 1;
+	assert_int_equal(view_check(&u, &m), VIEW_OK);
+	assert_int_equal(check(&u, VIEW_STOP, &one, 4), VIEW_OK);
+	assert_true(view_order_done(&u));
+	assert_false(view_order_done(&e));
+	assert_int_equal(check(&e, VIEW_DENIED, &total, 8), VIEW_OK);
+	n = view_put_item(p, sizeof(p), 3, "example.com:443");
+	assert_int_equal(check(&e, VIEW_DENIED_ITEM, p, (size_t)n), VIEW_OK);
+	assert_int_equal(check(&e, VIEW_BYE, NULL, 0), VIEW_OK);
+	assert_true(view_order_done(&e));
+	/* Nothing after the end. */
+	assert_int_equal(check(&e, VIEW_BYE, NULL, 0), VIEW_E_ORDER);
+}
+
+static void
+test_order(void **state)
+{
+	struct view_order o;
+	unsigned char p[64];
+	ssize_t n;
+
+	(void)state;
+	/* Anything before HELLO. */
+	view_order_init(&o, VIEW_FROM_ENGINE);
+	assert_int_equal(check_text(&o, VIEW_LOG, "/l"), VIEW_E_ORDER);
+	assert_true(view_order_done(&o));
+	/* An environment secret after the view began. */
+	view_order_init(&o, VIEW_FROM_ENGINE);
+	n = view_put_hello(p, sizeof(p), VIEW_ROLE_BROKER, RUN_ID);
+	assert_int_equal(check(&o, VIEW_HELLO, p, (size_t)n), VIEW_OK);
+	assert_int_equal(check_text(&o, VIEW_HIDE, "/h"), VIEW_OK);
+	assert_int_equal(check_text(&o, VIEW_ENVSECRET, "X"), VIEW_E_ORDER);
+	/* READY without LOG. */
+	view_order_init(&o, VIEW_FROM_ENGINE);
+	assert_int_equal(check(&o, VIEW_HELLO, p, (size_t)n), VIEW_OK);
+	assert_int_equal(check_text(&o, VIEW_HIDE, "/h"), VIEW_OK);
+	assert_int_equal(check(&o, VIEW_READY, NULL, 0), VIEW_E_ORDER);
+	/* STOP before LISTENERS. */
+	view_order_init(&o, VIEW_FROM_USER);
+	assert_int_equal(check(&o, VIEW_STOP, "\0\0\0\0", 4), VIEW_E_ORDER);
+	/* ERROR ends it, anywhere. */
+	engine_view(&o);
+	assert_int_equal(check_text(&o, VIEW_ERROR, "no"), VIEW_OK);
+	assert_true(view_order_done(&o));
+}
+
+static void
+test_type_and_side(void **state)
+{
+	struct view_order o;
+
+	(void)state;
+	engine_view(&o);
+	/* The user's message from the engine. */
+	assert_int_equal(check(&o, VIEW_STOP, "\0\0\0\0", 4), VIEW_E_TYPE);
+	engine_view(&o);
+	assert_int_equal(check(&o, 0, NULL, 0), VIEW_E_TYPE);
+	engine_view(&o);
+	assert_int_equal(check(&o, VIEW_TYPE_END, NULL, 0), VIEW_E_TYPE);
+	view_order_init(&o, VIEW_FROM_USER);
+	assert_int_equal(check_text(&o, VIEW_LOG, "/l"), VIEW_E_TYPE);
+}
+
+static void
+test_count(void **state)
+{
+	struct view_order o;
+	unsigned char p[64];
+	ssize_t n = view_put_hello(p, sizeof(p), VIEW_ROLE_RUN, RUN_ID);
+
+	(void)state;
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_HELLO, p, (size_t)n), VIEW_E_ORDER);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check_text(&o, VIEW_CA, "pem"), VIEW_OK);
+	assert_int_equal(check_text(&o, VIEW_CA, "pem"), VIEW_E_COUNT);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check_text(&o, VIEW_LOG, "/l"), VIEW_OK);
+	assert_int_equal(check_text(&o, VIEW_LOG, "/l"), VIEW_E_COUNT);
+}
+
+static void
+test_sizes(void **state)
+{
+	static unsigned char big[VIEW_TEXT_MAX + 2];
+	struct view_order o;
+	uint64_t total = 0;
+
+	(void)state;
+	/* DENIED is exactly eight bytes, HELLO twenty-four. */
+	engine_view(&o);
+	assert_int_equal(check(&o, VIEW_DENIED, &total, 4), VIEW_E_SIZE);
+	view_order_init(&o, VIEW_FROM_ENGINE);
+	assert_int_equal(check(&o, VIEW_HELLO, RUN_ID, 16), VIEW_E_SIZE);
+	/* READY carries nothing. */
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check_text(&o, VIEW_LOG, "/l"), VIEW_OK);
+	assert_int_equal(check(&o, VIEW_READY, "x", 1), VIEW_E_SIZE);
+	/* A path longer than allowed. */
+	memset(big, 'a', sizeof(big));
+	big[0] = '/';
+	big[sizeof(big) - 1] = '\0';
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_HIDE, big, sizeof(big)), VIEW_E_SIZE);
+	/* The encoder refuses what no one may receive. */
+	assert_int_equal(
+	    view_encode(VIEW_CA, buf, VIEW_MSG_MAX + 1, buf, sizeof(buf)), -1);
+	assert_int_equal(view_encode(VIEW_CA, "ab", 3, buf, 10), -1);
+}
+
+static void
+test_forms(void **state)
+{
+	struct view_order o;
+	unsigned char p[64];
+	ssize_t n;
+
+	(void)state;
+	/* A run id that is not hex; another version; another role. */
+	n = view_put_hello(p, sizeof(p), VIEW_ROLE_RUN, RUN_ID);
+	p[8] = 'X';
+	view_order_init(&o, VIEW_FROM_ENGINE);
+	assert_int_equal(check(&o, VIEW_HELLO, p, (size_t)n), VIEW_E_FORM);
+	n = view_put_hello(p, sizeof(p), VIEW_ROLE_RUN, RUN_ID);
+	p[0] = 2;
+	view_order_init(&o, VIEW_FROM_ENGINE);
+	assert_int_equal(check(&o, VIEW_HELLO, p, (size_t)n), VIEW_E_FORM);
+	n = view_put_hello(p, sizeof(p), 7, RUN_ID);
+	view_order_init(&o, VIEW_FROM_ENGINE);
+	assert_int_equal(check(&o, VIEW_HELLO, p, (size_t)n), VIEW_E_FORM);
+	assert_int_equal(view_put_hello(p, sizeof(p), 1, "abc"), -1);
+	/* Text: NUL last and only. */
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_LOG, "/a\0b", 5), VIEW_E_FORM);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_LOG, "/ab", 3), VIEW_E_FORM);
+	/* An empty hidden path; variable names with '=' or a digit. */
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check_text(&o, VIEW_HIDE, ""), VIEW_E_SIZE);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check_text(&o, VIEW_ENVSECRET, "A=B"), VIEW_E_FORM);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check_text(&o, VIEW_ENVSECRET, "1A"), VIEW_E_FORM);
+	/* A stand-in: a name, a value, nothing after. */
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_STANDIN, "A\0v\0x", 6), VIEW_E_FORM);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_STANDIN, "Av\0\0", 4), VIEW_E_FORM);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_STANDIN, "abcd", 4), VIEW_E_FORM);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_STANDIN, "A=\0v\0", 5), VIEW_E_FORM);
+	/* A denied item counts at least one. */
+	engine_view(&o);
+	assert_int_equal(
+	    check(&o, VIEW_DENIED, "\0\0\0\0\0\0\0\0", 8), VIEW_OK);
+	assert_int_equal(
+	    check(&o, VIEW_DENIED_ITEM, "\0\0\0\0a:1", 8), VIEW_E_FORM);
+}
+
+static void
+test_fds(void **state)
+{
+	struct view_order o;
+	struct view_msg m;
+	uint32_t two = 2;
+
+	(void)state;
+	/* Descriptors only with LISTENERS, and as many as it says. */
+	engine_view(&o);
+	m = msg(VIEW_ERROR, "x", 2);
+	m.nfds = 1;
+	assert_int_equal(view_check(&o, &m), VIEW_E_FDS);
+	view_order_init(&o, VIEW_FROM_USER);
+	m = msg(VIEW_LISTENERS, &two, 4);
+	m.nfds = 1;
+	assert_int_equal(view_check(&o, &m), VIEW_E_FDS);
+	view_order_init(&o, VIEW_FROM_USER);
+	m = msg(VIEW_LISTENERS, &two, 4);
+	assert_int_equal(view_check(&o, &m), VIEW_E_FDS);
+}
+
+static void
+test_decode(void **state)
+{
+	struct view_msg m;
+	ssize_t n, i;
+	uint32_t hdr[2] = {VIEW_CA, VIEW_MSG_MAX + 1};
+
+	(void)state;
+	n = view_encode(VIEW_LOG, "/l", 3, buf, sizeof(buf));
+	assert_int_equal(n, VIEW_HDR_SIZE + 3);
+	/* Every proper prefix is "not yet". */
+	for (i = 0; i < n; i++)
+		assert_int_equal(view_decode(buf, (size_t)i, &m), 0);
+	assert_int_equal(view_decode(buf, (size_t)n, &m), n);
+	assert_int_equal(m.type, VIEW_LOG);
+	assert_int_equal(m.len, 3);
+	assert_string_equal(view_get_text(&m), "/l");
+	memcpy(buf, hdr, sizeof(hdr));
+	assert_int_equal(view_decode(buf, sizeof(hdr), &m), VIEW_E_SIZE);
+}
+
+static void
+test_getters(void **state)
+{
+	struct view_hello h;
+	struct view_msg m;
+	unsigned char p[64];
+	const char *name, *value;
+	uint32_t k;
+	ssize_t n;
+
+	(void)state;
+	n = view_put_hello(p, sizeof(p), VIEW_ROLE_BROKER, RUN_ID);
+	m = msg(VIEW_HELLO, p, (size_t)n);
+	view_get_hello(&m, &h);
+	assert_int_equal(h.version, VIEW_VERSION);
+	assert_int_equal(h.role, VIEW_ROLE_BROKER);
+	assert_string_equal(h.run_id, RUN_ID);
+	n = view_put_standin(p, sizeof(p), "TOKEN", "standin");
+	m = msg(VIEW_STANDIN, p, (size_t)n);
+	view_get_standin(&m, &name, &value);
+	assert_string_equal(name, "TOKEN");
+	assert_string_equal(value, "standin");
+	n = view_put_item(p, sizeof(p), 9, "[::1]:80");
+	m = msg(VIEW_DENIED_ITEM, p, (size_t)n);
+	assert_string_equal(view_get_item(&m, &k), "[::1]:80");
+	assert_int_equal(k, 9);
+	assert_int_equal(view_put_item(p, 4, 1, "x"), -1);
+	assert_int_equal(view_put_standin(p, 3, "A", "b"), -1);
+}
+
+static void
+test_socket(void **state)
+{
+	struct view_order e, u;
+	struct view_msg m;
+	unsigned char p[64];
+	uint32_t one = 1;
+	struct stat a, b;
+	ssize_t n;
+	int sv[2], fd;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	view_order_init(&e, VIEW_FROM_ENGINE);
+	view_order_init(&u, VIEW_FROM_USER);
+	n = view_put_hello(p, sizeof(p), VIEW_ROLE_RUN, RUN_ID);
+	assert_int_equal(
+	    view_send(sv[0], VIEW_HELLO, p, (size_t)n, NULL, 0), 0);
+	assert_int_equal(view_send(sv[0], VIEW_LOG, "/l", 3, NULL, 0), 0);
+	assert_int_equal(view_send(sv[0], VIEW_READY, NULL, 0, NULL, 0), 0);
+	assert_int_equal(view_recv(sv[1], &e, buf, &m), VIEW_OK);
+	assert_int_equal(m.type, VIEW_HELLO);
+	assert_int_equal(view_recv(sv[1], &e, buf, &m), VIEW_OK);
+	assert_string_equal(view_get_text(&m), "/l");
+	assert_int_equal(view_recv(sv[1], &e, buf, &m), VIEW_OK);
+	assert_int_equal(m.type, VIEW_READY);
+	/* The listener crosses with LISTENERS. */
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(view_send(sv[1], VIEW_LISTENERS, &one, 4, &fd, 1), 0);
+	assert_int_equal(view_recv(sv[0], &u, buf, &m), VIEW_OK);
+	assert_int_equal(m.nfds, 1);
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_int_equal(fstat(m.fds[0], &b), 0);
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(fcntl(m.fds[0], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	close(m.fds[0]);
+	/* A descriptor with STOP is refused, and closed. */
+	assert_int_equal(view_send(sv[1], VIEW_STOP, &one, 4, &fd, 1), 0);
+	assert_int_equal(view_recv(sv[0], &u, buf, &m), VIEW_E_FDS);
+	assert_int_equal(m.nfds, 0);
+	close(fd);
+	/* The peer closes inside a message. */
+	assert_int_equal(write(sv[0], "\1\0\0\0\30\0\0\0abc", 11), 11);
+	close(sv[0]);
+	view_order_init(&e, VIEW_FROM_ENGINE);
+	assert_int_equal(view_recv(sv[1], &e, buf, &m), VIEW_E_TRUNC);
+	assert_true(view_order_done(&e));
+	close(sv[1]);
+}
+
+static void
+test_strerror(void **state)
+{
+	int i;
+
+	(void)state;
+	for (i = VIEW_OK; i >= VIEW_E_SYS; i--)
+		assert_non_null(view_strerror(i));
+	assert_string_equal(
+	    view_strerror(VIEW_E_ORDER), "message out of order");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_conversation),
+	    cmocka_unit_test(test_order),
+	    cmocka_unit_test(test_type_and_side),
+	    cmocka_unit_test(test_count),
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_forms),
+	    cmocka_unit_test(test_fds),
+	    cmocka_unit_test(test_decode),
+	    cmocka_unit_test(test_getters),
+	    cmocka_unit_test(test_socket),
+	    cmocka_unit_test(test_strerror),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
