@@ -8,8 +8,8 @@
  * chunked, checked as the bytes pass), never buffered whole.  When both
  * messages are complete and both ends allow it, the client connection
  * reads its next request and the upstream connection waits for reuse.
- * Credentials are never injected in plain HTTP: policy_decide() denies a
- * plain-HTTP request whose rule would need one.
+ * Credentials are never injected in plain HTTP: the policy denies a
+ * plain-HTTP request whose rule would need one (decide.c asks it).
  *
  * The same loop serves the requests inside an intercepted tunnel
  * (intercept.c): origin-form requests whose Host must be the CONNECT
@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "policy/secret.h"
+#include "proxy/decide.h"
 #include "proxy/http.h"
 #include "proxy/inject.h"
 #include "proxy/intercept.h"
@@ -901,98 +902,18 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 	send_request(s);
 }
 
-/*
- * TRACE (and TRACK, its IIS twin) makes a server send the request back:
- * on a rule that injects or swaps credentials, that is their echo.
- */
-static void
-check_trace(struct session *s)
-{
-	const char *m = s->fwd->method;
-
-	if (s->dec.verdict != POLICY_ALLOW ||
-	    (s->dec.ninject == 0 && s->dec.nplaceholder == 0) ||
-	    (strcasecmp(m, "TRACE") != 0 && strcasecmp(m, "TRACK") != 0))
-		return;
-	s->dec.verdict = POLICY_DENY;
-	snprintf(s->dec.reason, sizeof(s->dec.reason),
-	    "%.8s is refused on a rule that injects or swaps credentials: "
-	    "the server would echo them",
-	    m);
-}
-
-/*
- * A stand-in anywhere but where its rule swaps it (another target, plain
- * HTTP, a denied request, the path, another field, an encoding) is a
- * leak attempt: denied, and said so.  Else TRACE and TRACK are checked.
- */
-static void
-check_leak(struct session *s, const struct http_head *h)
-{
-	const char *where = "";
-	long i = inject_leak(s->ctx->standins, h,
-	    s->dec.verdict == POLICY_ALLOW ? &s->dec : NULL, s->icpt != NULL,
-	    &where);
-
-	if (i == -1) {
-		check_trace(s); /* after: a leak's reason wins */
-		return;
-	}
-	s->dec.verdict = POLICY_DENY;
-	if (i == INJECT_LEAK_NOMEM)
-		snprintf(s->dec.reason, sizeof(s->dec.reason),
-		    "out of memory checking for stand-ins");
-	else
-		snprintf(s->dec.reason, sizeof(s->dec.reason),
-		    "leak attempt: the stand-in for %.32s %.40s, to %.64s:%u; "
-		    "swapped only in Authorization or listed fields, for its "
-		    "rule's hosts",
-		    inject_standin_env(s->ctx->standins, (size_t)i), where,
-		    s->host, s->port);
-}
-
-/*
- * The protocols every Upgrade field asks for, joined by commas, into BUF:
- * all of them are forwarded, so all of them are decided.  A list too long
- * for BUF becomes "(too long)", which no rule can name.
- */
-static const char *
-upgrade_list(const struct http_head *h, char *buf, size_t len)
-{
-	size_t i, o = 0;
-	int n;
-
-	if (!h->upgrade)
-		return NULL;
-	buf[0] = '\0';
-	for (i = 0; i < h->nfields; i++) {
-		if (h->fields[i].name_len != 7 ||
-		    strncasecmp(h->fields[i].name, "upgrade", 7) != 0)
-			continue;
-		n = snprintf(buf + o, len - o, "%s%.*s", o ? "," : "",
-		    (int)h->fields[i].value_len, h->fields[i].value);
-		if (n < 0 || (size_t)n >= len - o)
-			return "(too long)";
-		o += n;
-	}
-	return buf;
-}
-
 /* Decides the request; returns 0 when it may go on. */
 static int
 decide(struct session *s, const struct http_head *h, const struct target_url *u)
 {
-	struct policy_request q = {0};
-	char up[256];
+	struct decide_request r = {0};
 
-	q.host = &u->host;
-	q.port = u->port;
-	q.tls = u->tls;
-	q.method = s->fwd->method;
-	q.path = s->path;
-	q.upgrade = upgrade_list(h, up, sizeof(up));
-	policy_decide(s->policy->p, &q, &s->dec);
-	check_leak(s, h);
+	r.host = &u->host;
+	r.port = u->port;
+	r.tls = u->tls;
+	r.method = s->fwd->method;
+	r.path = s->path;
+	decide_request(s->policy->p, s->ctx->standins, h, &r, &s->dec);
 	if (session_audit_request(s) != 0)
 		return -1;
 	if (s->dec.verdict == POLICY_ALLOW)

@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "proxy/audit.h"
+#include "proxy/decide.h"
 #include "proxy/intercept.h"
 #include "proxy/scan.h"
 #include "proxy/session.h"
@@ -569,7 +570,6 @@ session_note_target(struct session *s, const char *method, size_t mlen,
 static void
 connect_start(struct session *s, const struct http_head *h)
 {
-	struct policy_request q = {0};
 	struct target_host host;
 	uint16_t port;
 
@@ -580,10 +580,7 @@ connect_start(struct session *s, const struct http_head *h)
 		return;
 	}
 	session_note_target(s, "CONNECT", 7, &host, port);
-	q.host = &host;
-	q.port = port;
-	q.tls = 1;
-	policy_decide(s->policy->p, &q, &s->dec);
+	decide_connect(s->policy->p, &host, port, &s->dec);
 	if (session_audit_request(s) != 0)
 		return;
 	if (s->dec.verdict != POLICY_ALLOW) {
@@ -807,28 +804,12 @@ policy_follow(struct session *s)
 	}
 }
 
-/*
- * Would the current policy still allow the tunnel S relays?  A CONNECT
- * tunnel is decided again as a CONNECT (and must not now need
- * interception); a tunnel after a 101 as the request that opened it.
- */
+/* Would the current policy still allow the tunnel S relays? */
 static int
 tunnel_still_allowed(struct session *s)
 {
-	struct policy_request q = {0};
-	struct policy_decision d;
-	struct target_host host;
-	int connect = strcmp(s->method, "CONNECT") == 0;
-
-	if (target_host_parse(s->host, strlen(s->host), &host) != 0)
-		return 0;
-	q.host = &host;
-	q.port = s->port;
-	q.tls = connect || s->icpt != NULL;
-	q.method = connect ? NULL : s->method;
-	q.path = connect ? NULL : s->path;
-	policy_decide(s->ctx->policy->p, &q, &d);
-	return d.verdict == POLICY_ALLOW && !(connect && d.intercept);
+	return decide_still_allowed(s->ctx->policy->p, s->method, s->host,
+	    s->port, s->path, s->icpt != NULL);
 }
 
 void
