@@ -31,6 +31,7 @@
 #include "policy/policy.h"
 #include "policy/secret.h"
 #include "proxy/decide.h"
+#include "proxy/forward.h"
 #include "proxy/http.h"
 #include "proxy/inject.h"
 #include "proxy/intercept.h"

@@ -31,6 +31,7 @@
 #include "policy/policy.h"
 #include "proxy/audit.h"
 #include "proxy/decide.h"
+#include "proxy/forward.h"
 #include "proxy/intercept.h"
 #include "proxy/scan.h"
 #include "proxy/session.h"

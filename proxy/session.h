@@ -180,15 +180,6 @@ void session_start_handshake_timer(struct session *s);
  */
 void session_next_request(struct session *s);
 
-/* Starts the plain-HTTP exchange for the parsed head H (forward.c). */
-void forward_start(struct session *s, const struct http_head *h);
-
-/* Is a forwarded request still waiting for its response head? */
-int forward_waiting(const struct session *s);
-
-/* Frees forward state. */
-void forward_free(struct session *s);
-
 /*
  * Is it worth parsing the head in IN again?  Only when bytes that arrived
  * since *SEEN hold a LF (a head ends in one) or the limit is reached: a
