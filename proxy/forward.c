@@ -37,6 +37,7 @@
 #include "proxy/intercept.h"
 #include "proxy/scan.h"
 #include "proxy/session.h"
+#include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 
 struct body {
@@ -709,7 +710,7 @@ up_read(struct bufferevent *bev, void *arg)
 	if (r > 0 && h->status == 101) {
 		/* The "end" record comes when the upgraded tunnel closes. */
 		s->status = 101;
-		session_tunnel_begin(s);
+		tunnel_relay_start(s);
 	} else if (r > 0) {
 		final_head(s, h);
 		pump_response(s);

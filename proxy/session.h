@@ -165,9 +165,6 @@ int64_t session_ms_since(const struct timespec *ts);
 void session_note_target(struct session *s, const char *method, size_t mlen,
     const struct target_host *host, uint16_t port);
 
-/* Switches S to relaying bytes both ways (CONNECT, or after a 101). */
-void session_tunnel_begin(struct session *s);
-
 /* Arms the idle timer (policy "timeout idle"). */
 void session_start_idle(struct session *s);
 
