@@ -36,7 +36,7 @@
 #include "proxy/inject.h"
 #include "proxy/intercept.h"
 #include "proxy/scan.h"
-#include "proxy/session.h"
+#include "proxy/session_int.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 
@@ -564,8 +564,7 @@ cut_leak(struct session *s)
 		session_reply_close(s, 502, why);
 	else {
 		/* Even a body that ends with the connection shows the cut. */
-		if (s->icpt != NULL)
-			s->icpt->cut = 1;
+		intercept_cut(s);
 		session_close(s, why);
 	}
 }
@@ -896,7 +895,7 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 	s->fwd->up_port = s->port;
 	s->fwd->up_private = s->dec.allow_private;
 	s->fwd->up_ca = s->dec.upstream_ca;
-	if (s->icpt != NULL) {
+	if (s->tt.how == SESSION_REACH_INTERCEPT) {
 		intercept_upstream(s, bev, s->dec.upstream_ca, tls_connected);
 		return;
 	}
@@ -938,8 +937,8 @@ inner_target(struct session *s, const struct http_head *h, struct target_url *u)
 	int r;
 
 	u->tls = 1;
-	u->host = s->icpt->host;
-	u->port = s->icpt->port;
+	u->host = s->tt.host;
+	u->port = s->tt.port;
 	if ((s->path = malloc(h->target_len + 2)) == NULL) {
 		session_close(s, "out of memory");
 		return -1;
@@ -983,6 +982,7 @@ parse_target(struct session *s, const struct http_head *h, struct target_url *u)
 void
 forward_start(struct session *s, const struct http_head *h)
 {
+	int inside = s->tt.how == SESSION_REACH_INTERCEPT;
 	struct target_url u;
 	struct forward *fw;
 
@@ -992,9 +992,9 @@ forward_start(struct session *s, const struct http_head *h)
 	}
 	fw = s->fwd;
 	session_note_target(s, h->method, h->method_len,
-	    s->icpt ? &s->icpt->host : NULL, s->icpt ? s->icpt->port : 0);
+	    inside ? &s->tt.host : NULL, inside ? s->tt.port : 0);
 	snprintf(fw->method, sizeof(fw->method), "%s", s->method);
-	if (s->icpt ? inner_target(s, h, &u) : parse_target(s, h, &u))
+	if (inside ? inner_target(s, h, &u) : parse_target(s, h, &u))
 		return;
 	session_note_target(s, h->method, h->method_len, &u.host, u.port);
 	if (decide(s, h, &u) != 0)

@@ -27,7 +27,7 @@
 #include "proxy/forward.h"
 #include "proxy/intercept.h"
 #include "proxy/scan.h"
-#include "proxy/session.h"
+#include "proxy/session_int.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 
@@ -491,8 +491,12 @@ connect_start(struct session *s, const struct http_head *h)
 		return;
 	}
 	evbuffer_drain(bufferevent_get_input(s->client.bev), h->head_len);
-	if (s->dec.intercept) {
-		intercept_start(s, &host, port);
+	s->tt.host = host;
+	s->tt.port = port;
+	s->tt.how =
+	    s->dec.intercept ? SESSION_REACH_INTERCEPT : SESSION_REACH_TUNNEL;
+	if (s->tt.how == SESSION_REACH_INTERCEPT) {
+		intercept_start(s);
 		return;
 	}
 	bufferevent_disable(s->client.bev, EV_READ);
@@ -512,7 +516,7 @@ dispatch(struct session *s, const struct http_head *h)
 	head_release(s);
 	evtimer_del(s->idle);
 	policy_follow(s);
-	if (s->icpt != NULL) {
+	if (s->tt.how == SESSION_REACH_INTERCEPT) {
 		if (h->form == HTTP_FORM_ORIGIN)
 			forward_start(s, h);
 		else
@@ -705,7 +709,7 @@ static int
 tunnel_still_allowed(struct session *s)
 {
 	return decide_still_allowed(s->ctx->policy->p, s->method, s->host,
-	    s->port, s->path, s->icpt != NULL);
+	    s->port, s->path, s->tt.how == SESSION_REACH_INTERCEPT);
 }
 
 void

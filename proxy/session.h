@@ -34,6 +34,7 @@ struct proxy_policy {
 	struct scan *scan; /* its secrets' values, for responses (forward.c) */
 };
 
+/* Opaque outside the session's own files (see session_int.h). */
 struct session;
 TAILQ_HEAD(session_list, session);
 
@@ -60,53 +61,6 @@ struct session_ctx {
 	void *denied_arg;
 	struct tls *tls; /* NULL: no interception */
 	const struct inject_standins *standins; /* placeholder stand-ins */
-};
-
-enum session_state {
-	SESSION_HEAD, /* reading a request head */
-	SESSION_CONNECTING, /* resolving and connecting upstream */
-	SESSION_TUNNEL, /* CONNECT: bytes both ways */
-	SESSION_FORWARD, /* plain HTTP: one request in flight */
-	SESSION_CLOSING, /* flushing a last response, then close */
-};
-
-/* One direction of bytes; the session owns both. */
-struct session_dir {
-	struct bufferevent *bev;
-	struct session_dir *dst; /* where bytes read here go */
-	uint64_t bytes; /* read here, sent to dst */
-	int eof; /* read side ended */
-	int shut; /* write side of dst shut down */
-};
-
-struct session {
-	TAILQ_ENTRY(session) entry;
-	struct session_ctx *ctx;
-	struct proxy_policy *policy;
-	uint64_t conn;
-	enum session_state state;
-	struct session_dir client, up;
-	struct upstream *connecting;
-	struct event *idle; /* idle and head timeouts */
-	struct timespec start; /* of the current request/tunnel */
-	struct timespec active; /* last byte moved */
-	unsigned idle_ms;
-	/* The request being served (audit "end" record). */
-	char method[33];
-	char host[TARGET_HOST_MAX];
-	uint16_t port;
-	char *path; /* normalised, no query */
-	char addr[64]; /* address connected to */
-	struct policy_decision dec;
-	int status;
-	int end_pending; /* a "request" record awaits its "end"; 2: folded */
-	char why[256]; /* reason of a proxy-made reply */
-	size_t head_seen; /* head bytes already looked at */
-	size_t head_held; /* ...of them counted in ctx->head_bytes */
-	struct forward *fwd; /* plain HTTP state (forward.c) */
-	struct intercept *icpt; /* inside an intercepted tunnel (intercept.c) */
-	const char *secret; /* name of a secret this request carries */
-	struct tunnel *tun; /* spliced CONNECT tunnel (tunnel.c) */
 };
 
 /* Starts a session on accepted socket FD, connection number CONN. */

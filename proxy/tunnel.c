@@ -32,7 +32,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "proxy/session.h"
+#include "proxy/session_int.h"
 #include "proxy/tunnel.h"
 
 #define SPLICE_MAX (1024 * 1024)
