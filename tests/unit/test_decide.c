@@ -23,6 +23,7 @@
 #include "proxy/decide.h"
 #include "proxy/http.h"
 #include "proxy/inject.h"
+#include "tests/unit/fixture.h"
 
 #define A POLICY_ALLOW
 #define D POLICY_DENY
@@ -47,27 +48,7 @@ struct fixture {
 	struct inject_standins *si;
 	char head[4096];
 	struct http_head h;
-	size_t nerr;
 };
-
-static void
-on_diag(void *arg, const struct policy_diag *d)
-{
-	struct fixture *f = arg;
-
-	if (d->warning)
-		return;
-	f->nerr++;
-	fprintf(
-	    stderr, "  %s:%u: %s\n", d->file ? d->file : "-", d->line, d->msg);
-}
-
-static void
-on_report(void *arg, const char *msg)
-{
-	(void)arg;
-	fprintf(stderr, "  %s\n", msg);
-}
 
 static int
 setup(void **state)
@@ -92,27 +73,13 @@ teardown(void **state)
 	return 0;
 }
 
-static struct policy *
-load(struct fixture *f, const char *text)
-{
-	struct policy *p = NULL;
-
-	if (policy_load_string("p.conf", text, strlen(text), on_diag, f, &p) !=
-	        0 ||
-	    f->nerr != 0)
-		fail_msg("policy does not load:\n%s", text);
-	if (secret_store_load(policy_secrets(p), on_report, NULL) != 0)
-		fail_msg("secrets do not load:\n%s", text);
-	return p;
-}
-
 /* Makes TEXT the policy of F (with its stand-ins). */
 static void
 use(struct fixture *f, const char *text)
 {
 	inject_standins_free(f->si);
 	policy_free(f->p);
-	f->p = load(f, text);
+	f->p = fixture_policy(text, 1);
 	if ((f->si = inject_standins_new(f->p)) == NULL)
 		fail_msg("inject_standins_new");
 }

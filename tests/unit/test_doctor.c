@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "netns/doctor.h"
+#include "tests/unit/fixture.h"
 
 #define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
 /* Distinctive, so that strstr finds it wherever it leaks. */
@@ -39,30 +40,17 @@ static const char *const kernel_features[] = {
 static char tmpdir[PATH_MAX];
 
 static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(path);
-}
-
-static int
 group_setup(void **state)
 {
-	const char *t = getenv("TMPDIR");
-
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/test_doctor.XXXXXX",
-	    t != NULL && *t != '\0' ? t : "/tmp");
-	return mkdtemp(tmpdir) == NULL ? -1 : 0;
+	return fixture_tmpdir(tmpdir, sizeof(tmpdir), "test_doctor");
 }
 
 static int
 group_teardown(void **state)
 {
 	(void)state;
-	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return fixture_rmtree(tmpdir);
 }
 
 /* Writes TEXT to tmpdir/NAME with MODE; returns the path (static). */

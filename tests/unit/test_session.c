@@ -30,6 +30,7 @@
 
 #include "policy/policy.h"
 #include "proxy/session.h"
+#include "tests/unit/fixture.h"
 
 struct fixture {
 	struct event_base *base;
@@ -64,14 +65,6 @@ on_ended(void *arg)
 	f->ended++;
 }
 
-static void
-on_diag(void *arg, const struct policy_diag *d)
-{
-	(void)arg;
-	if (!d->warning)
-		fprintf(stderr, "  p.conf:%u: %s\n", d->line, d->msg);
-}
-
 /* A proxy_policy holding TEXT, with "@PORT@" the upstream's port. */
 static struct proxy_policy *
 make_policy(struct fixture *f, const char *text)
@@ -88,9 +81,7 @@ make_policy(struct fixture *f, const char *text)
 		snprintf(at, sizeof(buf) - (size_t)(at - buf), "%u%s", f->port,
 		    rest);
 	}
-	if (policy_load_string(
-	        "p.conf", buf, strlen(buf), on_diag, NULL, &pp->p) != 0)
-		fail_msg("policy does not load:\n%s", buf);
+	pp->p = fixture_policy(buf, 0);
 	pp->refs = 1;
 	return pp;
 }
