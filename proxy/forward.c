@@ -895,7 +895,7 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 	s->fwd->up_port = s->port;
 	s->fwd->up_private = s->dec.allow_private;
 	s->fwd->up_ca = s->dec.upstream_ca;
-	if (s->tt.how == SESSION_REACH_INTERCEPT) {
+	if (s->reach == SESSION_REACH_INTERCEPT) {
 		intercept_upstream(s, bev, s->dec.upstream_ca, tls_connected);
 		return;
 	}
@@ -937,8 +937,8 @@ inner_target(struct session *s, const struct http_head *h, struct target_url *u)
 	int r;
 
 	u->tls = 1;
-	u->host = s->tt.host;
-	u->port = s->tt.port;
+	u->host = s->tt->host;
+	u->port = s->tt->port;
 	if ((s->path = malloc(h->target_len + 2)) == NULL) {
 		session_close(s, "out of memory");
 		return -1;
@@ -982,7 +982,7 @@ parse_target(struct session *s, const struct http_head *h, struct target_url *u)
 void
 forward_start(struct session *s, const struct http_head *h)
 {
-	int inside = s->tt.how == SESSION_REACH_INTERCEPT;
+	int inside = s->reach == SESSION_REACH_INTERCEPT;
 	struct target_url u;
 	struct forward *fw;
 
@@ -992,7 +992,7 @@ forward_start(struct session *s, const struct http_head *h)
 	}
 	fw = s->fwd;
 	session_note_target(s, h->method, h->method_len,
-	    inside ? &s->tt.host : NULL, inside ? s->tt.port : 0);
+	    inside ? &s->tt->host : NULL, inside ? s->tt->port : 0);
 	snprintf(fw->method, sizeof(fw->method), "%s", s->method);
 	if (inside ? inner_target(s, h, &u) : parse_target(s, h, &u))
 		return;

@@ -88,7 +88,7 @@ intercept_start(struct session *s)
 		return;
 	}
 	if ((ssl = tls_server_ssl(
-	         s->ctx->tls, s->tt.host.name, err, sizeof(err))) == NULL) {
+	         s->ctx->tls, s->tt->host.name, err, sizeof(err))) == NULL) {
 		session_reply_close(s, 502, err);
 		return;
 	}
@@ -141,8 +141,8 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
 	char err[256];
 	SSL *ssl;
 
-	ssl = tls_client_ssl(s->ctx->tls, s->tt.host.name, s->tt.port,
-	    s->tt.host.kind != TARGET_NAME, cafile, err, sizeof(err));
+	ssl = tls_client_ssl(s->ctx->tls, s->tt->host.name, s->tt->port,
+	    s->tt->host.kind != TARGET_NAME, cafile, err, sizeof(err));
 	if (ssl == NULL) {
 		bufferevent_free(plain);
 		cb(s, NULL, err);

@@ -252,6 +252,7 @@ session_close(struct session *s, const char *error)
 		bufferevent_free(s->up.bev);
 	event_free(s->idle);
 	free(s->path);
+	free(s->tt);
 	policy_unref(ctx, s->policy);
 	TAILQ_REMOVE(&ctx->sessions, s, entry);
 	ctx->nsessions--;
@@ -491,11 +492,15 @@ connect_start(struct session *s, const struct http_head *h)
 		return;
 	}
 	evbuffer_drain(bufferevent_get_input(s->client.bev), h->head_len);
-	s->tt.host = host;
-	s->tt.port = port;
-	s->tt.how =
+	s->reach =
 	    s->dec.intercept ? SESSION_REACH_INTERCEPT : SESSION_REACH_TUNNEL;
-	if (s->tt.how == SESSION_REACH_INTERCEPT) {
+	if (s->reach == SESSION_REACH_INTERCEPT) {
+		if ((s->tt = malloc(sizeof(*s->tt))) == NULL) {
+			session_close(s, "out of memory");
+			return;
+		}
+		s->tt->host = host;
+		s->tt->port = port;
 		intercept_start(s);
 		return;
 	}
@@ -516,7 +521,7 @@ dispatch(struct session *s, const struct http_head *h)
 	head_release(s);
 	evtimer_del(s->idle);
 	policy_follow(s);
-	if (s->tt.how == SESSION_REACH_INTERCEPT) {
+	if (s->reach == SESSION_REACH_INTERCEPT) {
 		if (h->form == HTTP_FORM_ORIGIN)
 			forward_start(s, h);
 		else
@@ -709,7 +714,7 @@ static int
 tunnel_still_allowed(struct session *s)
 {
 	return decide_still_allowed(s->ctx->policy->p, s->method, s->host,
-	    s->port, s->path, s->tt.how == SESSION_REACH_INTERCEPT);
+	    s->port, s->path, s->reach == SESSION_REACH_INTERCEPT);
 }
 
 void

@@ -13,19 +13,23 @@
 
 #include "proxy/session.h"
 
-/* How a session reaches its tunnel target. */
+/* How a session reaches the target its CONNECT named (its tunnel target). */
 enum session_reach {
 	SESSION_REACH_NONE, /* no tunnel: each request names its target */
-	SESSION_REACH_TUNNEL, /* an opaque tunnel: bytes only (tunnel.c) */
-	SESSION_REACH_INTERCEPT, /* TLS ends here, requests inside are
+	SESSION_REACH_TUNNEL, /* an opaque tunnel: bytes only (tunnel.c);
+	                         the target stays in host and port */
+	SESSION_REACH_INTERCEPT, /* TLS ends here, the requests inside are
 	                            decided one by one (intercept.c) */
 };
 
-/* The target a CONNECT named (the tunnel target), and how it is reached. */
+/*
+ * The tunnel target of an intercepted CONNECT, which every request read
+ * inside it must name.  Apart from the session (NULL until then): an
+ * opaque tunnel does not need it, and an idle tunnel's memory counts.
+ */
 struct session_target {
 	struct target_host host;
 	uint16_t port;
-	enum session_reach how;
 };
 
 enum session_state {
@@ -70,8 +74,8 @@ struct session {
 	size_t head_seen; /* head bytes already looked at */
 	size_t head_held; /* ...of them counted in ctx->head_bytes */
 	struct forward *fwd; /* plain HTTP state (forward.c) */
-	struct session_target
-	    tt; /* the tunnel target, once CONNECT is allowed */
+	enum session_reach reach; /* set when a CONNECT is allowed */
+	struct session_target *tt; /* SESSION_REACH_INTERCEPT: its target */
 	struct intercept *icpt; /* inside an intercepted tunnel (intercept.c) */
 	const char *secret; /* name of a secret this request carries */
 	struct tunnel *tun; /* spliced CONNECT tunnel (tunnel.c) */
