@@ -2,10 +2,12 @@
  * session.h: one client connection of the proxy, and the small context the
  * proxy shares with its sessions.  Internal to proxy/.
  *
- * A session reads a request head from the client, decides it with the
- * policy, and becomes either a CONNECT tunnel (session.c) or a plain-HTTP
- * forwarding exchange (forward.c).  Every way out goes through
- * session_close(), which writes the "end" audit record.
+ * A session reads a request head from the client, has it decided
+ * (decide.c), and becomes either a CONNECT tunnel (tunnel.c, or
+ * intercept.c when the policy must see the requests inside) or a
+ * plain-HTTP forwarding exchange (forward.c).  Every way out goes through
+ * session_close(), which writes the "end" audit record.  struct session
+ * is opaque here; the files that carry one share session_int.h.
  */
 #ifndef PH_SESSION_H
 #define PH_SESSION_H
