@@ -8,8 +8,8 @@
  * chunked, checked as the bytes pass), never buffered whole.  When both
  * messages are complete and both ends allow it, the client connection
  * reads its next request and the upstream connection waits for reuse.
- * Credentials are never injected in plain HTTP: policy_decide() denies a
- * plain-HTTP request whose rule would need one.
+ * Credentials are never injected in plain HTTP: the policy denies a
+ * plain-HTTP request whose rule would need one (decide.c asks it).
  *
  * The same loop serves the requests inside an intercepted tunnel
  * (intercept.c): origin-form requests whose Host must be the CONNECT
@@ -30,11 +30,14 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "policy/secret.h"
+#include "proxy/decide.h"
+#include "proxy/forward.h"
 #include "proxy/http.h"
 #include "proxy/inject.h"
 #include "proxy/intercept.h"
 #include "proxy/scan.h"
-#include "proxy/session.h"
+#include "proxy/session_int.h"
+#include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 
 struct body {
@@ -561,8 +564,7 @@ cut_leak(struct session *s)
 		session_reply_close(s, 502, why);
 	else {
 		/* Even a body that ends with the connection shows the cut. */
-		if (s->icpt != NULL)
-			s->icpt->cut = 1;
+		intercept_cut(s);
 		session_close(s, why);
 	}
 }
@@ -707,7 +709,7 @@ up_read(struct bufferevent *bev, void *arg)
 	if (r > 0 && h->status == 101) {
 		/* The "end" record comes when the upgraded tunnel closes. */
 		s->status = 101;
-		session_tunnel_begin(s);
+		tunnel_relay_start(s);
 	} else if (r > 0) {
 		final_head(s, h);
 		pump_response(s);
@@ -893,7 +895,7 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 	s->fwd->up_port = s->port;
 	s->fwd->up_private = s->dec.allow_private;
 	s->fwd->up_ca = s->dec.upstream_ca;
-	if (s->icpt != NULL) {
+	if (s->reach == SESSION_REACH_INTERCEPT) {
 		intercept_upstream(s, bev, s->dec.upstream_ca, tls_connected);
 		return;
 	}
@@ -901,98 +903,18 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 	send_request(s);
 }
 
-/*
- * TRACE (and TRACK, its IIS twin) makes a server send the request back:
- * on a rule that injects or swaps credentials, that is their echo.
- */
-static void
-check_trace(struct session *s)
-{
-	const char *m = s->fwd->method;
-
-	if (s->dec.verdict != POLICY_ALLOW ||
-	    (s->dec.ninject == 0 && s->dec.nplaceholder == 0) ||
-	    (strcasecmp(m, "TRACE") != 0 && strcasecmp(m, "TRACK") != 0))
-		return;
-	s->dec.verdict = POLICY_DENY;
-	snprintf(s->dec.reason, sizeof(s->dec.reason),
-	    "%.8s is refused on a rule that injects or swaps credentials: "
-	    "the server would echo them",
-	    m);
-}
-
-/*
- * A stand-in anywhere but where its rule swaps it (another target, plain
- * HTTP, a denied request, the path, another field, an encoding) is a
- * leak attempt: denied, and said so.  Else TRACE and TRACK are checked.
- */
-static void
-check_leak(struct session *s, const struct http_head *h)
-{
-	const char *where = "";
-	long i = inject_leak(s->ctx->standins, h,
-	    s->dec.verdict == POLICY_ALLOW ? &s->dec : NULL, s->icpt != NULL,
-	    &where);
-
-	if (i == -1) {
-		check_trace(s); /* after: a leak's reason wins */
-		return;
-	}
-	s->dec.verdict = POLICY_DENY;
-	if (i == INJECT_LEAK_NOMEM)
-		snprintf(s->dec.reason, sizeof(s->dec.reason),
-		    "out of memory checking for stand-ins");
-	else
-		snprintf(s->dec.reason, sizeof(s->dec.reason),
-		    "leak attempt: the stand-in for %.32s %.40s, to %.64s:%u; "
-		    "swapped only in Authorization or listed fields, for its "
-		    "rule's hosts",
-		    inject_standin_env(s->ctx->standins, (size_t)i), where,
-		    s->host, s->port);
-}
-
-/*
- * The protocols every Upgrade field asks for, joined by commas, into BUF:
- * all of them are forwarded, so all of them are decided.  A list too long
- * for BUF becomes "(too long)", which no rule can name.
- */
-static const char *
-upgrade_list(const struct http_head *h, char *buf, size_t len)
-{
-	size_t i, o = 0;
-	int n;
-
-	if (!h->upgrade)
-		return NULL;
-	buf[0] = '\0';
-	for (i = 0; i < h->nfields; i++) {
-		if (h->fields[i].name_len != 7 ||
-		    strncasecmp(h->fields[i].name, "upgrade", 7) != 0)
-			continue;
-		n = snprintf(buf + o, len - o, "%s%.*s", o ? "," : "",
-		    (int)h->fields[i].value_len, h->fields[i].value);
-		if (n < 0 || (size_t)n >= len - o)
-			return "(too long)";
-		o += n;
-	}
-	return buf;
-}
-
 /* Decides the request; returns 0 when it may go on. */
 static int
 decide(struct session *s, const struct http_head *h, const struct target_url *u)
 {
-	struct policy_request q = {0};
-	char up[256];
+	struct decide_request r = {0};
 
-	q.host = &u->host;
-	q.port = u->port;
-	q.tls = u->tls;
-	q.method = s->fwd->method;
-	q.path = s->path;
-	q.upgrade = upgrade_list(h, up, sizeof(up));
-	policy_decide(s->policy->p, &q, &s->dec);
-	check_leak(s, h);
+	r.host = &u->host;
+	r.port = u->port;
+	r.tls = u->tls;
+	r.method = s->fwd->method;
+	r.path = s->path;
+	decide_request(s->policy->p, s->ctx->standins, h, &r, &s->dec);
 	if (session_audit_request(s) != 0)
 		return -1;
 	if (s->dec.verdict == POLICY_ALLOW)
@@ -1015,8 +937,8 @@ inner_target(struct session *s, const struct http_head *h, struct target_url *u)
 	int r;
 
 	u->tls = 1;
-	u->host = s->icpt->host;
-	u->port = s->icpt->port;
+	u->host = s->tt->host;
+	u->port = s->tt->port;
 	if ((s->path = malloc(h->target_len + 2)) == NULL) {
 		session_close(s, "out of memory");
 		return -1;
@@ -1060,6 +982,7 @@ parse_target(struct session *s, const struct http_head *h, struct target_url *u)
 void
 forward_start(struct session *s, const struct http_head *h)
 {
+	int inside = s->reach == SESSION_REACH_INTERCEPT;
 	struct target_url u;
 	struct forward *fw;
 
@@ -1069,9 +992,9 @@ forward_start(struct session *s, const struct http_head *h)
 	}
 	fw = s->fwd;
 	session_note_target(s, h->method, h->method_len,
-	    s->icpt ? &s->icpt->host : NULL, s->icpt ? s->icpt->port : 0);
+	    inside ? &s->tt->host : NULL, inside ? s->tt->port : 0);
 	snprintf(fw->method, sizeof(fw->method), "%s", s->method);
-	if (s->icpt ? inner_target(s, h, &u) : parse_target(s, h, &u))
+	if (inside ? inner_target(s, h, &u) : parse_target(s, h, &u))
 		return;
 	session_note_target(s, h->method, h->method_len, &u.host, u.port);
 	if (decide(s, h, &u) != 0)

@@ -18,8 +18,16 @@
 #include <openssl/ssl.h>
 
 #include "proxy/intercept.h"
-#include "proxy/session.h"
+#include "proxy/session_int.h"
 #include "proxy/tls.h"
+
+/* What interception adds to a session; its target is the session's. */
+struct intercept {
+	int ready; /* the client's handshake is done */
+	int cut; /* end with no close_notify: the client sees a truncation */
+	struct bufferevent *raw; /* the client's socket, under the TLS */
+	intercept_up_cb *up_cb;
+};
 
 static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
@@ -69,8 +77,7 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 }
 
 void
-intercept_start(
-    struct session *s, const struct target_host *host, uint16_t port)
+intercept_start(struct session *s)
 {
 	struct bufferevent *tls_bev;
 	char err[256];
@@ -80,10 +87,8 @@ intercept_start(
 		session_close(s, "out of memory");
 		return;
 	}
-	s->icpt->host = *host;
-	s->icpt->port = port;
-	if ((ssl = tls_server_ssl(s->ctx->tls, host->name, err, sizeof(err))) ==
-	    NULL) {
+	if ((ssl = tls_server_ssl(
+	         s->ctx->tls, s->tt->host.name, err, sizeof(err))) == NULL) {
 		session_reply_close(s, 502, err);
 		return;
 	}
@@ -136,8 +141,8 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
 	char err[256];
 	SSL *ssl;
 
-	ssl = tls_client_ssl(s->ctx->tls, s->icpt->host.name, s->icpt->port,
-	    s->icpt->host.kind != TARGET_NAME, cafile, err, sizeof(err));
+	ssl = tls_client_ssl(s->ctx->tls, s->tt->host.name, s->tt->port,
+	    s->tt->host.kind != TARGET_NAME, cafile, err, sizeof(err));
 	if (ssl == NULL) {
 		bufferevent_free(plain);
 		cb(s, NULL, err);
@@ -191,6 +196,13 @@ linger(struct bufferevent *raw)
 	bufferevent_set_timeouts(raw, NULL, &tv);
 	bufferevent_disable(raw, EV_READ);
 	bufferevent_enable(raw, EV_WRITE);
+}
+
+void
+intercept_cut(struct session *s)
+{
+	if (s->icpt != NULL)
+		s->icpt->cut = 1;
 }
 
 void

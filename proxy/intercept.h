@@ -6,10 +6,6 @@
 #ifndef PH_INTERCEPT_H
 #define PH_INTERCEPT_H
 
-#include <stdint.h>
-
-#include "policy/target.h"
-
 struct bufferevent;
 struct session;
 
@@ -17,23 +13,13 @@ struct session;
 typedef void
 intercept_up_cb(struct session *, struct bufferevent *bev, const char *error);
 
-struct intercept {
-	struct target_host host; /* as CONNECT named it */
-	uint16_t port;
-	int ready; /* the client's handshake is done */
-	int cut; /* end with no close_notify: the client sees a truncation */
-	struct bufferevent *raw; /* the client's socket, under the TLS */
-	intercept_up_cb *up_cb;
-};
-
 /*
- * Answers S's CONNECT to HOST:PORT with 200 and starts the TLS handshake
- * with the client; once it is done, S reads requests from inside the
- * tunnel (session_next_request).  A failed handshake closes S, logged
- * with the reason (an SNI that is missing or names another host).
+ * Answers S's CONNECT to its tunnel target with 200 and starts the TLS
+ * handshake with the client; once it is done, S reads requests from
+ * inside the tunnel (session_next_request).  A failed handshake closes S,
+ * logged with the reason (an SNI that is missing or names another host).
  */
-void intercept_start(
-    struct session *s, const struct target_host *host, uint16_t port);
+void intercept_start(struct session *s);
 
 /*
  * Puts TLS over PLAIN, a connection to S's target (taken over), verifying
@@ -41,6 +27,9 @@ void intercept_start(
  */
 void intercept_upstream(struct session *s, struct bufferevent *plain,
     const char *cafile, intercept_up_cb *cb);
+
+/* A response was cut: the tunnel ends with no close_notify (a truncation). */
+void intercept_cut(struct session *s);
 
 /*
  * Ends S's interception: a close_notify to the client, whose socket

@@ -1,14 +1,7 @@
 /*
- * session.c: a client connection: request heads, decisions, CONNECT
- * tunnels, proxy-made responses, and the one close path.
- *
- * Tunnel bytes move between the two bufferevents by handing over evbuffer
- * chains (no copy).  Backpressure: when the peer's output grows past
- * session_buf_high() (RELAY_HIGH, less with many sessions), reading stops
- * on the side that feeds it and resumes from the peer's write callback
- * once it has drained.  Half-close: EOF from one
- * side becomes shutdown(SHUT_WR) on the other once its output is flushed;
- * the tunnel ends when both directions are done.
+ * session.c: a client connection: request heads, CONNECT, proxy-made
+ * responses, and the one close path.  Decisions are decide.c's, plain
+ * HTTP forward.c's, and tunnel bytes tunnel.c's.
  */
 #include <sys/socket.h>
 
@@ -30,9 +23,11 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "audit/audit.h"
+#include "proxy/decide.h"
+#include "proxy/forward.h"
 #include "proxy/intercept.h"
 #include "proxy/scan.h"
-#include "proxy/session.h"
+#include "proxy/session_int.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 
@@ -257,6 +252,7 @@ session_close(struct session *s, const char *error)
 		bufferevent_free(s->up.bev);
 	event_free(s->idle);
 	free(s->path);
+	free(s->tt);
 	policy_unref(ctx, s->policy);
 	TAILQ_REMOVE(&ctx->sessions, s, entry);
 	ctx->nsessions--;
@@ -423,32 +419,6 @@ session_start_idle(struct session *s)
 
 /* --- tunnels -------------------------------------------------------------- */
 
-static struct session_dir *
-dir_of(struct session *s, struct bufferevent *bev)
-{
-	return bev == s->client.bev ? &s->client : &s->up;
-}
-
-/* Moves what D has read to its peer's output, with backpressure. */
-static void
-relay_move(struct session *s, struct session_dir *d)
-{
-	struct evbuffer *in = bufferevent_get_input(d->bev);
-	struct evbuffer *out = bufferevent_get_output(d->dst->bev);
-	size_t n = evbuffer_get_length(in);
-	size_t high = session_buf_high(s->ctx);
-
-	if (n == 0)
-		return;
-	evbuffer_add_buffer(out, in);
-	d->bytes += n;
-	session_touch(s);
-	if (evbuffer_get_length(out) >= high) {
-		bufferevent_disable(d->bev, EV_READ);
-		bufferevent_setwatermark(d->dst->bev, EV_WRITE, high / 4, 0);
-	}
-}
-
 size_t
 session_buf_high(const struct session_ctx *ctx)
 {
@@ -459,78 +429,6 @@ session_buf_high(const struct session_ctx *ctx)
 	if (share > RELAY_HIGH)
 		return RELAY_HIGH;
 	return share < RELAY_FLOOR ? RELAY_FLOOR : share;
-}
-
-/* Passes D's EOF on as soon as the peer's output is flushed. */
-static void
-relay_shut(struct session *s, struct session_dir *d)
-{
-	struct bufferevent *peer = d->dst->bev;
-
-	if (!d->eof || d->shut ||
-	    evbuffer_get_length(bufferevent_get_output(peer)) > 0)
-		return;
-	shutdown(bufferevent_getfd(peer), SHUT_WR);
-	d->shut = 1;
-	if (d->dst->shut)
-		session_close(s, NULL);
-}
-
-static void
-relay_read(struct bufferevent *bev, void *arg)
-{
-	struct session *s = arg;
-
-	relay_move(s, dir_of(s, bev));
-}
-
-/* BEV's output drained: the side feeding it may read again. */
-static void
-relay_written(struct bufferevent *bev, void *arg)
-{
-	struct session *s = arg;
-	struct session_dir *feeder = dir_of(s, bev)->dst;
-
-	if (!feeder->eof)
-		bufferevent_enable(feeder->bev, EV_READ);
-	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
-	relay_shut(s, feeder);
-}
-
-static void
-relay_event(struct bufferevent *bev, short what, void *arg)
-{
-	struct session *s = arg;
-	struct session_dir *d = dir_of(s, bev);
-	char why[128];
-
-	if (what & BEV_EVENT_EOF) {
-		relay_move(s, d);
-		d->eof = 1;
-		bufferevent_setwatermark(d->dst->bev, EV_WRITE, 0, 0);
-		relay_shut(s, d);
-		return;
-	}
-	snprintf(why, sizeof(why), "%s: %s",
-	    d == &s->client ? "client" : "upstream",
-	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-	session_close(s, why);
-}
-
-void
-session_tunnel_begin(struct session *s)
-{
-	s->state = SESSION_TUNNEL;
-	bufferevent_setcb(
-	    s->client.bev, relay_read, relay_written, relay_event, s);
-	bufferevent_setcb(s->up.bev, relay_read, relay_written, relay_event, s);
-	bufferevent_setwatermark(s->client.bev, EV_READ, 0, 0);
-	bufferevent_enable(s->client.bev, EV_READ | EV_WRITE);
-	bufferevent_enable(s->up.bev, EV_READ | EV_WRITE);
-	session_start_idle(s);
-	/* Bytes sent right after the switch (a TLS hello, a first frame). */
-	relay_move(s, &s->client);
-	relay_move(s, &s->up);
 }
 
 static void
@@ -551,7 +449,7 @@ tunnel_up(void *arg, struct bufferevent *bev, int status, const char *reason,
 		s->state = SESSION_TUNNEL;
 		session_start_idle(s);
 	} else
-		session_tunnel_begin(s); /* the bufferevent relay */
+		tunnel_relay_start(s); /* the bufferevent relay */
 }
 
 void
@@ -569,7 +467,6 @@ session_note_target(struct session *s, const char *method, size_t mlen,
 static void
 connect_start(struct session *s, const struct http_head *h)
 {
-	struct policy_request q = {0};
 	struct target_host host;
 	uint16_t port;
 
@@ -580,10 +477,7 @@ connect_start(struct session *s, const struct http_head *h)
 		return;
 	}
 	session_note_target(s, "CONNECT", 7, &host, port);
-	q.host = &host;
-	q.port = port;
-	q.tls = 1;
-	policy_decide(s->policy->p, &q, &s->dec);
+	decide_connect(s->policy->p, &host, port, &s->dec);
 	if (session_audit_request(s) != 0)
 		return;
 	if (s->dec.verdict != POLICY_ALLOW) {
@@ -598,8 +492,16 @@ connect_start(struct session *s, const struct http_head *h)
 		return;
 	}
 	evbuffer_drain(bufferevent_get_input(s->client.bev), h->head_len);
-	if (s->dec.intercept) {
-		intercept_start(s, &host, port);
+	s->reach =
+	    s->dec.intercept ? SESSION_REACH_INTERCEPT : SESSION_REACH_TUNNEL;
+	if (s->reach == SESSION_REACH_INTERCEPT) {
+		if ((s->tt = malloc(sizeof(*s->tt))) == NULL) {
+			session_close(s, "out of memory");
+			return;
+		}
+		s->tt->host = host;
+		s->tt->port = port;
+		intercept_start(s);
 		return;
 	}
 	bufferevent_disable(s->client.bev, EV_READ);
@@ -619,7 +521,7 @@ dispatch(struct session *s, const struct http_head *h)
 	head_release(s);
 	evtimer_del(s->idle);
 	policy_follow(s);
-	if (s->icpt != NULL) {
+	if (s->reach == SESSION_REACH_INTERCEPT) {
 		if (h->form == HTTP_FORM_ORIGIN)
 			forward_start(s, h);
 		else
@@ -807,28 +709,12 @@ policy_follow(struct session *s)
 	}
 }
 
-/*
- * Would the current policy still allow the tunnel S relays?  A CONNECT
- * tunnel is decided again as a CONNECT (and must not now need
- * interception); a tunnel after a 101 as the request that opened it.
- */
+/* Would the current policy still allow the tunnel S relays? */
 static int
 tunnel_still_allowed(struct session *s)
 {
-	struct policy_request q = {0};
-	struct policy_decision d;
-	struct target_host host;
-	int connect = strcmp(s->method, "CONNECT") == 0;
-
-	if (target_host_parse(s->host, strlen(s->host), &host) != 0)
-		return 0;
-	q.host = &host;
-	q.port = s->port;
-	q.tls = connect || s->icpt != NULL;
-	q.method = connect ? NULL : s->method;
-	q.path = connect ? NULL : s->path;
-	policy_decide(s->ctx->policy->p, &q, &d);
-	return d.verdict == POLICY_ALLOW && !(connect && d.intercept);
+	return decide_still_allowed(s->ctx->policy->p, s->method, s->host,
+	    s->port, s->path, s->reach == SESSION_REACH_INTERCEPT);
 }
 
 void

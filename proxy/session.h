@@ -2,10 +2,12 @@
  * session.h: one client connection of the proxy, and the small context the
  * proxy shares with its sessions.  Internal to proxy/.
  *
- * A session reads a request head from the client, decides it with the
- * policy, and becomes either a CONNECT tunnel (session.c) or a plain-HTTP
- * forwarding exchange (forward.c).  Every way out goes through
- * session_close(), which writes the "end" audit record.
+ * A session reads a request head from the client, has it decided
+ * (decide.c), and becomes either a CONNECT tunnel (tunnel.c, or
+ * intercept.c when the policy must see the requests inside) or a
+ * plain-HTTP forwarding exchange (forward.c).  Every way out goes through
+ * session_close(), which writes the "end" audit record.  struct session
+ * is opaque here; the files that carry one share session_int.h.
  */
 #ifndef PH_SESSION_H
 #define PH_SESSION_H
@@ -34,6 +36,7 @@ struct proxy_policy {
 	struct scan *scan; /* its secrets' values, for responses (forward.c) */
 };
 
+/* Opaque outside the session's own files (see session_int.h). */
 struct session;
 TAILQ_HEAD(session_list, session);
 
@@ -60,53 +63,6 @@ struct session_ctx {
 	void *denied_arg;
 	struct tls *tls; /* NULL: no interception */
 	const struct inject_standins *standins; /* placeholder stand-ins */
-};
-
-enum session_state {
-	SESSION_HEAD, /* reading a request head */
-	SESSION_CONNECTING, /* resolving and connecting upstream */
-	SESSION_TUNNEL, /* CONNECT: bytes both ways */
-	SESSION_FORWARD, /* plain HTTP: one request in flight */
-	SESSION_CLOSING, /* flushing a last response, then close */
-};
-
-/* One direction of bytes; the session owns both. */
-struct session_dir {
-	struct bufferevent *bev;
-	struct session_dir *dst; /* where bytes read here go */
-	uint64_t bytes; /* read here, sent to dst */
-	int eof; /* read side ended */
-	int shut; /* write side of dst shut down */
-};
-
-struct session {
-	TAILQ_ENTRY(session) entry;
-	struct session_ctx *ctx;
-	struct proxy_policy *policy;
-	uint64_t conn;
-	enum session_state state;
-	struct session_dir client, up;
-	struct upstream *connecting;
-	struct event *idle; /* idle and head timeouts */
-	struct timespec start; /* of the current request/tunnel */
-	struct timespec active; /* last byte moved */
-	unsigned idle_ms;
-	/* The request being served (audit "end" record). */
-	char method[33];
-	char host[TARGET_HOST_MAX];
-	uint16_t port;
-	char *path; /* normalised, no query */
-	char addr[64]; /* address connected to */
-	struct policy_decision dec;
-	int status;
-	int end_pending; /* a "request" record awaits its "end"; 2: folded */
-	char why[256]; /* reason of a proxy-made reply */
-	size_t head_seen; /* head bytes already looked at */
-	size_t head_held; /* ...of them counted in ctx->head_bytes */
-	struct forward *fwd; /* plain HTTP state (forward.c) */
-	struct intercept *icpt; /* inside an intercepted tunnel (intercept.c) */
-	const char *secret; /* name of a secret this request carries */
-	struct tunnel *tun; /* spliced CONNECT tunnel (tunnel.c) */
 };
 
 /* Starts a session on accepted socket FD, connection number CONN. */
@@ -165,9 +121,6 @@ int64_t session_ms_since(const struct timespec *ts);
 void session_note_target(struct session *s, const char *method, size_t mlen,
     const struct target_host *host, uint16_t port);
 
-/* Switches S to relaying bytes both ways (CONNECT, or after a 101). */
-void session_tunnel_begin(struct session *s);
-
 /* Arms the idle timer (policy "timeout idle"). */
 void session_start_idle(struct session *s);
 
@@ -179,15 +132,6 @@ void session_start_handshake_timer(struct session *s);
  * what is already there.  S may be gone when this returns.
  */
 void session_next_request(struct session *s);
-
-/* Starts the plain-HTTP exchange for the parsed head H (forward.c). */
-void forward_start(struct session *s, const struct http_head *h);
-
-/* Is a forwarded request still waiting for its response head? */
-int forward_waiting(const struct session *s);
-
-/* Frees forward state. */
-void forward_free(struct session *s);
 
 /*
  * Is it worth parsing the head in IN again?  Only when bytes that arrived

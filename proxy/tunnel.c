@@ -7,6 +7,17 @@
  * peer has taken them.  Half-close: EOF from a source becomes
  * shutdown(SHUT_WR) on the destination once the pipe is empty; the tunnel
  * ends when both directions are done, or on the first error.
+ *
+ * The bufferevent relay (tunnel_relay_start) carries what splice cannot:
+ * the bytes after a 101 (in the clear, or inside an intercepted tunnel
+ * through its TLS bufferevents), and a CONNECT tunnel whose bytes were
+ * already queued.  Bytes move between the two bufferevents by
+ * handing over evbuffer chains (no copy).  Backpressure: when the peer's
+ * output grows past session_buf_high() (less with many sessions), reading
+ * stops on the side that feeds it and resumes from the peer's write
+ * callback once it has drained.  Half-close: EOF from one side becomes
+ * shutdown(SHUT_WR) on the other once its output is flushed; the tunnel
+ * ends when both directions are done.
  */
 #include <sys/socket.h>
 
@@ -21,7 +32,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "proxy/session.h"
+#include "proxy/session_int.h"
 #include "proxy/tunnel.h"
 
 #define SPLICE_MAX (1024 * 1024)
@@ -306,4 +317,104 @@ tunnel_start(struct session *s)
 	update(&t->dir[0]);
 	update(&t->dir[1]);
 	return 0;
+}
+
+/* --- the bufferevent relay ----------------------------------------------- */
+
+static struct session_dir *
+dir_of(struct session *s, struct bufferevent *bev)
+{
+	return bev == s->client.bev ? &s->client : &s->up;
+}
+
+/* Moves what D has read to its peer's output, with backpressure. */
+static void
+relay_move(struct session *s, struct session_dir *d)
+{
+	struct evbuffer *in = bufferevent_get_input(d->bev);
+	struct evbuffer *out = bufferevent_get_output(d->dst->bev);
+	size_t n = evbuffer_get_length(in);
+	size_t high = session_buf_high(s->ctx);
+
+	if (n == 0)
+		return;
+	evbuffer_add_buffer(out, in);
+	d->bytes += n;
+	session_touch(s);
+	if (evbuffer_get_length(out) >= high) {
+		bufferevent_disable(d->bev, EV_READ);
+		bufferevent_setwatermark(d->dst->bev, EV_WRITE, high / 4, 0);
+	}
+}
+
+/* Passes D's EOF on as soon as the peer's output is flushed. */
+static void
+relay_shut(struct session *s, struct session_dir *d)
+{
+	struct bufferevent *peer = d->dst->bev;
+
+	if (!d->eof || d->shut ||
+	    evbuffer_get_length(bufferevent_get_output(peer)) > 0)
+		return;
+	shutdown(bufferevent_getfd(peer), SHUT_WR);
+	d->shut = 1;
+	if (d->dst->shut)
+		session_close(s, NULL);
+}
+
+static void
+relay_read(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+
+	relay_move(s, dir_of(s, bev));
+}
+
+/* BEV's output drained: the side feeding it may read again. */
+static void
+relay_written(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+	struct session_dir *feeder = dir_of(s, bev)->dst;
+
+	if (!feeder->eof)
+		bufferevent_enable(feeder->bev, EV_READ);
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	relay_shut(s, feeder);
+}
+
+static void
+relay_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct session *s = arg;
+	struct session_dir *d = dir_of(s, bev);
+	char why[128];
+
+	if (what & BEV_EVENT_EOF) {
+		relay_move(s, d);
+		d->eof = 1;
+		bufferevent_setwatermark(d->dst->bev, EV_WRITE, 0, 0);
+		relay_shut(s, d);
+		return;
+	}
+	snprintf(why, sizeof(why), "%s: %s",
+	    d == &s->client ? "client" : "upstream",
+	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	session_close(s, why);
+}
+
+void
+tunnel_relay_start(struct session *s)
+{
+	s->state = SESSION_TUNNEL;
+	bufferevent_setcb(
+	    s->client.bev, relay_read, relay_written, relay_event, s);
+	bufferevent_setcb(s->up.bev, relay_read, relay_written, relay_event, s);
+	bufferevent_setwatermark(s->client.bev, EV_READ, 0, 0);
+	bufferevent_enable(s->client.bev, EV_READ | EV_WRITE);
+	bufferevent_enable(s->up.bev, EV_READ | EV_WRITE);
+	session_start_idle(s);
+	/* Bytes sent right after the switch (a TLS hello, a first frame). */
+	relay_move(s, &s->client);
+	relay_move(s, &s->up);
 }

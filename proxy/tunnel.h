@@ -1,11 +1,12 @@
 /*
- * tunnel.h: the bytes of an established CONNECT tunnel, moved with
+ * tunnel.h: the bytes of an established tunnel, moved with
  * splice(2) between the two sockets through a pipe per direction, so they
  * never enter user space.  libevent 2.1's bufferevents read 4 KiB at a
  * time with an ioctl and an epoll_ctl around each read; on this path that
  * cost a CONNECT tunnel four fifths of the loopback throughput (see
  * bench/README.md).  Pipes are made on the first byte of a direction, so
- * an idle tunnel holds two sockets, two events and no buffers.
+ * an idle tunnel holds two sockets, two events and no buffers.  The
+ * bufferevent relay, for what splice cannot carry, is here too.
  */
 #ifndef PH_TUNNEL_H
 #define PH_TUNNEL_H
@@ -22,6 +23,13 @@ struct tunnel;
  * bufferevent, and nothing else changed.
  */
 int tunnel_start(struct session *s);
+
+/*
+ * Switches S to relaying bytes both ways through its bufferevents (a
+ * CONNECT that tunnel_start() could not take, or after a 101), and arms
+ * the idle timer.
+ */
+void tunnel_relay_start(struct session *s);
 
 /* Closes the sockets and pipes and frees T.  NULL does nothing. */
 void tunnel_free(struct tunnel *t);

@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "audit/audit.h"
+#include "tests/unit/fixture.h"
 
 #define LINE_LIMIT (64 * 1024)
 #define FIELD_CAP 1024 /* host, path, reason, error (audit.h) */
@@ -48,27 +49,14 @@ static int
 setup(void **state)
 {
 	struct fixture *f;
-	const char *tmp = getenv("TMPDIR");
 
 	if ((f = calloc(1, sizeof(*f))) == NULL)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/test_audit.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	if (mkdtemp(f->dir) == NULL)
+	if (fixture_tmpdir(f->dir, sizeof(f->dir), "test_audit") != 0)
 		return -1;
 	snprintf(f->log, sizeof(f->log), "%s/audit.jsonl", f->dir);
 	*state = f;
 	return 0;
-}
-
-static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	chmod(path, 0700);
-	return remove(path);
 }
 
 static int
@@ -79,7 +67,7 @@ teardown(void **state)
 
 	for (i = 0; i < f->nlines; i++)
 		json_decref(f->lines[i]);
-	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->dir);
 	free(f);
 	return 0;
 }

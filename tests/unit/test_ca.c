@@ -36,6 +36,7 @@
 #define CA_INTERNAL
 #include "policy/target.h"
 #include "proxy/ca.h"
+#include "tests/unit/fixture.h"
 
 #define ERRLEN 512
 /* An uid that is neither root nor, in the unprivileged run, ours. */
@@ -55,13 +56,10 @@ static int
 setup(void **state)
 {
 	struct fixture *f;
-	const char *tmp = getenv("TMPDIR");
 
 	if ((f = calloc(1, sizeof(*f))) == NULL)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/test_ca.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	if (mkdtemp(f->dir) == NULL)
+	if (fixture_tmpdir(f->dir, sizeof(f->dir), "test_ca") != 0)
 		return -1;
 	snprintf(f->cert, sizeof(f->cert), "%s/ca.pem", f->dir);
 	snprintf(f->key, sizeof(f->key), "%s/ca.key", f->dir);
@@ -70,20 +68,11 @@ setup(void **state)
 }
 
 static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(path);
-}
-
-static int
 teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->dir);
 	free(f);
 	/* Each test must leave OpenSSL's error queue as it found it. */
 	if (ERR_peek_error() != 0) {

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "netns/doctor.h"
+#include "tests/unit/fixture.h"
 
 #define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -40,6 +40,7 @@
 
 #define LL_INTERNAL
 #include "netns/landlock.h"
+#include "tests/unit/fixture.h"
 
 #define NPATHBUF 8
 
@@ -217,7 +218,6 @@ static int
 setup(void **state)
 {
 	struct fixture *f;
-	const char *tmp = getenv("TMPDIR");
 	const char *dirs[] = {"w", "w/sub1", "w/sub2", "o", "r"};
 	size_t i;
 
@@ -225,9 +225,7 @@ setup(void **state)
 		return -1;
 	f->lfd = -1;
 	f->abi = ll_abi();
-	snprintf(f->dir, sizeof(f->dir), "%s/test_landlock.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	if (mkdtemp(f->dir) == NULL)
+	if (fixture_tmpdir(f->dir, sizeof(f->dir), "test_landlock") != 0)
 		return -1;
 	topdir = f->dir;
 	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
@@ -243,22 +241,13 @@ setup(void **state)
 }
 
 static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(path);
-}
-
-static int
 teardown(void **state)
 {
 	struct fixture *f = *state;
 
 	if (f->lfd != -1)
 		close(f->lfd);
-	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->dir);
 	free(f);
 	return 0;
 }

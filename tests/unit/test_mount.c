@@ -48,6 +48,7 @@
 #include <cmocka.h>
 
 #include "netns/mount.h"
+#include "tests/unit/fixture.h"
 
 /* In a child: ends it with status 1 when C is false, saying which. */
 #define CHECK(c)                                                               \
@@ -140,20 +141,11 @@ setup(void **state)
 }
 
 static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(path);
-}
-
-static int
 teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	nftw(f->top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->top);
 	free(f);
 	topdir = NULL;
 	return 0;

@@ -33,6 +33,7 @@
 
 #include "proxy/ca.h"
 #include "proxy/tls.h"
+#include "tests/unit/fixture.h"
 
 #define ERRLEN 512
 #define STEPS 32 /* handshake rounds before giving up */
@@ -52,27 +53,15 @@ struct fixture {
 
 static const char *const hosts[] = {"echo.test", "127.0.0.1"};
 
-static void
-write_file(const char *path, const char *text)
-{
-	FILE *fp = fopen(path, "w");
-
-	if (fp == NULL || fputs(text, fp) == EOF || fclose(fp) != 0)
-		fail_msg("cannot write %s", path);
-}
-
 static int
 setup(void **state)
 {
-	const char *tmp = getenv("TMPDIR");
 	struct fixture *f;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL)
 		return -1;
 	*state = f;
-	snprintf(f->dir, sizeof(f->dir), "%s/test_tls.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	if (mkdtemp(f->dir) == NULL)
+	if (fixture_tmpdir(f->dir, sizeof(f->dir), "test_tls") != 0)
 		return -1;
 	if ((f->ca = ca_new_run(hosts, 2, 0, f->err, sizeof(f->err))) == NULL ||
 	    (f->t = tls_new(f->ca, f->err, sizeof(f->err))) == NULL ||
@@ -82,18 +71,9 @@ setup(void **state)
 	}
 	snprintf(f->upca, sizeof(f->upca), "%s/up.pem", f->dir);
 	snprintf(f->runca, sizeof(f->runca), "%s/run.pem", f->dir);
-	write_file(f->upca, ca_cert_pem(f->up));
-	write_file(f->runca, ca_cert_pem(f->ca));
+	fixture_write_file(f->upca, ca_cert_pem(f->up));
+	fixture_write_file(f->runca, ca_cert_pem(f->ca));
 	return 0;
-}
-
-static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(path);
 }
 
 static int
@@ -106,7 +86,7 @@ teardown(void **state)
 	ca_free(f->ca);
 	ca_free(f->up);
 	if (f->dir[0] != '\0')
-		nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		fixture_rmtree(f->dir);
 	free(f);
 	/* Each test must leave OpenSSL's error queue as it found it. */
 	if (ERR_peek_error() != 0) {
@@ -823,7 +803,7 @@ test_client_bad_cafile(void **state)
 	assert_int_equal(tls_add_trust(f->t, path, f->err, sizeof(f->err)), -1);
 	assert_non_null(strstr(f->err, "upstream-ca"));
 	/* Not garbage either. */
-	write_file(path, "not a certificate\n");
+	fixture_write_file(path, "not a certificate\n");
 	assert_int_equal(tls_add_trust(f->t, path, f->err, sizeof(f->err)), -1);
 	assert_non_null(strstr(f->err, "upstream-ca"));
 	assert_null(tls_client_ssl(
@@ -845,10 +825,10 @@ test_client_trust_preloaded(void **state)
 
 	snprintf(path, sizeof(path), "%s/anchor.pem", f->dir);
 	snprintf(other, sizeof(other), "%s/late.pem", f->dir);
-	write_file(path, ca_cert_pem(f->up));
+	fixture_write_file(path, ca_cert_pem(f->up));
 	assert_int_equal(tls_add_trust(f->t, path, f->err, sizeof(f->err)), 0);
 	/* The sandbox puts its own CA in the file. */
-	write_file(path, ca_cert_pem(f->ca));
+	fixture_write_file(path, ca_cert_pem(f->ca));
 	c = tls_client_ssl(
 	    f->t, "echo.test", 443, 0, path, f->err, sizeof(f->err));
 	assert_non_null(c);
@@ -866,7 +846,7 @@ test_client_trust_preloaded(void **state)
 	/* Added twice: still the first reading. */
 	assert_int_equal(tls_add_trust(f->t, path, f->err, sizeof(f->err)), 0);
 	/* Never added: refused, not read. */
-	write_file(other, ca_cert_pem(f->ca));
+	fixture_write_file(other, ca_cert_pem(f->ca));
 	assert_null(tls_client_ssl(
 	    f->t, "echo.test", 443, 0, other, f->err, sizeof(f->err)));
 	assert_non_null(strstr(f->err, "was not loaded"));
@@ -910,7 +890,7 @@ test_client_resume(void **state)
 	uint16_t port;
 
 	snprintf(copy, sizeof(copy), "%s/copy.pem", f->dir);
-	write_file(copy, ca_cert_pem(f->up));
+	fixture_write_file(copy, ca_cert_pem(f->up));
 	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
 		sctx = server_ctx(f, f->up, "echo.test", versions[i]);
 		port = (uint16_t)(1000 + i); /* a fresh key per version */
@@ -979,8 +959,8 @@ test_client_resume_long_cafile(void **state)
 	assert_int_equal(mkdir(sub, 0700), 0);
 	snprintf(a, sizeof(a), "%s/a.pem", sub);
 	snprintf(b, sizeof(b), "%s/b.pem", sub);
-	write_file(a, ca_cert_pem(f->up));
-	write_file(b, ca_cert_pem(f->ca)); /* not the upstream's CA */
+	fixture_write_file(a, ca_cert_pem(f->up));
+	fixture_write_file(b, ca_cert_pem(f->ca)); /* not the upstream's CA */
 	assert_int_equal(connect_once(f, sctx, "echo.test", 443, 0, a, 1), 0);
 	assert_int_equal(connect_once(f, sctx, "echo.test", 443, 0, a, 1), 1);
 	/* b.pem alone does not vouch for the server. */

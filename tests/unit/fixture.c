@@ -1,0 +1,333 @@
+/*
+ * fixture.c: the shared helpers of the unit tests (see fixture.h).
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <fcntl.h>
+
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "policy/policy.h"
+#include "policy/secret.h"
+#include "tests/unit/fixture.h"
+
+int
+fixture_tmpdir(char *dir, size_t len, const char *name)
+{
+	const char *tmp = getenv("TMPDIR");
+	int n;
+
+	n = snprintf(dir, len, "%s/%s.XXXXXX",
+	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp", name);
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	return mkdtemp(dir) == NULL ? -1 : 0;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	chmod(path, 0700);
+	return remove(path);
+}
+
+int
+fixture_rmtree(const char *dir)
+{
+	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void
+fixture_write_file(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+
+	if (fp == NULL || fputs(text, fp) == EOF || fclose(fp) != 0)
+		fail_msg("cannot write %s", path);
+}
+
+static void
+on_diag(void *arg, const struct policy_diag *d)
+{
+	size_t *nerr = arg;
+
+	if (d->warning)
+		return;
+	(*nerr)++;
+	fprintf(stderr, "  %s:%u:%u: %s\n", d->file ? d->file : "-", d->line,
+	    d->col, d->msg);
+}
+
+static void
+on_report(void *arg, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "  %s\n", msg);
+}
+
+struct policy *
+fixture_policy(const char *text, int secrets)
+{
+	struct policy *p = NULL;
+	size_t nerr = 0;
+
+	if (policy_load_string(
+	        "p.conf", text, strlen(text), on_diag, &nerr, &p) != 0 ||
+	    nerr != 0)
+		fail_msg("policy does not load:\n%s", text);
+	if (secrets &&
+	    secret_store_load(policy_secrets(p), on_report, NULL) != 0)
+		fail_msg("secrets do not load:\n%s", text);
+	return p;
+}
+
+/* --- the proxy core ------------------------------------------------------ */
+
+static void
+on_denied(void *arg, const char *host, unsigned port)
+{
+	struct fixture_proxy *f = arg;
+
+	(void)host;
+	(void)port;
+	f->denied++;
+}
+
+static void
+on_ended(void *arg)
+{
+	struct fixture_proxy *f = arg;
+
+	f->ended++;
+}
+
+/* A proxy_policy holding TEXT, with "@PORT@" the upstream's port. */
+struct proxy_policy *
+fixture_proxy_policy(struct fixture_proxy *f, const char *text)
+{
+	struct proxy_policy *pp = calloc(1, sizeof(*pp));
+	char buf[1024], *at;
+
+	assert_non_null(pp);
+	snprintf(buf, sizeof(buf), "%s", text);
+	while ((at = strstr(buf, "@PORT@")) != NULL) {
+		char rest[1024];
+
+		snprintf(rest, sizeof(rest), "%s", at + 6);
+		snprintf(at, sizeof(buf) - (size_t)(at - buf), "%u%s", f->port,
+		    rest);
+	}
+	pp->p = fixture_policy(buf, 0);
+	pp->refs = 1;
+	return pp;
+}
+
+static void
+nonblock(int fd)
+{
+	assert_int_equal(
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+}
+
+int
+fixture_proxy_setup(void **state)
+{
+	struct fixture_proxy *f = calloc(1, sizeof(*f));
+	struct sockaddr_in sin = {0};
+	socklen_t len = sizeof(sin);
+
+	if (f == NULL || (f->base = event_base_new()) == NULL)
+		return -1;
+	*state = f;
+	f->cfd = f->ufd = -1;
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((f->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+	    bind(f->lfd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+	    listen(f->lfd, 8) != 0 ||
+	    getsockname(f->lfd, (struct sockaddr *)&sin, &len) != 0)
+		return -1;
+	nonblock(f->lfd);
+	f->port = ntohs(sin.sin_port);
+	f->ctx.base = f->base;
+	f->ctx.run_id = "test";
+	TAILQ_INIT(&f->ctx.sessions);
+	f->ctx.head_budget = 1 << 20;
+	f->ctx.buf_budget = 64 << 20;
+	f->ctx.ended = on_ended;
+	f->ctx.ended_arg = f;
+	f->ctx.denied = on_denied;
+	f->ctx.denied_arg = f;
+	f->ctx.policy = fixture_proxy_policy(f,
+	    "resolve up.test 127.0.0.1\n"
+	    "allow up.test:@PORT@ { private }\n");
+	return 0;
+}
+
+int
+fixture_proxy_teardown(void **state)
+{
+	struct fixture_proxy *f = *state;
+
+	session_close_all(&f->ctx);
+	if (f->ctx.policy != NULL) {
+		policy_free(f->ctx.policy->p);
+		free(f->ctx.policy);
+	}
+	if (f->cfd >= 0)
+		close(f->cfd);
+	if (f->ufd >= 0)
+		close(f->ufd);
+	close(f->lfd);
+	event_base_free(f->base);
+	free(f);
+	return 0;
+}
+
+/* Starts a session on a new socketpair; the client keeps one end. */
+void
+fixture_client(struct fixture_proxy *f)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	nonblock(sv[0]);
+	nonblock(sv[1]);
+	f->cfd = sv[0];
+	assert_non_null(session_new(&f->ctx, sv[1], 1));
+}
+
+void
+fixture_send(int fd, const char *s)
+{
+	size_t n = strlen(s);
+
+	assert_int_equal(write(fd, s, n), (ssize_t)n);
+}
+
+/* Reads what is there from FD into BUF (at *N); sets *EOF at its end. */
+static void
+drain(int fd, char *buf, size_t *n, size_t max, int *eof)
+{
+	ssize_t r = -1;
+
+	if (fd < 0 || *eof)
+		return;
+	while (*n < max - 1 && (r = read(fd, buf + *n, max - 1 - *n)) > 0)
+		*n += (size_t)r;
+	if (r == 0)
+		*eof = 1;
+	buf[*n] = '\0';
+}
+
+int64_t
+fixture_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Runs the loop, accepting the upstream connection and reading both
+ * ends, until DONE(F) or two seconds pass.  Returns DONE(F).
+ */
+int
+fixture_pump(struct fixture_proxy *f, int (*done)(struct fixture_proxy *))
+{
+	int64_t end = fixture_now_ms() + 2000;
+
+	while (!done(f) && fixture_now_ms() < end) {
+		event_base_loop(f->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		if (f->ufd < 0 && (f->ufd = accept(f->lfd, NULL, NULL)) >= 0)
+			nonblock(f->ufd);
+		drain(f->cfd, f->got, &f->ngot, sizeof(f->got), &f->ceof);
+		drain(f->ufd, f->ugot, &f->nugot, sizeof(f->ugot), &f->ueof);
+		usleep(1000);
+	}
+	return done(f);
+}
+
+int
+fixture_client_head(struct fixture_proxy *f)
+{
+	return strstr(f->got, "\r\n\r\n") != NULL || f->ceof;
+}
+
+int
+fixture_client_eof(struct fixture_proxy *f)
+{
+	return f->ceof;
+}
+
+int
+fixture_no_session(struct fixture_proxy *f)
+{
+	return f->ctx.nsessions == 0;
+}
+
+int
+fixture_client_has(struct fixture_proxy *f)
+{
+	return strstr(f->got, f->want) != NULL || f->ceof;
+}
+
+int
+fixture_upstream_has(struct fixture_proxy *f)
+{
+	return strstr(f->ugot, f->want) != NULL || f->ueof;
+}
+
+int
+fixture_upstream_eof(struct fixture_proxy *f)
+{
+	return f->ueof;
+}
+
+/* Opens a CONNECT tunnel to up.test and checks the 200. */
+void
+fixture_tunnel(struct fixture_proxy *f)
+{
+	char req[128];
+
+	fixture_client(f);
+	snprintf(req, sizeof(req),
+	    "CONNECT up.test:%u HTTP/1.1\r\nHost: up.test\r\n\r\n", f->port);
+	fixture_send(f->cfd, req);
+	assert_true(fixture_pump(f, fixture_client_head));
+	assert_string_equal(
+	    f->got, "HTTP/1.1 200 Connection established\r\n\r\n");
+	f->ngot = 0;
+	f->got[0] = '\0';
+	assert_true(f->ufd >= 0);
+}
+
+void
+fixture_proxy_use(struct fixture_proxy *f, const char *text)
+{
+	struct proxy_policy *old = f->ctx.policy;
+
+	f->ctx.policy = fixture_proxy_policy(f, text);
+	policy_free(old->p);
+	free(old);
+}

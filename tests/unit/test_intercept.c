@@ -1,0 +1,296 @@
+/*
+ * test_intercept.c: unit tests of proxy/intercept.c, a CONNECT whose
+ * requests the policy must see, with no network.
+ *
+ * The client is one end of a socketpair handed to session_new(), and
+ * speaks TLS over it with OpenSSL, trusting the run CA as the sandbox
+ * does.  Requests the policy refuses inside the tunnel are answered
+ * there, so no upstream is needed; one loopback listener stands for the
+ * real server in the policy's "resolve" line and is never connected to.
+ */
+#include <sys/socket.h>
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+
+#include "policy/policy.h"
+#include "proxy/ca.h"
+#include "proxy/session.h"
+#include "proxy/tls.h"
+#include "tests/unit/fixture.h"
+
+static const char *const hosts[] = {"up.test"};
+
+struct fixture {
+	struct event_base *base;
+	struct session_ctx ctx;
+	struct ca *ca;
+	struct proxy_policy *pp;
+	int cfd;
+	SSL *ssl;
+	char got[8192];
+	size_t ngot;
+	int eof;
+	char err[256];
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (f == NULL || (f->base = event_base_new()) == NULL ||
+	    (f->pp = calloc(1, sizeof(*f->pp))) == NULL)
+		return -1;
+	*state = f;
+	f->cfd = -1;
+	if ((f->ca = ca_new_run(hosts, 1, 0, f->err, sizeof(f->err))) == NULL ||
+	    (f->ctx.tls = tls_new(f->ca, f->err, sizeof(f->err))) == NULL) {
+		fprintf(stderr, "setup: %s\n", f->err);
+		return -1;
+	}
+	f->pp->p = fixture_policy("resolve up.test 127.0.0.1\n"
+	                          "allow up.test { private paths /a/* }\n",
+	    0);
+	f->pp->refs = 1;
+	f->ctx.base = f->base;
+	f->ctx.run_id = "test";
+	f->ctx.policy = f->pp;
+	TAILQ_INIT(&f->ctx.sessions);
+	f->ctx.head_budget = 1 << 20;
+	f->ctx.buf_budget = 64 << 20;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	session_close_all(&f->ctx);
+	SSL_free(f->ssl);
+	if (f->cfd >= 0)
+		close(f->cfd);
+	policy_free(f->pp->p);
+	free(f->pp);
+	tls_free(f->ctx.tls);
+	ca_free(f->ca);
+	event_base_free(f->base);
+	free(f);
+	ERR_clear_error();
+	return 0;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Turns the loop once, briefly. */
+static void
+turn(struct fixture *f)
+{
+	event_base_loop(f->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	usleep(1000);
+}
+
+/* Sends CONNECT up.test:443 in the clear and reads the 200 line. */
+static void
+connect_tunnel(struct fixture *f)
+{
+	static const char req[] =
+	    "CONNECT up.test:443 HTTP/1.1\r\nHost: up.test\r\n\r\n";
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	char buf[sizeof(ok)];
+	size_t n = 0;
+	ssize_t r;
+	int64_t end = now_ms() + 2000;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	f->cfd = sv[0];
+	assert_non_null(session_new(&f->ctx, sv[1], 1));
+	assert_int_equal(
+	    write(f->cfd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+	/* Byte by byte: the TLS records that follow are the client's. */
+	while (n < sizeof(ok) - 1 && now_ms() < end) {
+		turn(f);
+		while (n < sizeof(ok) - 1 && (r = read(f->cfd, buf + n, 1)) > 0)
+			n++;
+	}
+	buf[n] = '\0';
+	assert_string_equal(buf, ok);
+}
+
+/* A TLS client as in the sandbox: trusts the run CA, SNI and name. */
+static void
+client_tls(struct fixture *f, const char *sni)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	BIO *bio = BIO_new_mem_buf(ca_cert_pem(f->ca), -1);
+	X509 *root = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+	char buf[64];
+
+	assert_non_null(ctx);
+	assert_non_null(root);
+	assert_int_equal(
+	    X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), root), 1);
+	X509_free(root);
+	BIO_free(bio);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	assert_non_null(f->ssl = SSL_new(ctx));
+	SSL_CTX_free(ctx);
+	snprintf(buf, sizeof(buf), "%s", sni);
+	assert_int_equal(SSL_set_tlsext_host_name(f->ssl, buf), 1);
+	assert_int_equal(SSL_set1_host(f->ssl, "up.test"), 1);
+	assert_int_equal(SSL_set_fd(f->ssl, f->cfd), 1);
+}
+
+/* Runs the handshake; returns 1 when it completed. */
+static int
+handshake(struct fixture *f)
+{
+	int64_t end = now_ms() + 3000;
+	int r, e;
+
+	while (now_ms() < end) {
+		if ((r = SSL_connect(f->ssl)) == 1)
+			return 1;
+		e = SSL_get_error(f->ssl, r);
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+			return 0;
+		turn(f);
+	}
+	return 0;
+}
+
+/* Sends REQ inside the tunnel and reads until the proxy closes it. */
+static void
+request(struct fixture *f, const char *req)
+{
+	int64_t end = now_ms() + 3000;
+	int r, e;
+
+	assert_int_equal(
+	    SSL_write(f->ssl, req, (int)strlen(req)), (int)strlen(req));
+	while (!f->eof && now_ms() < end) {
+		turn(f);
+		while ((r = SSL_read(f->ssl, f->got + f->ngot,
+		            (int)(sizeof(f->got) - 1 - f->ngot))) > 0)
+			f->ngot += (size_t)r;
+		e = SSL_get_error(f->ssl, r);
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+			f->eof = 1;
+	}
+	f->got[f->ngot] = '\0';
+}
+
+static void
+assert_got(const struct fixture *f, const char *want)
+{
+	if (strstr(f->got, want) == NULL)
+		fail_msg("got \"%s\", want \"%s\"", f->got, want);
+}
+
+/* The client's handshake verifies a leaf of the run CA for the target. */
+static void
+test_handshake(void **state)
+{
+	struct fixture *f = *state;
+
+	connect_tunnel(f);
+	client_tls(f, "up.test");
+	assert_true(handshake(f));
+	assert_int_equal(SSL_get_verify_result(f->ssl), X509_V_OK);
+	assert_int_equal(f->ctx.nsessions, 1);
+}
+
+/* An SNI for another host: the handshake fails, the session ends. */
+static void
+test_sni_differs(void **state)
+{
+	struct fixture *f = *state;
+	int64_t end;
+
+	connect_tunnel(f);
+	client_tls(f, "other.test");
+	assert_false(handshake(f));
+	end = now_ms() + 2000;
+	while (f->ctx.nsessions > 0 && now_ms() < end)
+		turn(f);
+	assert_int_equal(f->ctx.nsessions, 0);
+}
+
+struct inner_case {
+	const char *req, *want;
+};
+
+/* Requests inside the tunnel the proxy answers itself. */
+static void
+test_inner_refused(void **state)
+{
+	static const struct inner_case cases[] = {
+	    /* outside the rule's paths: decided as HTTPS, refused */
+	    {"GET /b HTTP/1.1\r\nHost: up.test\r\n\r\n", "HTTP/1.1 403 "},
+	    /* Host names another host: domain fronting */
+	    {"GET /a/x HTTP/1.1\r\nHost: other.test\r\n\r\n", "HTTP/1.1 421 "},
+	    {"GET /a/x HTTP/1.1\r\nHost: up.test:8443\r\n\r\n",
+	        "HTTP/1.1 421 "},
+	    /* origin form only */
+	    {"GET https://up.test/a/x HTTP/1.1\r\nHost: up.test\r\n\r\n",
+	        "HTTP/1.1 400 "},
+	    {"CONNECT up.test:443 HTTP/1.1\r\nHost: up.test\r\n\r\n",
+	        "HTTP/1.1 400 "},
+	};
+	struct fixture *f = *state;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		connect_tunnel(f);
+		client_tls(f, "up.test");
+		assert_true(handshake(f));
+		request(f, cases[i].req);
+		assert_got(f, cases[i].want);
+		session_close_all(&f->ctx);
+		SSL_free(f->ssl);
+		f->ssl = NULL;
+		close(f->cfd);
+		f->cfd = -1;
+		f->ngot = 0;
+		f->eof = 0;
+	}
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    T(test_handshake),
+	    T(test_sni_differs),
+	    T(test_inner_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
