@@ -35,6 +35,13 @@ mem_has() {
 		case $rest in *'[vsyscall]'* | *'[vvar]'*) continue ;; esac
 		start=$((16#${range%-*}))
 		end=$((16#${range#*-}))
+		# AddressSanitizer reserves terabytes of shadow, which holds no
+		# program data and would take hours to read: left out, said.
+		if [ $((end - start)) -gt $((1 << 30)) ]; then
+			echo "escape_launcher: $range ($(((end - start) >> 30)) GiB," \
+				"sanitizer shadow) not read" >&2
+			continue
+		fi
 		n=$(dd if="/proc/$1/mem" bs=65536 iflag=skip_bytes,count_bytes \
 			skip="$start" count=$((end - start)) 2>"$T/dd.err" |
 			grep -caF -- "$2")
@@ -72,8 +79,16 @@ done
 
 equal "launcher: the control variable is in its memory" \
 	"$(mem_has "$launcher" "$ctl_value")" found
-equal "launcher: no environment secret in its memory" \
-	"$(mem_has "$launcher" "$env_value")" absent
+if grep -q __asan_init "$PINHOLE"; then
+	# The sanitizer runtime reads /proc/self/environ into a buffer of its
+	# own at start and keeps it: not pinhole's copy, and no release build
+	# has it (the check runs in the plain builds, as root and 65534).
+	echo "escape_launcher: sanitized build: the environment secret check" \
+		"is left out (the sanitizer runtime keeps the start environment)"
+else
+	equal "launcher: no environment secret in its memory" \
+		"$(mem_has "$launcher" "$env_value")" absent
+fi
 equal "launcher: no file secret in its memory" \
 	"$(mem_has "$launcher" "$file_value")" absent
 if [ "$(id -u)" = 0 ]; then
