@@ -11,16 +11,10 @@
  * new one is swapped in only once every secret loaded.  SIGTERM during a
  * pending reload cancels it (the helper is killed) and stops at once.
  */
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <getopt.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -237,100 +231,6 @@ load_policy(const struct proxy_opts *o)
 	return p;
 }
 
-static int
-listen_unix(const char *path)
-{
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	struct stat sb;
-	int fd;
-
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		log_warnx("proxy: unix socket path too long: %s", path);
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
-	/* A stale socket from an earlier run may go; nothing else may. */
-	if (lstat(path, &sb) == 0 && S_ISSOCK(sb.st_mode))
-		unlink(path);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
-	    listen(fd, 512) != 0) {
-		log_warn("proxy: listen on unix:%s", path);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/*
- * Parses ADDR:PORT (IPv6 in brackets).  Unlike a CONNECT target, port 0
- * is allowed: the kernel picks one and the proxy prints it.
- */
-static int
-parse_listen(const char *spec, struct target_host *h, uint16_t *port)
-{
-	size_t len = strlen(spec);
-
-	if (len > 2 && strcmp(spec + len - 2, ":0") == 0) {
-		*port = 0;
-		if (spec[0] != '[' && memchr(spec, ':', len - 2) != NULL)
-			return -1; /* "::1:0" is an address, not ::1 port 0 */
-		return target_host_parse(spec, len - 2, h);
-	}
-	return target_authority_parse(spec, len, h, port) != 0 || *port == 0
-	    ? -1
-	    : 0;
-}
-
-/* Binds HOST:PORT (literal address) and prints where it listens. */
-static int
-listen_tcp(const char *spec)
-{
-	struct sockaddr_storage ss = {0};
-	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-	struct target_host h;
-	uint16_t port;
-	socklen_t len;
-	int fd = -1, one = 1;
-
-	if (parse_listen(spec, &h, &port) != 0 || h.kind == TARGET_NAME)
-		goto bad;
-	if (h.kind == TARGET_V4) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		memcpy(&sin->sin_addr, h.addr, 4);
-		len = sizeof(*sin);
-	} else {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		memcpy(&sin6->sin6_addr, h.addr, 16);
-		len = sizeof(*sin6);
-	}
-	if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-	    bind(fd, (struct sockaddr *)&ss, len) != 0 ||
-	    listen(fd, 512) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
-		log_warn("proxy: listen on %s", spec);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	port = ntohs(ss.ss_family == AF_INET ? sin->sin_port : sin6->sin6_port);
-	fprintf(stderr,
-	    h.kind == TARGET_V6 ? "pinhole: listening on [%s]:%u\n"
-	                        : "pinhole: listening on %s:%u\n",
-	    h.name, port);
-	return fd;
-bad:
-	log_warnx("proxy: bad --listen '%s': use IPV4:PORT, [IPV6]:PORT or "
-	          "unix:PATH",
-	    spec);
-	return -1;
-}
-
 /* The reload thread: only the pending policy's secret store is its own. */
 static void *
 reload_thread(void *arg)
@@ -472,7 +372,7 @@ daemon_open(struct daemon *d, struct policy **pp)
 	struct proxy_config cf = {0};
 	const char *log = d->o.log ? d->o.log : policy_log_path(p);
 	char err[256];
-	int fd;
+	unsigned port;
 
 	if (audit_make_run_id(d->run_id) != 0)
 		fatal("getrandom");
@@ -499,11 +399,13 @@ daemon_open(struct daemon *d, struct policy **pp)
 	if ((d->px = proxy_new(d->base, &cf)) == NULL)
 		fatalx("proxy: out of memory");
 	*pp = NULL;
-	fd = strncmp(d->o.listen, "unix:", 5) == 0
-	    ? listen_unix(d->o.listen + 5)
-	    : listen_tcp(d->o.listen);
-	if (fd < 0 || proxy_listen_fd(d->px, fd) != 0)
+	if (proxy_listen(d->px, d->o.listen, &port) != 0)
 		return -1;
+	/* The host as given (tests read the port picked for ":0"). */
+	if (strncmp(d->o.listen, "unix:", 5) != 0)
+		fprintf(stderr, "pinhole: listening on %.*s:%u\n",
+		    (int)(strrchr(d->o.listen, ':') - d->o.listen), d->o.listen,
+		    port);
 	return 0;
 }
 
