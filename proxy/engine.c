@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@ struct engine {
 	struct dns *dns;
 	struct audit *audit;
 	char run_id[17];
+	const char *name;
 	/* A reload whose secrets load in a thread; see engine.h. */
 	struct policy *pending; /* owned by the thread until it is joined */
 	int pending_r; /* secret_store_load's result */
@@ -124,7 +126,7 @@ on_reload_done(evutil_socket_t fd, short what, void *arg)
 void
 engine_reload(struct engine *e)
 {
-	if (e->stopping)
+	if (e->stopping || e->cf.parse == NULL)
 		return;
 	if (e->pending != NULL) {
 		/* The files may have changed again: reload once more after. */
@@ -161,18 +163,20 @@ open_all(struct engine *e, struct policy *p)
 	const char *log = e->cf.log ? e->cf.log : policy_log_path(p);
 	char err[256];
 
-	if (audit_make_run_id(e->run_id) != 0)
-		fatal("getrandom");
-	if ((e->audit = audit_open(
-	         log ? log : "stderr", e->run_id, err, sizeof(err))) == NULL) {
-		log_warnx("proxy: %s", err);
-		return -1;
+	if (e->audit == NULL) {
+		if (audit_make_run_id(e->run_id) != 0)
+			fatal("getrandom");
+		if ((e->audit = audit_open(log ? log : "stderr", e->run_id, err,
+		         sizeof(err))) == NULL) {
+			log_warnx("%s: %s", e->name, err);
+			return -1;
+		}
+		audit_set_limit(e->audit, e->cf.log_limit);
 	}
-	audit_set_limit(e->audit, e->cf.log_limit);
 	if ((e->dns = dns_new(e->base, e->cf.dns,
 	         policy_timeout(p, POLICY_TIMEOUT_CONNECT), err,
 	         sizeof(err))) == NULL) {
-		log_warnx("proxy: DNS: %s", err);
+		log_warnx("%s: DNS: %s", e->name, err);
 		return -1;
 	}
 	pc.policy = p;
@@ -183,9 +187,26 @@ open_all(struct engine *e, struct policy *p)
 	    e->cf.max_sessions ? e->cf.max_sessions : proxy_fd_budget();
 	pc.head_memory = e->cf.head_memory;
 	pc.buffer_memory = e->cf.buffer_memory;
+	pc.denied = e->cf.denied;
+	pc.denied_arg = e->cf.denied_arg;
+	pc.tls = e->cf.tls;
+	pc.standins = e->cf.standins;
 	if ((e->px = proxy_new(e->base, &pc)) == NULL)
-		fatalx("proxy: out of memory");
+		fatalx("%s: out of memory", e->name);
 	return 0;
+}
+
+/* A daemon's reloads finish on the loop: the thread writes a pipe. */
+static void
+watch_reloads(struct engine *e)
+{
+	if (pipe2(e->done_pipe, O_CLOEXEC) != 0 ||
+	    pipe2(e->cancel_pipe, O_CLOEXEC) != 0)
+		fatal("%s: pipe", e->name);
+	e->done_ev = event_new(
+	    e->base, e->done_pipe[0], EV_READ | EV_PERSIST, on_reload_done, e);
+	if (e->done_ev == NULL || event_add(e->done_ev, NULL) != 0)
+		fatalx("%s: cannot watch reloads", e->name);
 }
 
 struct engine *
@@ -196,15 +217,14 @@ engine_new(
 
 	e->cf = *cf;
 	e->base = base;
+	e->name = cf->name ? cf->name : "proxy";
+	e->audit = cf->audit;
+	if (cf->audit != NULL)
+		snprintf(e->run_id, sizeof(e->run_id), "%s", cf->run_id);
 	e->done_pipe[0] = e->done_pipe[1] = -1;
 	e->cancel_pipe[0] = e->cancel_pipe[1] = -1;
-	if (pipe2(e->done_pipe, O_CLOEXEC) != 0 ||
-	    pipe2(e->cancel_pipe, O_CLOEXEC) != 0)
-		fatal("proxy: pipe");
-	e->done_ev = event_new(
-	    base, e->done_pipe[0], EV_READ | EV_PERSIST, on_reload_done, e);
-	if (e->done_ev == NULL || event_add(e->done_ev, NULL) != 0)
-		fatalx("proxy: cannot watch reloads");
+	if (cf->parse != NULL)
+		watch_reloads(e);
 	if (open_all(e, p) != 0) {
 		if (e->px == NULL)
 			policy_free(p);
@@ -233,8 +253,10 @@ engine_free(struct engine *e)
 	if (e->done_ev != NULL)
 		event_free(e->done_ev);
 	for (i = 0; i < 2; i++) {
-		close(e->done_pipe[i]);
-		close(e->cancel_pipe[i]);
+		if (e->done_pipe[i] >= 0)
+			close(e->done_pipe[i]);
+		if (e->cancel_pipe[i] >= 0)
+			close(e->cancel_pipe[i]);
 	}
 	proxy_free(e->px);
 	dns_free(e->dns);
