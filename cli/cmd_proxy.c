@@ -3,25 +3,13 @@
  *
  * SIGHUP reloads the policy atomically (a policy with errors is refused
  * and the old one stays); SIGTERM and SIGINT stop accepting, let sessions
- * finish for the grace period, then exit.
- *
- * A reload parses the policy on the loop (files only, quick), then loads
- * its secrets in a thread, since an exec helper may take up to its
- * deadline: the loop keeps serving with the old policy meanwhile, and the
- * new one is swapped in only once every secret loaded.  SIGTERM during a
- * pending reload cancels it (the helper is killed) and stops at once.
+ * finish for the grace period, then exit.  This file is the options, the
+ * listener, privilege shedding and the signals; proxy/engine.c runs the
+ * proxy, its reloads (secrets loaded off the loop) and its shutdown.
  */
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <getopt.h>
-#include <netinet/in.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +25,7 @@
 #include "policy/policy.h"
 #include "policy/secret.h"
 #include "audit/audit.h"
-#include "proxy/dns.h"
+#include "proxy/engine.h"
 #include "proxy/proxy.h"
 
 #define POLICIES_MAX 16
@@ -58,19 +46,7 @@ struct proxy_opts {
 struct daemon {
 	struct proxy_opts o;
 	struct event_base *base;
-	struct proxy *px;
-	struct dns *dns;
-	struct audit *audit;
-	char run_id[17];
-	/* A reload whose secrets load in a thread; see the top comment. */
-	struct policy *pending; /* owned by the thread until it is joined */
-	int pending_r; /* secret_store_load's result */
-	pthread_t thread;
-	int done_pipe[2]; /* thread -> loop: finished */
-	int cancel_pipe[2]; /* loop -> thread: stop (never reset) */
-	struct event *done_ev;
-	int again; /* a SIGHUP came while a reload was pending */
-	int stopping;
+	struct engine *eng;
 };
 
 static void
@@ -237,179 +213,10 @@ load_policy(const struct proxy_opts *o)
 	return p;
 }
 
-static int
-listen_unix(const char *path)
-{
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	struct stat sb;
-	int fd;
-
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		log_warnx("proxy: unix socket path too long: %s", path);
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
-	/* A stale socket from an earlier run may go; nothing else may. */
-	if (lstat(path, &sb) == 0 && S_ISSOCK(sb.st_mode))
-		unlink(path);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
-	    listen(fd, 512) != 0) {
-		log_warn("proxy: listen on unix:%s", path);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/*
- * Parses ADDR:PORT (IPv6 in brackets).  Unlike a CONNECT target, port 0
- * is allowed: the kernel picks one and the proxy prints it.
- */
-static int
-parse_listen(const char *spec, struct target_host *h, uint16_t *port)
-{
-	size_t len = strlen(spec);
-
-	if (len > 2 && strcmp(spec + len - 2, ":0") == 0) {
-		*port = 0;
-		if (spec[0] != '[' && memchr(spec, ':', len - 2) != NULL)
-			return -1; /* "::1:0" is an address, not ::1 port 0 */
-		return target_host_parse(spec, len - 2, h);
-	}
-	return target_authority_parse(spec, len, h, port) != 0 || *port == 0
-	    ? -1
-	    : 0;
-}
-
-/* Binds HOST:PORT (literal address) and prints where it listens. */
-static int
-listen_tcp(const char *spec)
-{
-	struct sockaddr_storage ss = {0};
-	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-	struct target_host h;
-	uint16_t port;
-	socklen_t len;
-	int fd = -1, one = 1;
-
-	if (parse_listen(spec, &h, &port) != 0 || h.kind == TARGET_NAME)
-		goto bad;
-	if (h.kind == TARGET_V4) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		memcpy(&sin->sin_addr, h.addr, 4);
-		len = sizeof(*sin);
-	} else {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		memcpy(&sin6->sin6_addr, h.addr, 16);
-		len = sizeof(*sin6);
-	}
-	if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-	    bind(fd, (struct sockaddr *)&ss, len) != 0 ||
-	    listen(fd, 512) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
-		log_warn("proxy: listen on %s", spec);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	port = ntohs(ss.ss_family == AF_INET ? sin->sin_port : sin6->sin6_port);
-	fprintf(stderr,
-	    h.kind == TARGET_V6 ? "pinhole: listening on [%s]:%u\n"
-	                        : "pinhole: listening on %s:%u\n",
-	    h.name, port);
-	return fd;
-bad:
-	log_warnx("proxy: bad --listen '%s': use IPV4:PORT, [IPV6]:PORT or "
-	          "unix:PATH",
-	    spec);
-	return -1;
-}
-
-/* The reload thread: only the pending policy's secret store is its own. */
-static void *
-reload_thread(void *arg)
-{
-	struct daemon *d = arg;
-
-	d->pending_r =
-	    secret_store_load(policy_secrets(d->pending), NULL, NULL);
-	(void)!write(d->done_pipe[1], "x", 1);
-	return NULL;
-}
-
-/* Parses the policy and starts loading its secrets off the loop. */
-static void
-reload_start(struct daemon *d)
-{
-	sigset_t all, old;
-	struct policy *p;
-	int e;
-
-	if ((p = parse_policy(&d->o)) == NULL) {
-		log_warnx("reload: the policy has errors; the old one stays");
-		return;
-	}
-	secret_store_set_cancel_fd(policy_secrets(p), d->cancel_pipe[0]);
-	d->pending = p;
-	/* Signals stay with the loop's thread (it inherits this mask). */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&d->thread, NULL, reload_thread, d);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e != 0) {
-		d->pending = NULL;
-		policy_free(p);
-		log_warnx("reload: cannot start a thread: %s; the old policy "
-		          "stays",
-		    strerror(e));
-	}
-}
-
-/* Joins the reload thread; returns its policy if it may be used. */
 static struct policy *
-reload_join(struct daemon *d)
+reparse(void *arg)
 {
-	struct policy *p = d->pending;
-	char c;
-
-	(void)pthread_join(d->thread, NULL);
-	(void)!read(d->done_pipe[0], &c, 1);
-	d->pending = NULL;
-	if (d->pending_r == 0 && !d->stopping)
-		return p;
-	log_warnx(d->stopping
-	        ? "reload: cancelled; stopping"
-	        : "reload: the policy's secrets could not be loaded; the old "
-	          "policy stays");
-	policy_free(p);
-	return NULL;
-}
-
-static void
-on_reload_done(evutil_socket_t fd, short what, void *arg)
-{
-	struct daemon *d = arg;
-	struct policy *p;
-
-	(void)fd;
-	(void)what;
-	if (d->pending == NULL)
-		return;
-	if ((p = reload_join(d)) != NULL) {
-		proxy_set_policy(d->px, p);
-		log_warnx("reload: policy reloaded (%zu rules)",
-		    policy_rule_count(p));
-	}
-	if (d->again && !d->stopping) {
-		d->again = 0;
-		reload_start(d);
-	}
+	return parse_policy(arg);
 }
 
 static void
@@ -419,25 +226,7 @@ on_reload(evutil_socket_t sig, short what, void *arg)
 
 	(void)sig;
 	(void)what;
-	if (d->stopping)
-		return;
-	if (d->pending != NULL) {
-		/* The files may have changed again: reload once more after. */
-		d->again = 1;
-		log_warnx("reload: one is still loading secrets; will reload "
-		          "again when it ends");
-		return;
-	}
-	reload_start(d);
-}
-
-/* At exit: a reload still pending is cancelled and joined. */
-static void
-reload_cancel(struct daemon *d)
-{
-	d->stopping = 1;
-	if (d->pending != NULL)
-		(void)!write(d->cancel_pipe[1], "x", 1);
+	engine_reload(d->eng);
 }
 
 static void
@@ -452,58 +241,40 @@ static void
 on_stop(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
+	struct proxy *px = engine_proxy(d->eng);
 
 	(void)what;
-	reload_cancel(d);
 	log_warnx("signal %d: stopping; %zu session%s may finish", (int)sig,
-	    proxy_session_count(d->px),
-	    proxy_session_count(d->px) == 1 ? "" : "s");
-	proxy_shutdown(d->px, d->o.grace_ms, on_stopped, d);
+	    proxy_session_count(px), proxy_session_count(px) == 1 ? "" : "s");
+	engine_stop(d->eng, d->o.grace_ms, on_stopped, d);
 }
 
 /*
- * Opens the audit log, resolver and listener; returns 0 or -1.  The proxy
- * takes *PP over (and *PP becomes NULL) once it exists.
+ * Makes the engine (log, resolver, proxy; it takes P over) and the
+ * listener; returns 0 or -1 after saying why.
  */
 static int
-daemon_open(struct daemon *d, struct policy **pp)
+daemon_open(struct daemon *d, struct policy *p)
 {
-	struct policy *p = *pp;
-	struct proxy_config cf = {0};
-	const char *log = d->o.log ? d->o.log : policy_log_path(p);
-	char err[256];
-	int fd;
+	struct engine_config cf = {0};
+	unsigned port;
 
-	if (audit_make_run_id(d->run_id) != 0)
-		fatal("getrandom");
-	if ((d->audit = audit_open(
-	         log ? log : "stderr", d->run_id, err, sizeof(err))) == NULL) {
-		log_warnx("proxy: %s", err);
-		return -1;
-	}
-	audit_set_limit(d->audit, d->o.log_limit);
-	if ((d->dns = dns_new(d->base, d->o.dns,
-	         policy_timeout(p, POLICY_TIMEOUT_CONNECT), err,
-	         sizeof(err))) == NULL) {
-		log_warnx("proxy: DNS: %s", err);
-		return -1;
-	}
-	cf.policy = p;
-	cf.audit = d->audit;
-	cf.dns = d->dns;
-	cf.run_id = d->run_id;
-	cf.max_sessions =
-	    d->o.max_sessions ? d->o.max_sessions : proxy_fd_budget();
+	cf.log = d->o.log;
+	cf.log_limit = d->o.log_limit;
+	cf.dns = d->o.dns;
+	cf.max_sessions = d->o.max_sessions;
 	cf.head_memory = (size_t)d->o.head_memory;
 	cf.buffer_memory = (size_t)d->o.buffer_memory;
-	if ((d->px = proxy_new(d->base, &cf)) == NULL)
-		fatalx("proxy: out of memory");
-	*pp = NULL;
-	fd = strncmp(d->o.listen, "unix:", 5) == 0
-	    ? listen_unix(d->o.listen + 5)
-	    : listen_tcp(d->o.listen);
-	if (fd < 0 || proxy_listen_fd(d->px, fd) != 0)
+	cf.parse = reparse;
+	cf.parse_arg = &d->o;
+	if ((d->eng = engine_new(d->base, &cf, p)) == NULL ||
+	    proxy_listen(engine_proxy(d->eng), d->o.listen, &port) != 0)
 		return -1;
+	/* The host as given (tests read the port picked for ":0"). */
+	if (strncmp(d->o.listen, "unix:", 5) != 0)
+		fprintf(stderr, "pinhole: listening on %.*s:%u\n",
+		    (int)(strrchr(d->o.listen, ':') - d->o.listen), d->o.listen,
+		    port);
 	return 0;
 }
 
@@ -572,28 +343,14 @@ daemon_run(struct daemon *d)
 {
 	struct event *hup, *term, *intr;
 
-	if (pipe2(d->done_pipe, O_CLOEXEC) != 0 ||
-	    pipe2(d->cancel_pipe, O_CLOEXEC) != 0)
-		fatal("proxy: pipe");
-	d->done_ev = event_new(
-	    d->base, d->done_pipe[0], EV_READ | EV_PERSIST, on_reload_done, d);
 	hup = evsignal_new(d->base, SIGHUP, on_reload, d);
 	term = evsignal_new(d->base, SIGTERM, on_stop, d);
 	intr = evsignal_new(d->base, SIGINT, on_stop, d);
-	if (d->done_ev == NULL || event_add(d->done_ev, NULL) != 0 ||
-	    hup == NULL || term == NULL || intr == NULL ||
+	if (hup == NULL || term == NULL || intr == NULL ||
 	    evsignal_add(hup, NULL) != 0 || evsignal_add(term, NULL) != 0 ||
 	    evsignal_add(intr, NULL) != 0)
 		fatalx("proxy: cannot set signal handlers");
 	event_base_dispatch(d->base);
-	reload_cancel(d);
-	if (d->pending != NULL)
-		(void)reload_join(d);
-	event_free(d->done_ev);
-	close(d->done_pipe[0]);
-	close(d->done_pipe[1]);
-	close(d->cancel_pipe[0]);
-	close(d->cancel_pipe[1]);
 	event_free(hup);
 	event_free(term);
 	event_free(intr);
@@ -617,16 +374,14 @@ cmd_proxy(int argc, char **argv)
 	if ((d.base = event_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");
 	shed_plan(p, &sh);
-	if (daemon_open(&d, &p) == 0) {
+	if (daemon_open(&d, p) == 0) {
 		shed_apply(&sh);
 		r = daemon_run(&d);
 	} else
 		r = 1;
 	shed_free(&sh);
-	proxy_free(d.px);
-	policy_free(p);
-	dns_free(d.dns);
-	audit_close(d.audit);
+	/* A pending reload is cancelled and joined; sessions logged. */
+	engine_free(d.eng);
 	event_base_free(d.base);
 	return r;
 }

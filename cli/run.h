@@ -14,13 +14,12 @@
 
 struct audit;
 struct ca;
-struct dns;
+struct engine;
 struct env;
 struct event_base;
 struct inject_standins;
 struct mnt_plan;
 struct policy;
-struct proxy;
 struct sbx;
 struct tls;
 
@@ -59,9 +58,8 @@ struct run {
 	struct policy *policy;
 	char *logpath;
 	struct audit *audit;
-	struct dns *resolver;
 	struct event_base *base;
-	struct proxy *px;
+	struct engine *eng; /* the proxy, once the listeners came */
 	struct sbx *sbx;
 	struct ca *ca; /* the run CA, when a rule intercepts */
 	struct tls *tls;

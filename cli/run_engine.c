@@ -8,9 +8,10 @@
  *     run_engine_start    fork  ->      run_setup_engine: policy, secrets,
  *     run_setup_launcher  <- view       log, CA; HELLO .. READY
  *     sandbox starts
- *     run_engine_listeners LISTENERS -> proxy on them, sheds privilege
+ *     run_engine_listeners LISTENERS -> engine_new (proxy/engine.c) on
+ *                                       them, sheds privilege
  *     the command ends
- *     run_engine_stop     STOP  ->      proxy_free (sessions logged)
+ *     run_engine_stop     STOP  ->      engine_free (sessions logged)
  *                         <- DENIED, DENIED_ITEM.., BYE; exits
  *
  * The launcher never holds a secret or the CA key, so the sandbox's
@@ -35,7 +36,7 @@
 #include "policy/policy.h"
 #include "audit/audit.h"
 #include "proxy/ca.h"
-#include "proxy/dns.h"
+#include "proxy/engine.h"
 #include "proxy/inject.h"
 #include "proxy/proxy.h"
 #include "proxy/tls.h"
@@ -67,31 +68,30 @@ on_denied(void *arg, const char *host, unsigned port)
 static int
 start_proxy(struct run *r, const struct view_msg *m)
 {
-	struct proxy_config cf = {0};
-	char err[256];
+	struct engine_config cf = {0};
 	int i, rc = 0;
 
-	if ((r->base = event_base_new()) == NULL ||
-	    (r->resolver = dns_new(r->base, r->dns,
-	         policy_timeout(r->policy, POLICY_TIMEOUT_CONNECT), err,
-	         sizeof(err))) == NULL) {
-		log_warnx("run: DNS: %s", r->base ? err : "no event loop");
+	if ((r->base = event_base_new()) == NULL) {
+		log_warnx("run: DNS: no event loop");
 		return -1;
 	}
-	cf.policy = r->policy;
+	cf.name = "run";
 	cf.audit = r->audit;
-	cf.dns = r->resolver;
 	cf.run_id = r->run_id;
-	cf.max_sessions = proxy_fd_budget();
+	cf.dns = r->dns;
 	cf.denied = on_denied;
 	cf.denied_arg = r;
 	cf.tls = r->tls;
 	cf.standins = r->standins;
-	if ((r->px = proxy_new(r->base, &cf)) == NULL)
-		fatalx("run: out of memory");
-	r->policy = NULL; /* the proxy's now */
+	/* The log and the policy are the engine's now. */
+	r->audit = NULL;
+	r->eng = engine_new(r->base, &cf, r->policy);
+	r->policy = NULL;
+	if (r->eng == NULL)
+		return -1;
 	for (i = 0; i < m->nfds; i++)
-		if (rc == 0 && proxy_listen_fd(r->px, m->fds[i]) != 0) {
+		if (rc == 0 &&
+		    proxy_listen_fd(engine_proxy(r->eng), m->fds[i]) != 0) {
 			log_warnx(
 			    "run: cannot accept on the sandbox's listener");
 			rc = -1;
@@ -179,11 +179,10 @@ engine_serve(struct run *r)
 	}
 	if (ev != NULL)
 		event_free(ev);
-	/* Sessions of processes that ended with the sandbox: close, log. */
-	proxy_free(r->px);
-	r->px = NULL;
-	audit_close(r->audit); /* every record written */
-	r->audit = NULL;
+	/* Sessions of processes that ended with the sandbox: close, log;
+	 * then the log (every record written). */
+	engine_free(r->eng);
+	r->eng = NULL;
 	if (rc == 0)
 		send_summary(r);
 	return rc;

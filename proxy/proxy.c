@@ -6,6 +6,11 @@
  * descriptors or memory (resumed by a timer, as relayd does).
  */
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <netinet/in.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +29,7 @@
 #include "proxy/session.h"
 
 #define LISTENERS_MAX 8
+#define LISTEN_BACKLOG 512
 #define ACCEPT_PAUSE_MS 100
 #define SESSIONS_DEFAULT 4096
 #define HEADS_DEFAULT (16 * 1024 * 1024) /* unfinished heads, in all */
@@ -205,17 +211,10 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	return px;
 }
 
-int
-proxy_listen_fd(struct proxy *px, int fd)
+/* Takes LEV over: it accepts like every other listener (paused if due). */
+static int
+add_listener(struct proxy *px, struct evconnlistener *lev)
 {
-	struct evconnlistener *lev;
-
-	if (px->nlev == LISTENERS_MAX ||
-	    evutil_make_socket_nonblocking(fd) != 0)
-		return -1;
-	/* Backlog 0: the socket is listening already (maybe made elsewhere). */
-	lev = evconnlistener_new(px->ctx.base, on_accept, px,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
 	if (lev == NULL)
 		return -1;
 	evconnlistener_set_error_cb(lev, on_accept_error);
@@ -223,6 +222,120 @@ proxy_listen_fd(struct proxy *px, int fd)
 	if (px->full || px->stopping)
 		evconnlistener_disable(lev);
 	return 0;
+}
+
+int
+proxy_listen_fd(struct proxy *px, int fd)
+{
+	if (px->nlev == LISTENERS_MAX ||
+	    evutil_make_socket_nonblocking(fd) != 0)
+		return -1;
+	/* Backlog 0: the socket is listening already (maybe made elsewhere). */
+	return add_listener(px,
+	    evconnlistener_new(px->ctx.base, on_accept, px,
+	        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd));
+}
+
+/*
+ * evutil_parse_sockaddr_port also takes a bare address (port 0) and an
+ * unbracketed IPv6 one; --listen wants the port said, and "::1:0" is an
+ * address, not ::1 port 0.
+ */
+static int
+port_given(const char *spec, int family)
+{
+	const char *colon = strrchr(spec, ':');
+
+	if (colon == NULL || colon[1] == '\0' ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1))
+		return 0;
+	return family == AF_INET ? spec[0] != '['
+	                         : spec[0] == '[' && colon[-1] == ']';
+}
+
+/* Binds unix:PATH; a stale socket from an earlier run may go, nothing else. */
+static struct evconnlistener *
+bind_unix(struct proxy *px, const char *path)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct evconnlistener *lev;
+	struct stat sb;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("proxy: unix socket path too long: %s", path);
+		return NULL;
+	}
+	strcpy(sun.sun_path, path);
+	if (lstat(path, &sb) == 0 && S_ISSOCK(sb.st_mode))
+		unlink(path);
+	lev = evconnlistener_new_bind(px->ctx.base, on_accept, px,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, LISTEN_BACKLOG,
+	    (struct sockaddr *)&sun, sizeof(sun));
+	if (lev == NULL)
+		log_warn("proxy: listen on unix:%s", path);
+	return lev;
+}
+
+/* Binds a literal IPV4:PORT or [IPV6]:PORT and says the port bound. */
+static struct evconnlistener *
+bind_inet(struct proxy *px, const char *spec, unsigned *port)
+{
+	struct sockaddr_storage ss = {0};
+	int len = sizeof(ss);
+	socklen_t slen;
+	struct evconnlistener *lev;
+	char addr[INET6_ADDRSTRLEN + 8];
+	size_t n = strlen(spec);
+
+	/* libevent refuses port 0 (the kernel's pick): parse the rest alone. */
+	if (n > 2 && strcmp(spec + n - 2, ":0") == 0)
+		n -= 2;
+	if (n < sizeof(addr)) {
+		memcpy(addr, spec, n);
+		addr[n] = '\0';
+	}
+	if (n >= sizeof(addr) ||
+	    evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &len) !=
+	        0 ||
+	    !port_given(spec, ss.ss_family)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	lev = evconnlistener_new_bind(px->ctx.base, on_accept, px,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
+	    LISTEN_BACKLOG, (struct sockaddr *)&ss, len);
+	slen = sizeof(ss);
+	if (lev != NULL &&
+	    getsockname(
+	        evconnlistener_get_fd(lev), (struct sockaddr *)&ss, &slen) == 0)
+		*port = ntohs(ss.ss_family == AF_INET
+		        ? ((struct sockaddr_in *)&ss)->sin_port
+		        : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return lev;
+}
+
+int
+proxy_listen(struct proxy *px, const char *spec, unsigned *port)
+{
+	struct evconnlistener *lev = NULL;
+	int r = -1;
+
+	*port = 0;
+	if (px->nlev == LISTENERS_MAX) {
+		log_warnx("proxy: too many listeners");
+	} else if (strncmp(spec, "unix:", 5) == 0) {
+		r = add_listener(px, bind_unix(px, spec + 5));
+	} else if ((lev = bind_inet(px, spec, port)) == NULL) {
+		if (errno == EINVAL)
+			log_warnx("proxy: bad --listen '%s': use IPV4:PORT, "
+			          "[IPV6]:PORT or unix:PATH",
+			    spec);
+		else
+			log_warn("proxy: listen on %s", spec);
+	} else {
+		r = add_listener(px, lev);
+	}
+	return r;
 }
 
 void

@@ -48,6 +48,14 @@ struct proxy *proxy_new(struct event_base *base, const struct proxy_config *);
 int proxy_listen_fd(struct proxy *, int fd);
 
 /*
+ * Listens on SPEC: IPV4:PORT or [IPV6]:PORT (literal addresses; port 0
+ * lets the kernel pick, and *PORT says which it bound) or unix:PATH (a
+ * stale socket there is replaced; *PORT is 0).  Says why it failed in the
+ * log.  Returns 0 or -1.
+ */
+int proxy_listen(struct proxy *, const char *spec, unsigned *port);
+
+/*
  * Replaces the policy: every request from now on is decided by P (taken
  * over), on new connections and on kept-alive or intercepted ones alike;
  * a request decided before goes on under its decision.  Open tunnels

@@ -1,0 +1,265 @@
+/*
+ * engine.c: a proxy with its audit log, resolver and policy; a daemon's
+ * reloads (secrets loaded in a thread, the policy swapped when complete)
+ * and its shutdown.  engine.h says the contract.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "common/log.h"
+#include "common/xmalloc.h"
+#include "policy/policy.h"
+#include "policy/secret.h"
+#include "audit/audit.h"
+#include "proxy/dns.h"
+#include "proxy/engine.h"
+#include "proxy/proxy.h"
+
+struct engine {
+	struct engine_config cf;
+	struct event_base *base;
+	struct proxy *px;
+	struct dns *dns;
+	struct audit *audit;
+	char run_id[17];
+	const char *name;
+	/* A reload whose secrets load in a thread; see engine.h. */
+	struct policy *pending; /* owned by the thread until it is joined */
+	int pending_r; /* secret_store_load's result */
+	pthread_t thread;
+	int done_pipe[2]; /* thread -> loop: finished */
+	int cancel_pipe[2]; /* loop -> thread: stop (never reset) */
+	struct event *done_ev;
+	int again; /* a reload was asked for while one was pending */
+	int stopping;
+};
+
+/* The reload thread: only the pending policy's secret store is its own. */
+static void *
+reload_thread(void *arg)
+{
+	struct engine *e = arg;
+
+	e->pending_r =
+	    secret_store_load(policy_secrets(e->pending), NULL, NULL);
+	(void)!write(e->done_pipe[1], "x", 1);
+	return NULL;
+}
+
+/* Parses the policy and starts loading its secrets off the loop. */
+static void
+reload_start(struct engine *e)
+{
+	sigset_t all, old;
+	struct policy *p;
+	int err;
+
+	if ((p = e->cf.parse(e->cf.parse_arg)) == NULL) {
+		log_warnx("reload: the policy has errors; the old one stays");
+		return;
+	}
+	secret_store_set_cancel_fd(policy_secrets(p), e->cancel_pipe[0]);
+	e->pending = p;
+	/* Signals stay with the loop's thread (it inherits this mask). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&e->thread, NULL, reload_thread, e);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err != 0) {
+		e->pending = NULL;
+		policy_free(p);
+		log_warnx("reload: cannot start a thread: %s; the old policy "
+		          "stays",
+		    strerror(err));
+	}
+}
+
+/* Joins the reload thread; returns its policy if it may be used. */
+static struct policy *
+reload_join(struct engine *e)
+{
+	struct policy *p = e->pending;
+	char c;
+
+	(void)pthread_join(e->thread, NULL);
+	(void)!read(e->done_pipe[0], &c, 1);
+	e->pending = NULL;
+	if (e->pending_r == 0 && !e->stopping)
+		return p;
+	log_warnx(e->stopping
+	        ? "reload: cancelled; stopping"
+	        : "reload: the policy's secrets could not be loaded; the old "
+	          "policy stays");
+	policy_free(p);
+	return NULL;
+}
+
+static void
+on_reload_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct engine *e = arg;
+	struct policy *p;
+
+	(void)fd;
+	(void)what;
+	if (e->pending == NULL)
+		return;
+	if ((p = reload_join(e)) != NULL) {
+		proxy_set_policy(e->px, p);
+		log_warnx("reload: policy reloaded (%zu rules)",
+		    policy_rule_count(p));
+	}
+	if (e->again && !e->stopping) {
+		e->again = 0;
+		reload_start(e);
+	}
+}
+
+void
+engine_reload(struct engine *e)
+{
+	if (e->stopping || e->cf.parse == NULL)
+		return;
+	if (e->pending != NULL) {
+		/* The files may have changed again: reload once more after. */
+		e->again = 1;
+		log_warnx("reload: one is still loading secrets; will reload "
+		          "again when it ends");
+		return;
+	}
+	reload_start(e);
+}
+
+/* A pending reload is cancelled (its helper killed); none starts. */
+static void
+reload_cancel(struct engine *e)
+{
+	e->stopping = 1;
+	if (e->pending != NULL)
+		(void)!write(e->cancel_pipe[1], "x", 1);
+}
+
+void
+engine_stop(
+    struct engine *e, unsigned grace_ms, void (*done)(void *), void *arg)
+{
+	reload_cancel(e);
+	proxy_shutdown(e->px, grace_ms, done, arg);
+}
+
+/* The log, the resolver and the proxy; 0 or -1 after saying why. */
+static int
+open_all(struct engine *e, struct policy *p)
+{
+	struct proxy_config pc = {0};
+	const char *log = e->cf.log ? e->cf.log : policy_log_path(p);
+	char err[256];
+
+	if (e->audit == NULL) {
+		if (audit_make_run_id(e->run_id) != 0)
+			fatal("getrandom");
+		if ((e->audit = audit_open(log ? log : "stderr", e->run_id, err,
+		         sizeof(err))) == NULL) {
+			log_warnx("%s: %s", e->name, err);
+			return -1;
+		}
+		audit_set_limit(e->audit, e->cf.log_limit);
+	}
+	if ((e->dns = dns_new(e->base, e->cf.dns,
+	         policy_timeout(p, POLICY_TIMEOUT_CONNECT), err,
+	         sizeof(err))) == NULL) {
+		log_warnx("%s: DNS: %s", e->name, err);
+		return -1;
+	}
+	pc.policy = p;
+	pc.audit = e->audit;
+	pc.dns = e->dns;
+	pc.run_id = e->run_id;
+	pc.max_sessions =
+	    e->cf.max_sessions ? e->cf.max_sessions : proxy_fd_budget();
+	pc.head_memory = e->cf.head_memory;
+	pc.buffer_memory = e->cf.buffer_memory;
+	pc.denied = e->cf.denied;
+	pc.denied_arg = e->cf.denied_arg;
+	pc.tls = e->cf.tls;
+	pc.standins = e->cf.standins;
+	if ((e->px = proxy_new(e->base, &pc)) == NULL)
+		fatalx("%s: out of memory", e->name);
+	return 0;
+}
+
+/* A daemon's reloads finish on the loop: the thread writes a pipe. */
+static void
+watch_reloads(struct engine *e)
+{
+	if (pipe2(e->done_pipe, O_CLOEXEC) != 0 ||
+	    pipe2(e->cancel_pipe, O_CLOEXEC) != 0)
+		fatal("%s: pipe", e->name);
+	e->done_ev = event_new(
+	    e->base, e->done_pipe[0], EV_READ | EV_PERSIST, on_reload_done, e);
+	if (e->done_ev == NULL || event_add(e->done_ev, NULL) != 0)
+		fatalx("%s: cannot watch reloads", e->name);
+}
+
+struct engine *
+engine_new(
+    struct event_base *base, const struct engine_config *cf, struct policy *p)
+{
+	struct engine *e = xcalloc(1, sizeof(*e));
+
+	e->cf = *cf;
+	e->base = base;
+	e->name = cf->name ? cf->name : "proxy";
+	e->audit = cf->audit;
+	if (cf->audit != NULL)
+		snprintf(e->run_id, sizeof(e->run_id), "%s", cf->run_id);
+	e->done_pipe[0] = e->done_pipe[1] = -1;
+	e->cancel_pipe[0] = e->cancel_pipe[1] = -1;
+	if (cf->parse != NULL)
+		watch_reloads(e);
+	if (open_all(e, p) != 0) {
+		if (e->px == NULL)
+			policy_free(p);
+		engine_free(e);
+		e = NULL;
+	}
+	return e;
+}
+
+struct proxy *
+engine_proxy(struct engine *e)
+{
+	return e->px;
+}
+
+void
+engine_free(struct engine *e)
+{
+	size_t i;
+
+	if (e == NULL)
+		return;
+	reload_cancel(e);
+	if (e->pending != NULL)
+		(void)reload_join(e);
+	if (e->done_ev != NULL)
+		event_free(e->done_ev);
+	for (i = 0; i < 2; i++) {
+		if (e->done_pipe[i] >= 0)
+			close(e->done_pipe[i]);
+		if (e->cancel_pipe[i] >= 0)
+			close(e->cancel_pipe[i]);
+	}
+	proxy_free(e->px);
+	dns_free(e->dns);
+	audit_close(e->audit);
+	free(e);
+}
