@@ -473,6 +473,43 @@ out:
 }
 
 /*
+ * A hooks/ directory that holds nothing but regular files named *.sample
+ * (what git clone and git init copy from the templates): git runs a hook
+ * only by its exact name, so these run nothing, and moving them aside
+ * would only make noise.  Anything else in it, or more than a template
+ * holds, and it goes aside whole as before.
+ */
+static int
+only_samples(int dfd, const char *name)
+{
+	struct dirent *de;
+	struct stat st;
+	size_t n, len, count = 0;
+	int fd, ok = 1;
+	DIR *d;
+
+	if ((fd = opendir_at(dfd, name)) < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while (ok && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		n = strlen(de->d_name);
+		len = sizeof(".sample") - 1;
+		ok = ++count <= 64 && n > len &&
+		    strcmp(de->d_name + n - len, ".sample") == 0 &&
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		        0 &&
+		    S_ISREG(st.st_mode);
+	}
+	closedir(d);
+	return ok;
+}
+
+/*
  * A git directory (or its info/), FD closed: what git runs nothing from
  * stays; what is new, lies in something new or holds something new goes
  * aside; modules/ and worktrees/ hold more git directories.
@@ -508,7 +545,10 @@ gitdir(struct gitguard *g, int fd, enum kind k, int taint, unsigned depth)
 		    strcmp(l.v[i], "info") == 0) {
 			if ((sub = enter(g, fd, l.v[i], &e, nw)) >= 0)
 				gitdir(g, sub, INFO, nw, depth + 1);
-		} else if (e.dir && !nw && sealed(&e))
+		} else if (k == GITDIR && e.dir &&
+		    strcmp(l.v[i], "hooks") == 0 && only_samples(fd, l.v[i]))
+			; /* git's templates: no hook runs from them */
+		else if (e.dir && !nw && sealed(&e))
 			; /* nothing in it can have changed */
 		else if (nw ||
 		    (e.dir &&

@@ -294,6 +294,7 @@ test_top_plants(void **state)
 	make_file(".git/commondir", "../evil\n");
 	make_file(".git/config.worktree", "[core]\n\tfsmonitor = evil\n");
 	make_file(".git/objects/ab", "blob");
+	make_file(".git/hooks/pre-commit", "#!/bin/sh\nevil\n");
 	append(".git/index", "more");
 	assert_int_equal(sweep(f), 0);
 	assert_moved(".git", "commondir");
@@ -372,12 +373,46 @@ test_bare_new(void **state)
 	make_dir("src/b/refs");
 	make_file("src/b/config", "[core]\n\tfsmonitor = evil\n");
 	make_dir("src/b/hooks");
+	make_file("src/b/hooks/post-checkout", "#!/bin/sh\nevil\n");
 	make_dir("src/b/refs/.git");
 	assert_int_equal(sweep(f), 0);
 	assert_moved("src/b", "config");
 	assert_moved("src/b", "hooks");
 	assert_kept("src/b/HEAD");
 	assert_kept("src/b/refs/.git");
+}
+
+/*
+ * A new repository's hooks/ that holds only git's *.sample templates runs
+ * nothing and stays; one sample that is not a regular file, or any other
+ * name, and hooks/ goes aside whole.
+ */
+static void
+test_hooks_samples(void **state)
+{
+	struct fixture *f = *state;
+
+	start_run(f);
+	make_dir("c1");
+	make_dir("c1/.git");
+	make_dir("c1/.git/objects");
+	make_dir("c1/.git/refs");
+	make_dir("c1/.git/hooks");
+	make_file("c1/.git/HEAD", "ref: refs/heads/main\n");
+	make_file("c1/.git/hooks/pre-commit.sample", "#!/bin/sh\n");
+	make_file("c1/.git/hooks/update.sample", "#!/bin/sh\n");
+	make_dir("c2");
+	make_dir("c2/.git");
+	make_dir("c2/.git/objects");
+	make_dir("c2/.git/refs");
+	make_dir("c2/.git/hooks");
+	make_file("c2/.git/HEAD", "ref: refs/heads/main\n");
+	make_file("c2/.git/hooks/pre-commit.sample", "#!/bin/sh\n");
+	make_dir("c2/.git/hooks/x.sample");
+	assert_int_equal(sweep(f), 0);
+	assert_kept("c1/.git/hooks/pre-commit.sample");
+	assert_kept("c1/.git/hooks/update.sample");
+	assert_moved("c2/.git", "hooks");
 }
 
 /* HEAD and commondir are enough for git to take a directory as one. */
@@ -601,6 +636,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(
 	        test_nested_changed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bare_new, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_hooks_samples, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_bare_commondir, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
