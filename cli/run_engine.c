@@ -154,6 +154,8 @@ send_summary(const struct run *r)
 	(void)view_send(r->esock, VIEW_BYE, NULL, 0, NULL, 0);
 }
 
+#define DRAIN_TURNS 4
+
 /* The proxy on the listeners until the launcher says STOP. */
 static int
 engine_serve(struct run *r)
@@ -161,7 +163,7 @@ engine_serve(struct run *r)
 	static unsigned char buf[VIEW_MSG_MAX];
 	struct view_msg m;
 	struct event *ev = NULL;
-	int rc = -1;
+	int rc = -1, i;
 
 	if (r->verbose)
 		log_init(NULL, log_verbose() + 1);
@@ -179,6 +181,13 @@ engine_serve(struct run *r)
 	}
 	if (ev != NULL)
 		event_free(ev);
+	/*
+	 * What the sandbox sent before it ended (a client's TLS alert, a
+	 * last request) is read and logged before its sessions close: a
+	 * few turns of the loop that do not wait.
+	 */
+	for (i = 0; rc == 0 && i < DRAIN_TURNS; i++)
+		(void)event_base_loop(r->base, EVLOOP_NONBLOCK);
 	/* Sessions of processes that ended with the sandbox: close, log;
 	 * then the log (every record written). */
 	engine_free(r->eng);
