@@ -15,27 +15,12 @@
 #include <jansson.h>
 
 #include "cli/doctor_print.h"
+#include "common/ph_err.h"
 #include "netns/cgroup.h"
 
 /* Widest the wrapped detail and advice columns get, together. */
 #define TEXT_WIDTH 70
 #define ADVICE_WIDTH 34
-
-static void cat(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Appends to the string in BUF, cutting what does not fit. */
-static void
-cat(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t off = strlen(buf);
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (off + 1 < len)
-		vsnprintf(buf + off, len - off, fmt, ap);
-	va_end(ap);
-}
 
 /*
  * Whether pinhole run can give the sandbox a cgroup of its own, per
@@ -117,7 +102,7 @@ print_row(FILE *f, const char *const cells[4], const int w[4])
 		line[0] = '\0';
 		for (i = 0; i < 4; i++) {
 			len = next_line(&left[i], w[i], &seg);
-			cat(line, sizeof(line), "%-*.*s%s", w[i], len, seg,
+			ph_catf(line, sizeof(line), "%-*.*s%s", w[i], len, seg,
 			    i < 3 ? "  " : "");
 		}
 		end = strlen(line); /* no trailing spaces */
@@ -159,7 +144,7 @@ print_verdict(FILE *f, const struct doctor_result *res, size_t n)
 		if (res[i].status == DOCTOR_YES)
 			continue;
 		to = res[i].required ? bad : missing;
-		cat(to, sizeof(bad), "%s%s", to[0] != '\0' ? ", " : "",
+		ph_catf(to, sizeof(bad), "%s%s", to[0] != '\0' ? ", " : "",
 		    res[i].feature);
 	}
 	if (bad[0] != '\0')

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ph_err.h"
 
@@ -59,4 +60,16 @@ ph_errf(char *buf, size_t len, const char *fmt, ...)
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
 	errno = saved;
+}
+
+void
+ph_catf(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t off = strlen(buf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (off + 1 < len)
+		vsnprintf(buf + off, len - off, fmt, ap);
+	va_end(ap);
 }

@@ -37,4 +37,8 @@ const char *ph_err(int);
 void ph_errf(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Appends to the string in BUF (LEN bytes), cutting what does not fit. */
+void ph_catf(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

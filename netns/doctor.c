@@ -35,6 +35,7 @@
 
 #include <seccomp.h>
 
+#include "common/ph_err.h"
 #include "common/proc.h"
 #include "netns/doctor.h"
 #include "netns/net.h"
@@ -66,9 +67,6 @@ struct probe {
 	int needs_userns; /* tried only when the user namespace probe said yes */
 	doctor_child_fn *fn;
 };
-
-static void cat(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 static doctor_child_fn probe_userns, probe_namespaces, probe_network,
     probe_mounts, probe_landlock, probe_seccomp;
@@ -103,19 +101,6 @@ doctor_advise(struct doctor_result *r, const char *fmt, ...)
 
 	va_start(ap, fmt);
 	vsnprintf(r->advice, sizeof(r->advice), fmt, ap);
-	va_end(ap);
-}
-
-/* Appends to the string in BUF, cutting what does not fit. */
-static void
-cat(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t off = strlen(buf);
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (off + 1 < len)
-		vsnprintf(buf + off, len - off, fmt, ap);
 	va_end(ap);
 }
 
@@ -429,8 +414,8 @@ probe_namespaces(struct doctor_result *r, void *arg)
 			first = &ns_kinds[i];
 			err = errno;
 		}
-		cat(failed, sizeof(failed), "%s%s: %s", nbad > 1 ? "; " : "",
-		    ns_kinds[i].name, strerror(errno));
+		ph_catf(failed, sizeof(failed), "%s%s: %s",
+		    nbad > 1 ? "; " : "", ns_kinds[i].name, strerror(errno));
 	}
 	if (first == NULL) {
 		doctor_verdict(r, DOCTOR_YES, "", "mount, pid, net, ipc, uts");
@@ -807,10 +792,10 @@ probe_landlock(struct doctor_result *r, void *arg)
 		if (landlock_adds[i] == NULL)
 			continue;
 		if ((long)i <= abi)
-			cat(r->detail, sizeof(r->detail), ", %s (%zu)",
+			ph_catf(r->detail, sizeof(r->detail), ", %s (%zu)",
 			    landlock_adds[i], i);
 		else if (!newer++)
-			cat(r->detail, sizeof(r->detail),
+			ph_catf(r->detail, sizeof(r->detail),
 			    "; newer kernels add %s (%zu)", landlock_adds[i],
 			    i);
 	}
