@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+scripts/deps-clients.sh
 fuzz_seconds=${PH_FUZZ_SECONDS:-30}
 
 echo "== 1/6 build and unit tests"

@@ -20,6 +20,7 @@ find "$dir" -maxdepth 1 -name 'probe_*' -type f -exec cp {} "$stage"/ \;
 cp -r conf "$stage"/conf
 mkdir -p "$stage"/tests
 cp -r tests/integration "$stage"/tests/integration
+[ ! -d tests/clients ] || cp -r tests/clients "$stage"/tests/clients
 run_as() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
 		env -i PATH=/usr/bin:/bin TMPDIR=/tmp PH_SRCDIR="$stage" "$@"
@@ -32,6 +33,9 @@ for name in $names; do
 	if [ -x "$stage/$name" ]; then
 		t=$stage/$name
 		cmd=("$t")
+	elif [ -f "$stage/tests/clients/$name.sh" ]; then
+		t=$stage/tests/clients/$name.sh
+		cmd=("$t" "$stage/pinhole")
 	else
 		t=$stage/tests/integration/$name.sh
 		cmd=("$t" "$stage/pinhole")
