@@ -282,6 +282,10 @@ str_value(const struct audit *a, const struct audit_rec *r, const char *ts,
 		return r->reason;
 	case FIELD_ADDR:
 		return r->addr;
+	case FIELD_QTYPE:
+		return r->qtype;
+	case FIELD_ANSWER:
+		return r->answer;
 	case FIELD_SECRET:
 		return r->secret;
 	case FIELD_ERROR:

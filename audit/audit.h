@@ -18,7 +18,7 @@ struct audit;
 
 /* One record; NULL strings and negative numbers are left out. */
 struct audit_rec {
-	const char *event; /* "request" or "end" */
+	const char *event; /* "request", "end" or "dns" */
 	uint64_t conn; /* connection number */
 	const char *method;
 	const char *host;
@@ -29,6 +29,8 @@ struct audit_rec {
 	unsigned rule_line;
 	const char *reason;
 	const char *addr; /* address connected to */
+	const char *qtype; /* "dns": the query's type ("A", "TYPE65") */
+	const char *answer; /* "dns": the stub's answer ("refused") */
 	int status; /* HTTP status, -1: none */
 	int64_t bytes_up; /* -1: none */
 	int64_t bytes_down;

@@ -24,6 +24,9 @@ static const struct field fields[FIELD_N] = {
     [FIELD_RULE] = {"rule", FIELD_STRING, 0, "", 0},
     [FIELD_REASON] = {"reason", FIELD_STRING, FIELD_CUT, "", 0},
     [FIELD_ADDR] = {"addr", FIELD_STRING, 0, "", 0},
+    /* a "dns" record: what the sandbox asked its stub, and the answer */
+    [FIELD_QTYPE] = {"qtype", FIELD_STRING, 0, "", 16},
+    [FIELD_ANSWER] = {"answer", FIELD_STRING, 0, "", 16},
     [FIELD_STATUS] = {"status", FIELD_INTEGER, 0, NULL, STATUS_MAX},
     [FIELD_BYTES_UP] = {"bytes_up", FIELD_INTEGER, 0, NULL, LLONG_MAX},
     [FIELD_BYTES_DOWN] = {"bytes_down", FIELD_INTEGER, 0, NULL, LLONG_MAX},

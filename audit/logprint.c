@@ -160,6 +160,56 @@ print_denied(const struct logview *lv, FILE *f)
 	return 0;
 }
 
+static int
+cmp_lookup(const void *pa, const void *pb)
+{
+	const struct logview_entry *a =
+	    *(const struct logview_entry *const *)pa;
+	const struct logview_entry *b =
+	    *(const struct logview_entry *const *)pb;
+
+	if (a->requests != b->requests)
+		return a->requests > b->requests ? -1 : 1;
+	return strcmp(a->host, b->host);
+}
+
+/*
+ * The names programs looked up themselves, through the sandbox's DNS
+ * stub: they ignore the proxy variables.  Nothing when there are none.
+ */
+static int
+print_lookups(const struct logview *lv, FILE *f)
+{
+	const struct logview_entry **v;
+	char lab[4 * FIELD_HOST_MAX + 32];
+	struct logview_totals t;
+	size_t i, n = 0;
+	uint64_t max = 0;
+
+	logview_totals(lv, &t);
+	if (t.lookups == 0)
+		return 0;
+	if ((v = logview_sorted(lv, LOGVIEW_LOOKUPS, cmp_lookup, &n)) == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		max = v[i]->requests > max ? v[i]->requests : max;
+	fprintf(f,
+	    "\nLooked up directly (%" PRIu64 " quer%s, refused; the programs "
+	    "ignore http_proxy/https_proxy):\n",
+	    t.lookups, t.lookups == 1 ? "y" : "ies");
+	for (i = 0; i < n; i++) {
+		label(v[i], lab, sizeof(lab));
+		fprintf(f, "  %*" PRIu64 "x  %s\n", digits(max), v[i]->requests,
+		    lab);
+	}
+	fprintf(f,
+	    "  %*s   allow the name and make the program use the "
+	    "proxy: see pinhole(1) ENVIRONMENT\n",
+	    digits(max), "");
+	free(v);
+	return 0;
+}
+
 static void
 print_secrets(FILE *f, const struct logview_entry *h)
 {
@@ -345,6 +395,22 @@ json_totals(const struct logview *lv)
 	    t->last_ts);
 }
 
+static uint64_t
+lookups_total(const struct logview *lv)
+{
+	struct logview_totals t;
+
+	logview_totals(lv, &t);
+	return t.lookups;
+}
+
+static json_t *
+json_lookup(const struct logview_entry *e)
+{
+	return json_pack("{s:I, s:s?, s:b}", "count", jint(e->requests), "name",
+	    jhost(e), "others", e->host == NULL);
+}
+
 static int
 print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 {
@@ -354,6 +420,10 @@ print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 	root = json_pack("{s:o}", "denied",
 	    json_table(lv, LOGVIEW_DENIALS, cmp_denial, json_denial));
 	if (root == NULL)
+		goto out;
+	if (lookups_total(lv) > 0 &&
+	    json_object_set_new(root, "looked_up",
+	        json_table(lv, LOGVIEW_LOOKUPS, cmp_lookup, json_lookup)) != 0)
 		goto out;
 	if (!o->denied_only &&
 	    (json_object_set_new(root, "hosts",
@@ -378,7 +448,7 @@ logprint_view(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 		if (print_json(lv, f, o) != 0)
 			goto out;
 	} else {
-		if (print_denied(lv, f) != 0)
+		if (print_denied(lv, f) != 0 || print_lookups(lv, f) != 0)
 			goto out;
 		if (!o->denied_only) {
 			if (print_hosts(lv, f) != 0)

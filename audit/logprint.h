@@ -17,7 +17,9 @@ struct logprint_opts {
  * Prints the view to F: the denied requests first (policy denials, and
  * allowed requests that the proxy refused with 403, such as a private
  * address), each with the allow line that would permit it where one can,
- * then the per-host table, then the totals (or a JSON object: "denied",
+ * then the names programs looked up themselves through the sandbox's DNS
+ * stub (only when there are some), then the per-host table, then the
+ * totals (or a JSON object: "denied", "looked_up" when there are some,
  * "hosts", "totals").  Returns 0,
  * or -1 when out of memory or when writing failed.
  */

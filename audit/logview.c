@@ -69,11 +69,13 @@ struct rec {
 	const char *s[FIELD_N]; /* NULL: absent */
 	json_int_t n[FIELD_N]; /* -1: absent */
 	int request; /* event is "request", else "end" */
+	int dns; /* event is "dns": a query to the sandbox's stub */
 };
 
 struct logview {
 	struct table hosts;
 	struct table denials;
+	struct table lookups; /* "dns" records, by name */
 	struct conn_slot *conns;
 	char **filter;
 	size_t nfilter;
@@ -375,14 +377,17 @@ logview_new(void)
 	lv->conns = calloc(CONN_SLOTS, sizeof(*lv->conns));
 	lv->hosts.others = calloc(1, sizeof(struct logview_entry));
 	lv->denials.others = calloc(1, sizeof(struct logview_entry));
+	lv->lookups.others = calloc(1, sizeof(struct logview_entry));
 	lv->hosts.idx = htab_new();
 	lv->denials.idx = htab_new();
+	lv->lookups.idx = htab_new();
 	if (lv->conns == NULL || lv->hosts.others == NULL ||
-	    lv->denials.others == NULL) {
+	    lv->denials.others == NULL || lv->lookups.others == NULL) {
 		logview_free(lv);
 		return NULL;
 	}
 	lv->hosts.others->port = lv->denials.others->port = -1;
+	lv->lookups.others->port = -1;
 	return lv;
 }
 
@@ -395,6 +400,7 @@ logview_free(struct logview *lv)
 		return;
 	table_free(&lv->hosts);
 	table_free(&lv->denials);
+	table_free(&lv->lookups);
 	for (i = 0; i < lv->nfilter; i++)
 		free(lv->filter[i]);
 	free(lv->filter);
@@ -532,11 +538,13 @@ rec_check(struct logview *lv, struct rec *r)
 
 	if (rec_required(lv, r) != 0)
 		return -1;
-	if (strcmp(ev, "request") != 0 && strcmp(ev, "end") != 0) {
-		whyf(lv, "event is neither request nor end");
+	if (strcmp(ev, "request") != 0 && strcmp(ev, "end") != 0 &&
+	    strcmp(ev, "dns") != 0) {
+		whyf(lv, "event is not request, end or dns");
 		return -1;
 	}
 	r->request = ev[0] == 'r';
+	r->dns = ev[0] == 'd';
 	if (d != NULL && strcmp(d, "allow") != 0 && strcmp(d, "deny") != 0) {
 		whyf(lv, "decision is neither allow nor deny");
 		return -1;
@@ -771,6 +779,29 @@ conn_note(struct conn_slot *cs, uint64_t key, const struct rec *r,
  * with status 403 after an allowed request: the proxy refused it later
  * (a private address, say).
  */
+/*
+ * Counts a "dns" record: a name the sandbox asked its stub for, by name
+ * (no host: the names past the stub's table, "others").
+ */
+static void
+count_lookup(struct logview *lv, const struct rec *r)
+{
+	const char *host = r->s[FIELD_HOST];
+	struct logview_entry *e = lv->lookups.others;
+	char lh[HOST_MAX + 1];
+
+	if (!filter_match(lv, host))
+		return;
+	count_totals(lv, r);
+	lv->t.lookups = sat_add(lv->t.lookups, weight(r));
+	if (host != NULL) {
+		lower(lh, host);
+		e = table_get(&lv->lookups, lh, -1, NULL, 0);
+	}
+	e->records++;
+	e->requests = sat_add(e->requests, weight(r));
+}
+
 static void
 record(struct logview *lv, const struct rec *r)
 {
@@ -778,6 +809,10 @@ record(struct logview *lv, const struct rec *r)
 	struct logview_entry *h;
 	uint64_t key = 0;
 
+	if (r->dns) {
+		count_lookup(lv, r);
+		return;
+	}
 	cs = conn_slot(lv, r, &key);
 	h = host_for(lv, r, conn_mine(cs, key) ? cs : NULL);
 	conn_note(cs, key, r, h);
@@ -1138,8 +1173,11 @@ const struct logview_entry **
 logview_sorted(const struct logview *lv, enum logview_list which,
     int (*cmp)(const void *, const void *), size_t *np)
 {
-	return table_sorted(
-	    which == LOGVIEW_DENIALS ? &lv->denials : &lv->hosts, cmp, np);
+	const struct table *t = which == LOGVIEW_DENIALS ? &lv->denials
+	    : which == LOGVIEW_LOOKUPS                   ? &lv->lookups
+	                                                 : &lv->hosts;
+
+	return table_sorted(t, cmp, np);
 }
 
 const char *

@@ -31,6 +31,7 @@ struct logview_totals {
 	uint64_t allowed;
 	uint64_t denied;
 	uint64_t refused; /* allowed, then refused by the proxy (403) */
+	uint64_t lookups; /* queries to the sandbox's DNS stub ("dns") */
 	uint64_t bytes_up;
 	uint64_t bytes_down;
 	uint64_t malformed; /* lines reported as malformed */
@@ -106,7 +107,8 @@ struct logview_entry {
 	int more_secrets;
 };
 
-enum logview_list { LOGVIEW_DENIALS, LOGVIEW_HOSTS };
+/* LOOKUPS: names looked up directly ("dns" records; count in requests). */
+enum logview_list { LOGVIEW_DENIALS, LOGVIEW_HOSTS, LOGVIEW_LOOKUPS };
 
 /*
  * The entries of one list sorted by CMP (on const struct logview_entry

@@ -99,6 +99,11 @@ write_all(const char *path)
 	r.ms = 5;
 	r.error = "reset";
 	assert_int_equal(audit_write(a, &r), 0);
+	audit_rec_init(&r, "dns", 0);
+	r.host = "direct.test";
+	r.qtype = "AAAA";
+	r.answer = "refused";
+	assert_int_equal(audit_write(a, &r), 0);
 	/* two identical denials fold into one record with "count"; the
 	   others pass the limit and are summed up at close ("summary") */
 	audit_set_limit(a, 2000);

@@ -394,7 +394,7 @@ static const struct bad bad[] = {
     {"{\"event\":\"request\",\"port\":70000}", "port 70000 is out of range"},
     {"{\"event\":\"end\",\"bytes_up\":-1}", "bytes_up -1 is out of range"},
     {"{\"host\":\"x\"}", "no event"},
-    {"{\"event\":\"start\"}", "event is neither request nor end"},
+    {"{\"event\":\"start\"}", "event is not request, end or dns"},
     {"{\"event\":7}", "event is not a string"},
     {"{\"event\":\"request\",\"decision\":\"maybe\"}",
         "decision is neither allow nor deny"},
@@ -644,6 +644,47 @@ test_escape(void **state)
 	logview_free(lv);
 }
 
+/* "dns" records: a section of their own, counted, escaped, in JSON too. */
+static void
+test_lookups(void **state)
+{
+	struct logprint_opts json = {0, 1};
+	struct logview *lv = logview_new();
+	struct logview_totals t;
+	char *out;
+
+	(void)state;
+	out = print_text(lv);
+	assert_null(strstr(out, "Looked up directly"));
+	free(out);
+	feed_ok(lv,
+	    "{\"event\":\"dns\",\"host\":\"x.test\",\"qtype\":"
+	    "\"A\",\"answer\":\"refused\"}");
+	feed_ok(lv,
+	    "{\"event\":\"dns\",\"host\":\"X.Test\",\"qtype\":"
+	    "\"AAAA\",\"answer\":\"refused\"}");
+	feed_ok(lv, "{\"event\":\"dns\",\"host\":\"e\\u001bvil.test\"}");
+	feed_ok(lv, "{\"event\":\"dns\",\"answer\":\"refused\",\"count\":7}");
+	assert_int_not_equal(
+	    feed(lv, "{\"event\":\"dns\",\"qtype\":\"AAAAAAAAAAAAAAAAAAAA\"}"),
+	    0);
+	logview_totals(lv, &t);
+	assert_int_equal(t.lookups, 10);
+	assert_int_equal(t.requests, 0);
+	out = print_text(lv);
+	has(has(out, "Looked up directly (10 queries"), "  2x  x.test\n");
+	has(out, "  7x  (others)\n");
+	has(out, "e\\x1bvil.test");
+	has(out, "Denied: none");
+	assert_null(strchr(out, '\x1b'));
+	free(out);
+	out = print(lv, &json);
+	has(out, "\"looked_up\"");
+	has(out, "\"name\": \"x.test\"");
+	free(out);
+	logview_free(lv);
+}
+
 static void
 test_ts(void **state)
 {
@@ -682,6 +723,7 @@ main(void)
 	    cmocka_unit_test(test_json),
 	    cmocka_unit_test(test_escape),
 	    cmocka_unit_test(test_ts),
+	    cmocka_unit_test(test_lookups),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
