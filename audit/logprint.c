@@ -194,9 +194,9 @@ print_lookups(const struct logview *lv, FILE *f)
 	for (i = 0; i < n; i++)
 		max = v[i]->requests > max ? v[i]->requests : max;
 	fprintf(f,
-	    "\nLooked up directly (%" PRIu64 " quer%s, refused; the programs "
-	    "ignore http_proxy/https_proxy):\n",
-	    t.lookups, t.lookups == 1 ? "y" : "ies");
+	    "\nLooked up directly and refused (%" PRIu64 " name%s; programs "
+	    "that do this ignore http_proxy/https_proxy):\n",
+	    t.lookups, t.lookups == 1 ? "" : "s");
 	for (i = 0; i < n; i++) {
 		label(v[i], lab, sizeof(lab));
 		fprintf(f, "  %*" PRIu64 "x  %s\n", digits(max), v[i]->requests,

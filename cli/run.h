@@ -27,6 +27,7 @@ struct tls;
 #define RUN_POLICIES_MAX 16
 #define RUN_KEEP_MAX 64
 #define RUN_DENIED_MAX 16 /* host:port pairs named in the last line */
+#define RUN_LOOKUPS_SAID 8 /* names looked up directly, said on stderr */
 #define RUN_LIST_MAX 256 /* intercepted targets, upstream-ca files */
 #define RUN_UNIX_MAX 16 /* --unix-socket */
 #define RUN_LOG_LIMIT "64M" /* what one run may write to the audit log */
@@ -78,6 +79,7 @@ struct run {
 	char run_id[17];
 	struct run_denied denied[RUN_DENIED_MAX];
 	size_t ndenied, denied_total;
+	unsigned lookups_said; /* engine: names said by on_looked_up */
 };
 
 extern char **environ;

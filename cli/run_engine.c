@@ -32,10 +32,12 @@
 
 #include "cli/run.h"
 #include "common/log.h"
+#include "netns/hostinfo.h"
 #include "netns/sandbox.h"
 #include "policy/policy.h"
 #include "audit/audit.h"
 #include "proxy/ca.h"
+#include "proxy/dnsstub.h"
 #include "proxy/engine.h"
 #include "proxy/inject.h"
 #include "proxy/proxy.h"
@@ -65,6 +67,41 @@ on_denied(void *arg, const char *host, unsigned port)
 	}
 }
 
+/*
+ * A program in the sandbox resolved NAME itself: it ignores the proxy
+ * variables, and fails (the stub refuses).  Said once per name, as it
+ * happens, so the line comes right before the program's own error; at
+ * most RUN_LOOKUPS_SAID names, then one line for the rest.
+ */
+static void
+on_looked_up(void *arg, const char *name, const char *qtype)
+{
+	struct run *r = arg;
+
+	(void)qtype;
+	if (r->lookups_said < RUN_LOOKUPS_SAID)
+		fprintf(stderr,
+		    "pinhole: a program looked up %s itself (port 53): it "
+		    "probably ignores the proxy variables "
+		    "(http_proxy/https_proxy); allow %s and use the proxy, or "
+		    "see pinhole(1) ENVIRONMENT\n",
+		    name, name);
+	else if (r->lookups_said == RUN_LOOKUPS_SAID)
+		fprintf(stderr,
+		    "pinhole: more names were looked up directly; "
+		    "see pinhole log\n");
+	r->lookups_said++;
+}
+
+/* A listener from the sandbox: the proxy's, or the DNS stub's. */
+static int
+take_listener(struct run *r, int fd)
+{
+	if (dnsstub_is_stub_fd(fd))
+		return engine_listen_dns(r->eng, fd);
+	return proxy_listen_fd(engine_proxy(r->eng), fd);
+}
+
 static int
 start_proxy(struct run *r, const struct view_msg *m)
 {
@@ -81,6 +118,9 @@ start_proxy(struct run *r, const struct view_msg *m)
 	cf.dns = r->dns;
 	cf.denied = on_denied;
 	cf.denied_arg = r;
+	cf.looked_up = on_looked_up;
+	cf.looked_up_arg = r;
+	cf.own_name = HOSTINFO_HOSTNAME;
 	cf.tls = r->tls;
 	cf.standins = r->standins;
 	/* The log and the policy are the engine's now. */
@@ -90,8 +130,7 @@ start_proxy(struct run *r, const struct view_msg *m)
 	if (r->eng == NULL)
 		return -1;
 	for (i = 0; i < m->nfds; i++)
-		if (rc == 0 &&
-		    proxy_listen_fd(engine_proxy(r->eng), m->fds[i]) != 0) {
+		if (rc == 0 && take_listener(r, m->fds[i]) != 0) {
 			log_warnx(
 			    "run: cannot accept on the sandbox's listener");
 			rc = -1;

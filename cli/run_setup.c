@@ -652,6 +652,35 @@ plan_hostname(struct run *r)
 }
 
 /*
+ * /etc/resolv.conf (what it names, when a link) names the sandbox's DNS
+ * stub (proxy/dnsstub.h), which refuses every name at once: a program
+ * that ignores the proxy variables fails fast and pinhole says so,
+ * instead of waiting for the host's resolver, which the sandbox cannot
+ * reach.  Without the file glibc asks 127.0.0.1 anyway: the stub too.
+ */
+static int
+plan_resolv(struct run *r)
+{
+	static const char conf[] =
+	    "# pinhole: the sandbox's DNS stub; it resolves no name, see "
+	    "pinhole(1) ENVIRONMENT\n"
+	    "nameserver 127.0.0.1\n"
+	    "options timeout:1 attempts:1\n";
+	char err[PATH_MAX + 64], *real = realpath("/etc/resolv.conf", NULL);
+	struct stat sb;
+	int rc = 0;
+
+	if (real != NULL && stat(real, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    mnt_plan_add_file(
+	        r->plan, real, conf, sizeof(conf) - 1, err, sizeof(err)) != 0) {
+		log_warnx("run: resolv.conf: %s", err);
+		rc = -1;
+	}
+	free(real);
+	return rc;
+}
+
+/*
  * The start directory must not hold the invoking user's home (by the
  * password database and by $HOME; for root under sudo, the sudoer's):
  * dot files there run code outside later.
@@ -769,7 +798,7 @@ run_setup_launcher(struct run *r)
 	} while (m.type != VIEW_READY);
 	r->lorder = o; /* the summary is checked against the same order */
 	if (bad || plan_hide_homes(r) != 0 || plan_machine_id(r) != 0 ||
-	    plan_hostname(r) != 0 ||
+	    plan_hostname(r) != 0 || plan_resolv(r) != 0 ||
 	    (r->ca_pem != NULL && trust_bundle(r) != 0))
 		return -1;
 	return 0;

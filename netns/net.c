@@ -54,8 +54,9 @@ out:
 	return r;
 }
 
+/* A socket of TYPE bound to FAMILY's loopback address, port PORT. */
 static int
-listen_on(int family, uint16_t port)
+listen_on(int family, int type, uint16_t port)
 {
 	struct sockaddr_storage ss;
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
@@ -75,14 +76,14 @@ listen_on(int family, uint16_t port)
 		sin6->sin6_addr = in6addr_loopback;
 		len = sizeof(*sin6);
 	}
-	if ((fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+	if ((fd = socket(family, type | SOCK_CLOEXEC, 0)) < 0)
 		return -1;
 	if ((family == AF_INET6 &&
 	        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) !=
 	            0) ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
 	    bind(fd, (struct sockaddr *)&ss, len) != 0 ||
-	    listen(fd, 4096) != 0) {
+	    (type == SOCK_STREAM && listen(fd, 4096) != 0)) {
 		saved = errno;
 		close(fd);
 		errno = saved;
@@ -97,14 +98,14 @@ net_listen_loopback(
 {
 	int n = 0;
 
-	if ((fds[n] = listen_on(AF_INET, port)) < 0) {
+	if ((fds[n] = listen_on(AF_INET, SOCK_STREAM, port)) < 0) {
 		ph_errf(err, errlen, "listen on 127.0.0.1:%u: %s", port,
 		    strerror(errno));
 		return -1;
 	}
 	n++;
 	/* A kernel without IPv6 (ipv6.disable=1) has no ::1: IPv4 is enough. */
-	if ((fds[n] = listen_on(AF_INET6, port)) >= 0)
+	if ((fds[n] = listen_on(AF_INET6, SOCK_STREAM, port)) >= 0)
 		n++;
 	else if (errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL) {
 		ph_errf(err, errlen, "listen on [::1]:%u: %s", port,
@@ -113,6 +114,40 @@ net_listen_loopback(
 		return -1;
 	}
 	return n;
+}
+
+int
+net_listen_dns(int *fds, int max, char *err, size_t errlen)
+{
+	static const int types[] = {SOCK_DGRAM, SOCK_STREAM};
+	static const int families[] = {AF_INET, AF_INET6};
+	int n = 0, i, j, fd;
+
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < 2; j++) {
+			if (n == max) {
+				ph_errf(err, errlen, "DNS: too many sockets");
+				goto fail;
+			}
+			if ((fd = listen_on(
+			         families[i], types[j], NET_DNS_PORT)) >= 0) {
+				fds[n++] = fd;
+				continue;
+			}
+			/* No ::1 (ipv6.disable=1): 127.0.0.1 is enough. */
+			if (families[i] == AF_INET6 &&
+			    (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
+				continue;
+			ph_errf(err, errlen, "DNS: listen on %s port %u: %s",
+			    families[i] == AF_INET ? "127.0.0.1" : "[::1]",
+			    NET_DNS_PORT, strerror(errno));
+			goto fail;
+		}
+	return n;
+fail:
+	while (n > 0)
+		close(fds[--n]);
+	return -1;
 }
 
 int

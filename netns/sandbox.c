@@ -187,18 +187,21 @@ command_main(const struct sbx_config *c, int sock, int gsock)
 	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
 }
 
-/* Loopback up, listeners out. */
+/* Loopback up, listeners out: the proxy's, then the DNS stub's. */
 static void
 child_network(int sock)
 {
-	int fds[NET_FDS_MAX], n, i;
+	int fds[NET_FDS_MAX], n, m, i;
 	char err[256];
 
 	if (net_lo_up(err, sizeof(err)) != 0)
 		child_fail(sock, "%s", err);
 	if ((n = net_listen_loopback(NET_PROXY_PORT, fds, err, sizeof(err))) <
-	    0)
+	        0 ||
+	    (m = net_listen_dns(fds + n, NET_FDS_MAX - n, err, sizeof(err))) <
+	        0)
 		child_fail(sock, "%s", err);
+	n += m;
 	if (net_send_fds(sock, fds, n) != 0)
 		child_fail(
 		    sock, "passing the listeners out: %s", strerror(errno));

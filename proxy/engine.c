@@ -20,6 +20,7 @@
 #include "policy/secret.h"
 #include "audit/audit.h"
 #include "proxy/dns.h"
+#include "proxy/dnsstub.h"
 #include "proxy/engine.h"
 #include "proxy/proxy.h"
 
@@ -28,6 +29,7 @@ struct engine {
 	struct event_base *base;
 	struct proxy *px;
 	struct dns *dns;
+	struct dnsstub *stub; /* the sandbox's DNS stub, once it has a socket */
 	struct audit *audit;
 	char run_id[17];
 	const char *name;
@@ -234,6 +236,28 @@ engine_new(
 	return e;
 }
 
+int
+engine_listen_dns(struct engine *e, int fd)
+{
+	struct dnsstub_config sc = {0};
+
+	if (e->stub == NULL) {
+		sc.audit = e->audit;
+		sc.looked_up = e->cf.looked_up;
+		sc.arg = e->cf.looked_up_arg;
+		sc.own_name = e->cf.own_name;
+		if ((e->stub = dnsstub_new(e->base, &sc)) == NULL) {
+			close(fd);
+			return -1;
+		}
+	}
+	if (dnsstub_listen_fd(e->stub, fd) != 0) {
+		close(fd);
+		return -1;
+	}
+	return 0;
+}
+
 struct proxy *
 engine_proxy(struct engine *e)
 {
@@ -259,6 +283,7 @@ engine_free(struct engine *e)
 			close(e->cancel_pipe[i]);
 	}
 	proxy_free(e->px);
+	dnsstub_free(e->stub); /* logs the names past its table */
 	dns_free(e->dns);
 	audit_close(e->audit);
 	free(e);

@@ -37,6 +37,11 @@ struct engine_config {
 	/* Denied targets, for a summary (proxy.h); may be NULL. */
 	void (*denied)(void *arg, const char *host, unsigned port);
 	void *denied_arg;
+	/* The first query of each name to the DNS stub (dnsstub.h); may be
+	 * NULL. */
+	void (*looked_up)(void *arg, const char *name, const char *qtype);
+	void *looked_up_arg;
+	const char *own_name; /* the sandbox's host name (dnsstub.h) */
 	struct tls *tls; /* borrowed; NULL: no interception */
 	const struct inject_standins *standins; /* borrowed; may be NULL */
 	/* Parses the policy again for a reload, reading no secret; NULL
@@ -56,6 +61,12 @@ struct engine *engine_new(
 
 /* The proxy, to give listeners to. */
 struct proxy *engine_proxy(struct engine *);
+
+/*
+ * Serves FD, a socket of the sandbox's DNS stub (dnsstub_is_stub_fd),
+ * with the run's audit log; taken over.  Returns 0 or -1.
+ */
+int engine_listen_dns(struct engine *, int fd);
 
 /* Starts a reload (SIGHUP); one asked for while one is pending follows it. */
 void engine_reload(struct engine *);

@@ -44,7 +44,7 @@
 #define VIEW_TEXT_MAX 8192 /* a path, a name, a stand-in */
 #define VIEW_COUNT_MAX 65536 /* of one repeatable type: no policy has more */
 #define VIEW_ID_LEN 16 /* the run id, hex digits */
-#define VIEW_FDS_MAX 4 /* listeners in one LISTENERS */
+#define VIEW_FDS_MAX 8 /* listeners in one LISTENERS: proxy's and DNS's */
 
 enum view_type {
 	VIEW_HELLO = 1,

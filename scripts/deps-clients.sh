@@ -10,6 +10,7 @@ set -euo pipefail
 PACKAGES=(
 	wget					# the second plain HTTP client
 	python3-venv python3-pip		# pip in a venv
+	nodejs					# fetch() ignores the proxy (run_dns)
 )
 
 missing=()

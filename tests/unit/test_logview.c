@@ -672,7 +672,8 @@ test_lookups(void **state)
 	assert_int_equal(t.lookups, 10);
 	assert_int_equal(t.requests, 0);
 	out = print_text(lv);
-	has(has(out, "Looked up directly (10 queries"), "  2x  x.test\n");
+	has(has(out, "Looked up directly and refused (10 names"),
+	    "  2x  x.test\n");
 	has(out, "  7x  (others)\n");
 	has(out, "e\\x1bvil.test");
 	has(out, "Denied: none");

@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "netns/net.h"
+#include "proxy/dnsstub.h"
 
 /* In a child: ends it with status 1 when C is false, saying which. */
 #define CHECK(c)                                                               \
@@ -252,6 +253,42 @@ test_listen(void **state)
 {
 	(void)state;
 	assert_child_ok(child_listen);
+}
+
+/* The DNS stub's sockets: UDP and TCP on port 53 of each loopback. */
+static void
+child_listen_dns(void)
+{
+	int fds[NET_FDS_MAX], n, i, type, want = has_ipv6() ? 4 : 2;
+	socklen_t len = sizeof(type);
+	char err[256] = "";
+
+	enter_netns();
+	CHECK(net_lo_up(err, sizeof(err)) == 0);
+	/* no room for them all: refused, none left open */
+	CHECK(net_listen_dns(fds, 1, err, sizeof(err)) == -1);
+	CHECK((n = net_listen_dns(fds, NET_FDS_MAX, err, sizeof(err))) == want);
+	for (i = 0; i < n; i++) {
+		CHECK((fcntl(fds[i], F_GETFD) & FD_CLOEXEC) != 0);
+		CHECK(
+		    getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type, &len) == 0);
+		CHECK(type == (i % 2 ? SOCK_STREAM : SOCK_DGRAM));
+		CHECK(dnsstub_is_stub_fd(fds[i])); /* what the engine asks */
+		CHECK(getsockopt(
+		          fds[i], SOL_SOCKET, SO_ACCEPTCONN, &type, &len) == 0);
+		CHECK(type == i % 2);
+	}
+	CHECK(net_listen_dns(fds + n, NET_FDS_MAX - n, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "127.0.0.1 port 53") != NULL);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+static void
+test_listen_dns(void **state)
+{
+	(void)state;
+	assert_child_ok(child_listen_dns);
 }
 
 /* Open descriptors of the calling process. */
@@ -565,6 +602,7 @@ main(void)
 	    cmocka_unit_test(test_lo_up),
 	    cmocka_unit_test(test_no_route_out),
 	    cmocka_unit_test(test_listen),
+	    cmocka_unit_test(test_listen_dns),
 	    cmocka_unit_test(test_listen_v6_taken),
 	    cmocka_unit_test(test_pass_pipe),
 	    cmocka_unit_test(test_pass_max),
