@@ -9,7 +9,6 @@
  * reloads (secrets loaded off the loop) and its shutdown.
  */
 #include <errno.h>
-#include <libgen.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,7 +23,6 @@
 #include "common/xmalloc.h"
 #include "netns/sandbox.h"
 #include "policy/policy.h"
-#include "policy/secret.h"
 #include "audit/audit.h"
 #include "proxy/engine.h"
 #include "proxy/engine_load.h"
@@ -285,30 +283,19 @@ struct shed {
 };
 
 static void
-shed_plan(const struct policy *p, struct shed *sh)
+shed_add(void *arg, const char *path)
 {
-	struct secret_store *ss = policy_secrets(p);
-	const struct secret *sec;
-	const char *f;
-	char *real;
-	size_t i;
+	struct shed *sh = arg;
 
+	if (sh->n < SHED_PATHS_MAX)
+		sh->paths[sh->n++] = xstrdup(path);
+}
+
+static void
+shed_plan(const struct engine_load *l, struct shed *sh)
+{
 	sh->n = 0;
-	sh->landlock = 1;
-	for (i = 0; (f = policy_file_at(p, i)) != NULL; i++)
-		if (sh->n < SHED_PATHS_MAX &&
-		    (real = realpath(f, NULL)) != NULL) {
-			sh->paths[sh->n++] = xstrdup(dirname(real));
-			free(real);
-		}
-	for (i = 0; i < secret_store_count(ss); i++) {
-		sec = secret_store_get(ss, i);
-		if (secret_source(sec) == SECRET_EXEC)
-			sh->landlock = 0;
-		else if (secret_source(sec) == SECRET_FILE &&
-		    sh->n < SHED_PATHS_MAX)
-			sh->paths[sh->n++] = xstrdup(secret_origin(sec));
-	}
+	sh->landlock = engine_load_reads(l, shed_add, sh);
 }
 
 static void
@@ -367,7 +354,7 @@ cmd_proxy(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if ((d.base = event_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");
-	shed_plan(engine_load_policy(l), &sh);
+	shed_plan(l, &sh);
 	if (daemon_open(&d, l) == 0) {
 		shed_apply(&sh);
 		r = daemon_run(&d);

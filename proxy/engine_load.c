@@ -6,6 +6,7 @@
  */
 #include <sys/prctl.h>
 
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,6 +446,32 @@ const struct inject_standins *
 engine_load_standins(const struct engine_load *l)
 {
 	return l->standins;
+}
+
+int
+engine_load_reads(const struct engine_load *l,
+    void (*fn)(void *arg, const char *path), void *arg)
+{
+	struct secret_store *ss = policy_secrets(l->p);
+	const struct secret *sec;
+	const char *f;
+	char *real;
+	size_t i;
+	int landlock = 1;
+
+	for (i = 0; (f = policy_file_at(l->p, i)) != NULL; i++)
+		if ((real = realpath(f, NULL)) != NULL) {
+			fn(arg, dirname(real));
+			free(real);
+		}
+	for (i = 0; i < secret_store_count(ss); i++) {
+		sec = secret_store_get(ss, i);
+		if (secret_source(sec) == SECRET_EXEC)
+			landlock = 0;
+		else if (secret_source(sec) == SECRET_FILE)
+			fn(arg, secret_origin(sec));
+	}
+	return landlock;
 }
 
 struct policy *

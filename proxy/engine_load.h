@@ -101,6 +101,15 @@ const char *engine_load_log_path(const struct engine_load *l);
 struct tls *engine_load_tls(const struct engine_load *l); /* or NULL */
 const struct inject_standins *engine_load_standins(const struct engine_load *l);
 
+/*
+ * What a reload reads, for a daemon that sheds privilege (Landlock): FN
+ * gets the directory of each policy file (includes lie near it) and each
+ * secret file.  Returns 1, or 0 when an exec secret's helper may need to
+ * read anything (no Landlock then).
+ */
+int engine_load_reads(const struct engine_load *l,
+    void (*fn)(void *arg, const char *path), void *arg);
+
 /* The policy, now the caller's (NULL the second time). */
 struct policy *engine_load_take_policy(struct engine_load *l);
 

@@ -389,6 +389,14 @@ test_log_fails(void **state)
 	assert_null(f->l);
 }
 
+static void
+on_read(void *arg, const char *path)
+{
+	struct fixture *f = arg;
+
+	add(f->msg, &f->nmsg, "READS", path);
+}
+
 /* `pinhole proxy`'s load: no sink, no hooks, no interception, stderr. */
 static void
 test_proxy(void **state)
@@ -396,6 +404,7 @@ test_proxy(void **state)
 	struct fixture *f = *state;
 	struct engine_load_config cf = {0};
 	struct policy *p;
+	char *real;
 
 	cf.name = "proxy";
 	cf.policies = f->policies;
@@ -404,6 +413,14 @@ test_proxy(void **state)
 	assert_string_equal(engine_load_log_path(f->l), "stderr");
 	assert_null(engine_load_tls(f->l));
 	assert_null(engine_load_standins(f->l));
+	/* What a reload reads: the policy's directory, the secret file. */
+	real = realpath(f->dir, NULL);
+	assert_non_null(real);
+	assert_int_equal(engine_load_reads(f->l, on_read, f), 1);
+	assert_int_equal(f->nmsg, 2);
+	assert_string_equal(f->msg[0] + strlen("READS "), real);
+	assert_msg_in(f, 1, "READS ", "npm");
+	free(real);
 	/* The policy can be taken once; a reload parses without secrets. */
 	p = engine_load_take_policy(f->l);
 	assert_non_null(p);
