@@ -4,11 +4,11 @@
  * SIGHUP reloads the policy atomically (a policy with errors is refused
  * and the old one stays); SIGTERM and SIGINT stop accepting, let sessions
  * finish for the grace period, then exit.  This file is the options, the
- * listener, privilege shedding and the signals; proxy/engine.c runs the
- * proxy, its reloads (secrets loaded off the loop) and its shutdown.
+ * listener, privilege shedding and the signals; proxy/engine_load.c loads
+ * the policy, its secrets and the log, proxy/engine.c runs the proxy, its
+ * reloads (secrets loaded off the loop) and its shutdown.
  */
 #include <errno.h>
-#include <libgen.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,9 +23,9 @@
 #include "common/xmalloc.h"
 #include "netns/sandbox.h"
 #include "policy/policy.h"
-#include "policy/secret.h"
 #include "audit/audit.h"
 #include "proxy/engine.h"
+#include "proxy/engine_load.h"
 #include "proxy/proxy.h"
 
 #define POLICIES_MAX 16
@@ -45,6 +45,8 @@ struct proxy_opts {
 
 struct daemon {
 	struct proxy_opts o;
+	struct engine_load_config lc; /* for the load and the reloads */
+	struct cli_diag_count count;
 	struct event_base *base;
 	struct engine *eng;
 };
@@ -186,37 +188,27 @@ usage:
 	return -1;
 }
 
-/* Parses the policy, reading no secret; NULL after printing why. */
-static struct policy *
-parse_policy(const struct proxy_opts *o)
+/* What the engine loads: the policies and the log, nothing for a view. */
+static void
+load_config(struct daemon *d)
 {
-	struct cli_diag_count c = {0, 0, 0};
-	struct policy *p = NULL;
-
-	if (policy_load(o->policies, o->npolicies, cli_print_diag, &c, &p) != 0)
-		return NULL;
-	return p;
+	d->lc.name = "proxy";
+	d->lc.policies = d->o.policies;
+	d->lc.npolicies = d->o.npolicies;
+	d->lc.diag = cli_print_diag;
+	d->lc.diag_arg = &d->count;
+	d->lc.log = d->o.log;
+	d->lc.log_limit = d->o.log_limit;
 }
 
-/* Loads the policy and its secrets; NULL after printing why. */
-static struct policy *
-load_policy(const struct proxy_opts *o)
-{
-	struct policy *p;
-
-	if ((p = parse_policy(o)) == NULL)
-		return NULL;
-	if (secret_store_load(policy_secrets(p), NULL, NULL) != 0) {
-		policy_free(p);
-		return NULL;
-	}
-	return p;
-}
-
+/* Parses the policy again, reading no secret; NULL after printing why. */
 static struct policy *
 reparse(void *arg)
 {
-	return parse_policy(arg);
+	struct daemon *d = arg;
+
+	memset(&d->count, 0, sizeof(d->count));
+	return engine_load_parse(&d->lc);
 }
 
 static void
@@ -250,24 +242,22 @@ on_stop(evutil_socket_t sig, short what, void *arg)
 }
 
 /*
- * Makes the engine (log, resolver, proxy; it takes P over) and the
- * listener; returns 0 or -1 after saying why.
+ * Makes the engine (resolver, proxy; it takes L over) and the listener;
+ * returns 0 or -1 after saying why.
  */
 static int
-daemon_open(struct daemon *d, struct policy *p)
+daemon_open(struct daemon *d, struct engine_load *l)
 {
 	struct engine_config cf = {0};
 	unsigned port;
 
-	cf.log = d->o.log;
-	cf.log_limit = d->o.log_limit;
 	cf.dns = d->o.dns;
 	cf.max_sessions = d->o.max_sessions;
 	cf.head_memory = (size_t)d->o.head_memory;
 	cf.buffer_memory = (size_t)d->o.buffer_memory;
 	cf.parse = reparse;
-	cf.parse_arg = &d->o;
-	if ((d->eng = engine_new(d->base, &cf, p)) == NULL ||
+	cf.parse_arg = d;
+	if ((d->eng = engine_new(d->base, &cf, l)) == NULL ||
 	    proxy_listen(engine_proxy(d->eng), d->o.listen, &port) != 0)
 		return -1;
 	/* The host as given (tests read the port picked for ":0"). */
@@ -293,30 +283,19 @@ struct shed {
 };
 
 static void
-shed_plan(const struct policy *p, struct shed *sh)
+shed_add(void *arg, const char *path)
 {
-	struct secret_store *ss = policy_secrets(p);
-	const struct secret *sec;
-	const char *f;
-	char *real;
-	size_t i;
+	struct shed *sh = arg;
 
+	if (sh->n < SHED_PATHS_MAX)
+		sh->paths[sh->n++] = xstrdup(path);
+}
+
+static void
+shed_plan(const struct engine_load *l, struct shed *sh)
+{
 	sh->n = 0;
-	sh->landlock = 1;
-	for (i = 0; (f = policy_file_at(p, i)) != NULL; i++)
-		if (sh->n < SHED_PATHS_MAX &&
-		    (real = realpath(f, NULL)) != NULL) {
-			sh->paths[sh->n++] = xstrdup(dirname(real));
-			free(real);
-		}
-	for (i = 0; i < secret_store_count(ss); i++) {
-		sec = secret_store_get(ss, i);
-		if (secret_source(sec) == SECRET_EXEC)
-			sh->landlock = 0;
-		else if (secret_source(sec) == SECRET_FILE &&
-		    sh->n < SHED_PATHS_MAX)
-			sh->paths[sh->n++] = xstrdup(secret_origin(sec));
-	}
+	sh->landlock = engine_load_reads(l, shed_add, sh);
 }
 
 static void
@@ -361,20 +340,22 @@ int
 cmd_proxy(int argc, char **argv)
 {
 	struct daemon d;
-	struct policy *p;
+	struct engine_load *l;
 	struct shed sh;
 	int r;
 
 	memset(&d, 0, sizeof(d));
 	if ((r = parse_opts(argc, argv, &d.o)) != 0)
 		return r > 0 ? 0 : CLI_EXIT_USAGE;
-	if ((p = load_policy(&d.o)) == NULL)
+	load_config(&d);
+	/* The policy, its secrets and the log (proxy/engine_load.c). */
+	if (engine_load_new(&d.lc, NULL, &l) != ENGINE_LOAD_OK)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	if ((d.base = event_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");
-	shed_plan(p, &sh);
-	if (daemon_open(&d, p) == 0) {
+	shed_plan(l, &sh);
+	if (daemon_open(&d, l) == 0) {
 		shed_apply(&sh);
 		r = daemon_run(&d);
 	} else

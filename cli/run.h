@@ -1,7 +1,9 @@
 /*
  * run.h: the parts of `pinhole run` (cli/cmd_run.c: the sandbox and the
- * loop; cli/run_opts.c: the command line; cli/run_setup.c: policy,
- * secrets, log, hidden paths and interception), sharing one struct run.
+ * loop; cli/run_opts.c: the command line; cli/run_setup.c: the run's
+ * choices for the engine's loading, and the view made into the mount plan
+ * and the environment; cli/run_engine.c: the engine process and the
+ * socket to it), sharing one struct run.
  */
 #ifndef PH_RUN_H
 #define PH_RUN_H
@@ -12,16 +14,13 @@
 #include "netns/sockguard.h"
 #include "proxy/view.h"
 
-struct audit;
-struct ca;
 struct engine;
+struct engine_load;
+struct engine_load_sink;
 struct env;
 struct event_base;
-struct inject_standins;
 struct mnt_plan;
-struct policy;
 struct sbx;
-struct tls;
 
 #define RUN_FAILED 125 /* pinhole itself failed before the command ran */
 #define RUN_POLICIES_MAX 16
@@ -56,15 +55,11 @@ struct run {
 	struct mnt_plan *plan;
 	struct env *env;
 	/* running */
-	struct policy *policy;
-	char *logpath;
-	struct audit *audit;
+	struct engine_load *load; /* in the engine, until the listeners came */
+	char *logpath; /* in the launcher (view) */
 	struct event_base *base;
 	struct engine *eng; /* the proxy, once the listeners came */
 	struct sbx *sbx;
-	struct ca *ca; /* the run CA, when a rule intercepts */
-	struct tls *tls;
-	struct inject_standins *standins;
 	char
 	    *readable[RUN_LIST_MAX]; /* files the proxy reads late (Landlock) */
 	size_t nreadable;
@@ -97,12 +92,12 @@ int run_parse_opts(struct run *r, int argc, char **argv);
 int run_check_home(struct run *r);
 
 /*
- * In the engine: makes a run id, loads the policy and its secrets, opens
- * the audit log and, when a rule intercepts, makes the CA and the TLS
- * contexts; sends the view to the launcher on r->esock as it goes.
- * Returns 0, or -1 (said).
+ * In the engine: loads into r->load (proxy/engine_load.c: a run id, the
+ * policy and its secrets, the audit log and, when a rule intercepts, the
+ * CA and the TLS contexts) with the run's hooks; the view goes to SINK
+ * as it is made.  Returns 0, or -1 (said).
  */
-int run_setup_engine(struct run *r);
+int run_setup_engine(struct run *r, const struct engine_load_sink *sink);
 
 /*
  * In the launcher: receives the view (environment secrets wiped as they

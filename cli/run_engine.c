@@ -5,8 +5,10 @@
  * socket to it (proxy/view.h says the messages).
  *
  *   launcher                          engine (forked first)
- *     run_engine_start    fork  ->      run_setup_engine: policy, secrets,
- *     run_setup_launcher  <- view       log, CA; HELLO .. READY
+ *     run_engine_start    fork  ->      run_setup_engine: the run's hooks
+ *                                       for engine_load_new (proxy/):
+ *                                       policy, secrets, log, CA; the
+ *     run_setup_launcher  <- view       sink below: HELLO .. READY
  *     sandbox starts
  *     run_engine_listeners LISTENERS -> engine_new (proxy/engine.c) on
  *                                       them, sheds privilege
@@ -34,14 +36,10 @@
 #include "common/log.h"
 #include "netns/hostinfo.h"
 #include "netns/sandbox.h"
-#include "policy/policy.h"
-#include "audit/audit.h"
-#include "proxy/ca.h"
 #include "proxy/dnsstub.h"
 #include "proxy/engine.h"
-#include "proxy/inject.h"
+#include "proxy/engine_load.h"
 #include "proxy/proxy.h"
-#include "proxy/tls.h"
 #include "proxy/view.h"
 
 /* --- the engine ----------------------------------------------------------- */
@@ -113,20 +111,15 @@ start_proxy(struct run *r, const struct view_msg *m)
 		return -1;
 	}
 	cf.name = "run";
-	cf.audit = r->audit;
-	cf.run_id = r->run_id;
 	cf.dns = r->dns;
 	cf.denied = on_denied;
 	cf.denied_arg = r;
 	cf.looked_up = on_looked_up;
 	cf.looked_up_arg = r;
 	cf.own_name = HOSTINFO_HOSTNAME;
-	cf.tls = r->tls;
-	cf.standins = r->standins;
-	/* The log and the policy are the engine's now. */
-	r->audit = NULL;
-	r->eng = engine_new(r->base, &cf, r->policy);
-	r->policy = NULL;
+	/* What was loaded is the engine's now. */
+	r->eng = engine_new(r->base, &cf, r->load);
+	r->load = NULL;
 	if (r->eng == NULL)
 		return -1;
 	for (i = 0; i < m->nfds; i++)
@@ -236,6 +229,95 @@ engine_serve(struct run *r)
 	return rc;
 }
 
+/* --- the view, to the launcher ------------------------------------------- */
+
+static int
+send_text(struct run *r, uint32_t type, const char *s)
+{
+	if (view_send(r->esock, type, s, strlen(s) + 1, NULL, 0) != 0) {
+		log_warn("run: engine: cannot send the view");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+on_hello(void *arg, const char *run_id)
+{
+	struct run *r = arg;
+	unsigned char p[64];
+	ssize_t n = view_put_hello(p, sizeof(p), VIEW_ROLE_RUN, run_id);
+
+	if (view_send(r->esock, VIEW_HELLO, p, (size_t)n, NULL, 0) != 0) {
+		log_warn("run: engine: cannot send the view");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Environment secrets never enter the sandbox: --keep-env of one is an
+ * error.  The values are in the engine's secret store by now; the
+ * launcher is told the names first of all (ENVSECRET) and wipes its own
+ * copies, so it and the sandbox's PID 1 (a copy of it) hold none.
+ */
+static int
+on_envsecret(void *arg, const char *var, const char *name)
+{
+	struct run *r = arg;
+	size_t k;
+
+	for (k = 0; k < r->nkeep; k++)
+		if (strcmp(r->keep[k], var) == 0) {
+			log_warnx("run: --keep-env %s: that variable holds "
+			          "secret '%s', which the sandbox must not see",
+			    r->keep[k], name);
+			return -1;
+		}
+	return send_text(r, VIEW_ENVSECRET, var);
+}
+
+static int
+on_hide(void *arg, const char *path)
+{
+	return send_text(arg, VIEW_HIDE, path);
+}
+
+static int
+on_standin(void *arg, const char *var, const char *value)
+{
+	struct run *r = arg;
+	unsigned char p[VIEW_TEXT_MAX];
+	ssize_t n = view_put_standin(p, sizeof(p), var, value);
+
+	if (n < 0 ||
+	    view_send(r->esock, VIEW_STANDIN, p, (size_t)n, NULL, 0) != 0) {
+		log_warnx("run: engine: cannot send stand-in %s", var);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+on_ca(void *arg, const char *pem)
+{
+	return send_text(arg, VIEW_CA, pem);
+}
+
+static int
+on_log(void *arg, const char *path)
+{
+	return send_text(arg, VIEW_LOG, path);
+}
+
+static int
+on_ready(void *arg)
+{
+	struct run *r = arg;
+
+	return view_send(r->esock, VIEW_READY, NULL, 0, NULL, 0);
+}
+
 /*
  * The engine's life.  The terminal's signals are the launcher's to
  * handle (the command gets them, and its end ends the engine); the
@@ -245,6 +327,8 @@ static void __attribute__((noreturn)) engine_main(struct run *r)
 {
 	static const int quiet[] = {
 	    SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
+	const struct engine_load_sink sink = {on_hello, on_envsecret, on_hide,
+	    on_standin, on_ca, on_log, on_ready, r};
 	sigset_t none;
 	size_t i;
 	int rc;
@@ -258,12 +342,12 @@ static void __attribute__((noreturn)) engine_main(struct run *r)
 		signal(quiet[i], SIG_IGN);
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	if ((rc = run_setup_engine(r)) != 0)
+	if ((rc = run_setup_engine(r, &sink)) != 0)
 		(void)view_send(
 		    r->esock, VIEW_ERROR, "setup", sizeof("setup"), NULL, 0);
 	else
 		rc = engine_serve(r);
-	audit_close(r->audit); /* a start that failed is logged too */
+	engine_load_free(r->load); /* no listeners came: the log closed */
 	_exit(rc == 0 ? 0 : 1);
 }
 

@@ -1,11 +1,11 @@
 /*
- * run_setup.c: what `pinhole run` prepares before the sandbox starts: the
- * policy and its secrets (environment secrets kept out), the audit log,
- * the paths hidden from the sandbox, and, when a rule needs the requests
- * inside TLS, the CA, the TLS contexts, the trust bundle and the
- * placeholder stand-ins.
+ * run_setup.c: what `pinhole run` prepares before the sandbox starts.  In
+ * the engine: the run's choices for proxy/engine_load.c, which loads the
+ * policy, the secrets, the audit log and the CA (where the log goes by
+ * default, which log the run refuses, the files the sandbox must not
+ * reach).  In the launcher: the view taken in, the paths hidden, the
+ * machine id, the host name and the trust bundle.
  */
-#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
@@ -24,52 +24,11 @@
 #include "netns/env.h"
 #include "netns/hostinfo.h"
 #include "netns/mount.h"
-#include "policy/policy.h"
-#include "policy/secret.h"
 #include "audit/audit.h"
-#include "proxy/ca.h"
-#include "proxy/inject.h"
-#include "proxy/tls.h"
+#include "proxy/engine_load.h"
 #include "proxy/view.h"
 
-/* --- policy, secrets, log ------------------------------------------------- */
-
-static int trusted_files(struct run *);
-
-/* The engine's side: one text message of the view to the launcher. */
-static int
-send_text(struct run *r, uint32_t type, const char *s)
-{
-	if (view_send(r->esock, type, s, strlen(s) + 1, NULL, 0) != 0) {
-		log_warn("run: engine: cannot send the view");
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * The policy, then the check that every file it trusts is out of the
- * sandbox's reach, then its secrets: no file or helper a sandbox could
- * have planted is read or run.
- */
-static int
-load_policy(struct run *r)
-{
-	struct cli_diag_count count = {0, 0, 1};
-	struct secret_store *ss;
-
-	if (policy_load_extra(r->policies, r->npolicies, "--allow", r->allow,
-	        cli_print_diag, &count, &r->policy) != 0 ||
-	    trusted_files(r) != 0)
-		return -1;
-	ss = policy_secrets(r->policy);
-	if (secret_store_count(ss) > 0 &&
-	    secret_store_load(ss, NULL, NULL) != 0) {
-		log_warnx("run: the policy's secrets could not be loaded");
-		return -1;
-	}
-	return 0;
-}
+/* --- the environment ----------------------------------------------------- */
 
 /* Wipes NAME's value in pinhole's own environment, then removes it. */
 static void
@@ -84,43 +43,14 @@ wipe_env(const char *name)
 	unsetenv(name);
 }
 
-/*
- * Environment secrets never enter the sandbox: --keep-env of one is an
- * error.  The values are in the engine's secret store by now; the
- * launcher is told the names first of all (ENVSECRET) and wipes its own
- * copies, so it and the sandbox's PID 1 (a copy of it) hold none.
- */
-static int
-guard_env_secrets(struct run *r)
-{
-	struct secret_store *ss = policy_secrets(r->policy);
-	struct secret *sec;
-	size_t i, k;
-
-	for (i = 0; i < secret_store_count(ss); i++) {
-		sec = secret_store_get(ss, i);
-		if (secret_source(sec) != SECRET_ENV)
-			continue;
-		for (k = 0; k < r->nkeep; k++)
-			if (strcmp(r->keep[k], secret_origin(sec)) == 0) {
-				log_warnx("run: --keep-env %s: that variable "
-				          "holds secret '%s', which the "
-				          "sandbox must not see",
-				    r->keep[k], secret_name(sec));
-				return -1;
-			}
-		if (send_text(r, VIEW_ENVSECRET, secret_origin(sec)) != 0)
-			return -1;
-	}
-	return 0;
-}
-
 void
 run_wipe_env(struct run *r, const char *name)
 {
 	env_unset(r->env, name);
 	wipe_env(name);
 }
+
+/* --- the log ------------------------------------------------------------- */
 
 /* mkdir -p DIR, private: the log names hosts and paths. */
 static void
@@ -192,17 +122,17 @@ default_log(void)
  * which the command writes to as well and could fill with forged records.
  */
 static int
-log_shared(const struct run *r)
+log_shared(const char *path, const struct audit *a)
 {
 	const char *why = NULL;
 	int fd;
 
-	if (strcmp(r->logpath, "stderr") == 0)
+	if (strcmp(path, "stderr") == 0)
 		why = "is standard error";
-	else if (audit_is_tty(r->audit))
+	else if (audit_is_tty(a))
 		why = "is a terminal";
 	for (fd = 0; why == NULL && fd <= 2; fd++)
-		if (audit_same_file(r->audit, fd))
+		if (audit_same_file(a, fd))
 			why =
 			    "is the file behind the command's standard streams";
 	if (why != NULL)
@@ -210,7 +140,7 @@ log_shared(const struct run *r)
 		    "run: the audit log %s %s, which the sandboxed command "
 		    "writes to as well (it could forge records); give "
 		    "--log FILE",
-		    r->logpath, why);
+		    path, why);
 	return why != NULL;
 }
 
@@ -219,7 +149,7 @@ log_shared(const struct run *r)
  * records are only counted (audit.h), so a sandbox cannot fill the disk.
  */
 static int
-log_limit(struct run *r)
+log_limit(const struct run *r, struct audit *a)
 {
 	const char *s = r->log_limit != NULL ? r->log_limit : RUN_LOG_LIMIT;
 	uint64_t bytes;
@@ -230,39 +160,37 @@ log_limit(struct run *r)
 		    s);
 		return -1;
 	}
-	audit_set_limit(r->audit, bytes);
+	audit_set_limit(a, bytes);
 	return 0;
 }
 
-static int
-open_log(struct run *r)
+/* The engine's hooks (engine_load.h): the run's choices about its log. */
+static char *
+log_default(void *arg)
 {
-	const char *path = r->log ? r->log : policy_log_path(r->policy);
-	char err[256];
+	(void)arg;
+	return default_log();
+}
 
-	r->logpath = path ? xstrdup(path) : default_log();
-	if (r->logpath == NULL)
-		return -1;
-	if (strcmp(r->logpath, "stderr") == 0) {
-		(void)log_shared(r);
-		return -1;
-	}
-	r->audit = audit_open(r->logpath, r->run_id, err, sizeof(err));
-	if (r->audit == NULL && path == NULL) {
-		/* No usable home after all: the private fallback. */
-		log_warnx("run: %s; using a private file instead (--log FILE "
-		          "chooses)",
-		    err);
-		free(r->logpath);
-		if ((r->logpath = private_log()) == NULL)
-			return -1;
-		r->audit = audit_open(r->logpath, r->run_id, err, sizeof(err));
-	}
-	if (r->audit == NULL) {
+static char *
+log_failed(void *arg, const char *err, int defaulted)
+{
+	(void)arg;
+	if (!defaulted) {
 		log_warnx("run: audit log: %s", err);
-		return -1;
+		return NULL;
 	}
-	return log_shared(r) || log_limit(r) != 0 ? -1 : 0;
+	/* No usable home after all: the private fallback. */
+	log_warnx("run: %s; using a private file instead (--log FILE "
+	          "chooses)",
+	    err);
+	return private_log();
+}
+
+static int
+log_opened(void *arg, const char *path, struct audit *a)
+{
+	return log_shared(path, a) || log_limit(arg, a) != 0 ? -1 : 0;
 }
 
 /* --- interception --------------------------------------------------------- */
@@ -285,41 +213,6 @@ static const char *const bundle_vars[] = {
     "NPM_CONFIG_CAFILE",
     "CARGO_HTTP_CAINFO",
 };
-
-struct strlist {
-	char *v[RUN_LIST_MAX];
-	size_t n;
-	int full;
-};
-
-static void
-strlist_add(void *arg, const char *s)
-{
-	struct strlist *l = arg;
-
-	if (l->n < RUN_LIST_MAX)
-		l->v[l->n++] = xstrdup(s);
-	else
-		l->full = 1;
-}
-
-/* The intercepted targets, typed; names borrowed from the policy. */
-struct patlist {
-	struct target_pattern v[RUN_LIST_MAX];
-	size_t n;
-	int full;
-};
-
-static void
-patlist_add(void *arg, const struct target_pattern *p)
-{
-	struct patlist *l = arg;
-
-	if (l->n < RUN_LIST_MAX)
-		l->v[l->n++] = *p;
-	else
-		l->full = 1;
-}
 
 /* The system bundle plus the run CA, over the system bundle's path. */
 static int
@@ -355,80 +248,6 @@ trust_bundle(struct run *r)
 	return 0;
 }
 
-static int
-send_standin(struct run *r, const char *name, const char *value)
-{
-	unsigned char p[VIEW_TEXT_MAX];
-	ssize_t n = view_put_standin(p, sizeof(p), name, value);
-
-	if (n < 0 ||
-	    view_send(r->esock, VIEW_STANDIN, p, (size_t)n, NULL, 0) != 0) {
-		log_warnx("run: engine: cannot send stand-in %s", name);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * When a rule needs the requests inside TLS: a run CA that can sign only
- * for the intercepted targets, the TLS contexts, and the bundle the
- * sandbox trusts.  Placeholder stand-ins go into the environment.
- */
-static int
-setup_interception(struct run *r)
-{
-	struct patlist t = {.n = 0};
-	struct strlist cas = {{NULL}, 0, 0};
-	const char *cert, *key;
-	char err[256];
-	size_t i;
-	int rc = -1;
-
-	policy_intercept_targets(r->policy, patlist_add, &t);
-	/* Read here, the CA files need no Landlock read access later. */
-	policy_upstream_cas(r->policy, strlist_add, &cas);
-	if (t.full || cas.full) {
-		log_warnx(
-		    "run: more than %d intercepted targets", RUN_LIST_MAX);
-		goto out;
-	}
-	if ((r->standins = inject_standins_new(r->policy)) == NULL)
-		fatalx("run: out of memory");
-	for (i = 0; i < inject_standins_count(r->standins); i++)
-		if (send_standin(r, inject_standin_env(r->standins, i),
-		        inject_standin_value(r->standins, i)) != 0)
-			goto out;
-	rc = 0;
-	if (t.n == 0)
-		goto out;
-	rc = -1;
-	/* A CA the user pins ("ca" line), else one made for this run. */
-	r->ca = policy_ca(r->policy, &cert, &key)
-	    ? ca_load(cert, key, err, sizeof(err))
-	    : ca_new_run_for(t.v, t.n, 0, err, sizeof(err));
-	if (r->ca == NULL ||
-	    (r->tls = tls_new(r->ca, err, sizeof(err))) == NULL) {
-		log_warnx("run: interception: %s", err);
-		goto out;
-	}
-	/* Trust anchors are read now, before the sandbox exists. */
-	for (i = 0; i < cas.n; i++)
-		if (tls_add_trust(r->tls, cas.v[i], err, sizeof(err)) != 0) {
-			log_warnx("run: upstream-ca %s: %s", cas.v[i], err);
-			goto out;
-		}
-	/* The CA key is a secret too: no core dump, no tracing. */
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (!ca_constrained(r->ca))
-		log_warnx("run: the CA that signs for intercepted hosts has no "
-		          "name constraints: it could sign for any name");
-	rc = send_text(r, VIEW_CA, ca_cert_pem(r->ca));
-out:
-	for (i = 0; i < cas.n; i++)
-		free(cas.v[i]);
-	return rc;
-}
-
 /* --- the mount plan ------------------------------------------------------- */
 
 /* Every hide applies or the run stops (a missing file has nothing). */
@@ -453,10 +272,12 @@ hide_file(struct run *r, const char *path)
  * helper) must be out of the sandbox's reach, or the sandbox could replace
  * it, or retarget a symlink or directory on its way, and so widen its own
  * next run, or the proxy's trust.  Returns 0, or -1 having said why.
+ * The engine's "trusted" hook (engine_load.h).
  */
 static int
-out_of_reach(struct run *r, const char *what, const char *path)
+out_of_reach(void *arg, const char *what, const char *path)
 {
+	struct run *r = arg;
 	char where[PATH_MAX + 64];
 	int rc;
 
@@ -473,101 +294,6 @@ out_of_reach(struct run *r, const char *what, const char *path)
 		          "writable binds",
 		    what, path, where);
 	return -1;
-}
-
-/*
- * A helper named without a '/' is looked up in PATH as execvp does: an
- * empty or relative PATH entry can put it in the work directory.  Checks
- * the first executable found (none found: the helper fails later).
- */
-static int
-helper_out_of_reach(struct run *r, const char *name)
-{
-	const char *path = getenv("PATH"), *p, *end;
-	char cand[PATH_MAX];
-	int n;
-
-	if (strchr(name, '/') != NULL)
-		return out_of_reach(r, "secret helper", name);
-	for (p = path ? path : "/usr/bin:/bin"; p != NULL;
-	     p = *end ? end + 1 : NULL) {
-		end = p + strcspn(p, ":");
-		n = snprintf(cand, sizeof(cand), "%.*s%s%s", (int)(end - p), p,
-		    end > p ? "/" : "", name);
-		if (n > 0 && (size_t)n < sizeof(cand) &&
-		    access(cand, X_OK) == 0)
-			return out_of_reach(r, "secret helper", cand);
-	}
-	return 0;
-}
-
-/* Every file the run trusts, checked with out_of_reach. */
-static int
-trusted_files(struct run *r)
-{
-	struct secret_store *ss = policy_secrets(r->policy);
-	struct strlist cas = {{NULL}, 0, 0};
-	const struct secret *sec;
-	const char *f, *cert, *key;
-	size_t i;
-	int bad = 0;
-
-	for (i = 0; (f = policy_file_at(r->policy, i)) != NULL; i++)
-		if (strcmp(f, "--allow") != 0)
-			bad |= out_of_reach(r, "policy file", f);
-	for (i = 0; i < secret_store_count(ss); i++) {
-		sec = secret_store_get(ss, i);
-		if (secret_source(sec) == SECRET_FILE)
-			bad |=
-			    out_of_reach(r, "secret file", secret_origin(sec));
-		else if (secret_source(sec) == SECRET_EXEC)
-			bad |= helper_out_of_reach(r, secret_origin(sec));
-	}
-	if (policy_ca(r->policy, &cert, &key)) {
-		bad |= out_of_reach(r, "CA certificate", cert);
-		bad |= out_of_reach(r, "CA key", key);
-	}
-	policy_upstream_cas(r->policy, strlist_add, &cas);
-	for (i = 0; i < cas.n; i++) {
-		bad |= out_of_reach(r, "upstream-ca", cas.v[i]);
-		free(cas.v[i]);
-	}
-	return bad;
-}
-
-/*
- * The engine names the files to hide (HIDE): the files pinhole trusts,
- * out of the sandbox's reach already (trusted_files, checked by
- * load_policy), the secret files, the CA key and the audit log.
- */
-static int
-send_hides(struct run *r)
-{
-	struct secret_store *ss = policy_secrets(r->policy);
-	const char *f, *cert, *key;
-	size_t i;
-	int bad = 0;
-
-	for (i = 0; (f = policy_file_at(r->policy, i)) != NULL; i++)
-		bad |= send_text(r, VIEW_HIDE, f); /* "--allow": nothing */
-	for (i = 0; i < secret_store_count(ss); i++)
-		if (secret_source(secret_store_get(ss, i)) == SECRET_FILE)
-			bad |= send_text(r, VIEW_HIDE,
-			    secret_origin(secret_store_get(ss, i)));
-	if (policy_ca(r->policy, &cert, &key))
-		bad |= send_text(r, VIEW_HIDE, key);
-	/*
-	 * The audit log must not lie where the sandbox can write: hidden, the
-	 * file itself cannot be touched, but a directory or a symlink on its
-	 * way could be renamed or retargeted and a forged log put in its
-	 * place for the reviewer.
-	 */
-	if (strcmp(r->logpath, "stderr") != 0 &&
-	    out_of_reach(r, "audit log", r->logpath) != 0)
-		bad = -1;
-	else if (strcmp(r->logpath, "stderr") != 0)
-		bad |= send_text(r, VIEW_HIDE, r->logpath);
-	return bad;
 }
 
 /* The password database's home, and $HOME where it differs. */
@@ -711,30 +437,35 @@ run_check_home(struct run *r)
 }
 
 /*
- * The engine's part: a run id, the policy and its secrets, the audit log,
- * and interception; the view goes to the launcher as it is made (the
- * environment secrets' names first).  Returns 0, or -1 (said).
+ * The engine's part: the run's choices for proxy/engine_load.c, which
+ * makes a run id, loads the policy and its secrets, opens the audit log
+ * and makes the CA and the TLS contexts, the view going to SINK as it is
+ * made.  Returns 0, or -1 (said).
  */
 int
-run_setup_engine(struct run *r)
+run_setup_engine(struct run *r, const struct engine_load_sink *sink)
 {
-	unsigned char p[64];
-	ssize_t n;
+	struct cli_diag_count count = {0, 0, 1};
+	struct engine_load_config cf = {0};
+	int rc;
 
-	if (audit_make_run_id(r->run_id) != 0)
-		fatal("getrandom");
-	n = view_put_hello(p, sizeof(p), VIEW_ROLE_RUN, r->run_id);
-	if (view_send(r->esock, VIEW_HELLO, p, (size_t)n, NULL, 0) != 0) {
-		log_warn("run: engine: cannot send the view");
-		return -1;
-	}
-	if (load_policy(r) != 0 || guard_env_secrets(r) != 0 ||
-	    open_log(r) != 0 || send_hides(r) != 0 ||
-	    setup_interception(r) != 0 ||
-	    send_text(r, VIEW_LOG, r->logpath) != 0 ||
-	    view_send(r->esock, VIEW_READY, NULL, 0, NULL, 0) != 0)
-		return -1;
-	return 0;
+	cf.name = "run";
+	cf.policies = r->policies;
+	cf.npolicies = r->npolicies;
+	cf.allow = r->allow;
+	cf.diag = cli_print_diag;
+	cf.diag_arg = &count;
+	cf.log = r->log;
+	cf.intercept = 1;
+	cf.trusted = out_of_reach;
+	cf.log_default = log_default;
+	cf.log_failed = log_failed;
+	cf.log_opened = log_opened;
+	cf.arg = r;
+	if ((rc = engine_load_new(&cf, sink, &r->load)) ==
+	    ENGINE_LOAD_E_SECRETS)
+		log_warnx("run: the policy's secrets could not be loaded");
+	return rc == ENGINE_LOAD_OK ? 0 : -1;
 }
 
 /* One message of the view, in the launcher. */

@@ -1,7 +1,7 @@
 /*
- * engine.c: a proxy with its audit log, resolver and policy; a daemon's
- * reloads (secrets loaded in a thread, the policy swapped when complete)
- * and its shutdown.  engine.h says the contract.
+ * engine.c: a proxy on what engine_load.c loaded, with its resolver; a
+ * daemon's reloads (secrets loaded in a thread, the policy swapped when
+ * complete) and its shutdown.  engine.h says the contract.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,10 +18,10 @@
 #include "common/xmalloc.h"
 #include "policy/policy.h"
 #include "policy/secret.h"
-#include "audit/audit.h"
 #include "proxy/dns.h"
 #include "proxy/dnsstub.h"
 #include "proxy/engine.h"
+#include "proxy/engine_load.h"
 #include "proxy/proxy.h"
 
 struct engine {
@@ -30,8 +30,7 @@ struct engine {
 	struct proxy *px;
 	struct dns *dns;
 	struct dnsstub *stub; /* the sandbox's DNS stub, once it has a socket */
-	struct audit *audit;
-	char run_id[17];
+	struct engine_load *load; /* its log and TLS outlive the proxy */
 	const char *name;
 	/* A reload whose secrets load in a thread; see engine.h. */
 	struct policy *pending; /* owned by the thread until it is joined */
@@ -157,24 +156,13 @@ engine_stop(
 	proxy_shutdown(e->px, grace_ms, done, arg);
 }
 
-/* The log, the resolver and the proxy; 0 or -1 after saying why. */
+/* The resolver and the proxy; 0 or -1 after saying why. */
 static int
 open_all(struct engine *e, struct policy *p)
 {
 	struct proxy_config pc = {0};
-	const char *log = e->cf.log ? e->cf.log : policy_log_path(p);
 	char err[256];
 
-	if (e->audit == NULL) {
-		if (audit_make_run_id(e->run_id) != 0)
-			fatal("getrandom");
-		if ((e->audit = audit_open(log ? log : "stderr", e->run_id, err,
-		         sizeof(err))) == NULL) {
-			log_warnx("%s: %s", e->name, err);
-			return -1;
-		}
-		audit_set_limit(e->audit, e->cf.log_limit);
-	}
 	if ((e->dns = dns_new(e->base, e->cf.dns,
 	         policy_timeout(p, POLICY_TIMEOUT_CONNECT), err,
 	         sizeof(err))) == NULL) {
@@ -182,17 +170,17 @@ open_all(struct engine *e, struct policy *p)
 		return -1;
 	}
 	pc.policy = p;
-	pc.audit = e->audit;
+	pc.audit = engine_load_audit(e->load);
 	pc.dns = e->dns;
-	pc.run_id = e->run_id;
+	pc.run_id = engine_load_run_id(e->load);
 	pc.max_sessions =
 	    e->cf.max_sessions ? e->cf.max_sessions : proxy_fd_budget();
 	pc.head_memory = e->cf.head_memory;
 	pc.buffer_memory = e->cf.buffer_memory;
 	pc.denied = e->cf.denied;
 	pc.denied_arg = e->cf.denied_arg;
-	pc.tls = e->cf.tls;
-	pc.standins = e->cf.standins;
+	pc.tls = engine_load_tls(e->load);
+	pc.standins = engine_load_standins(e->load);
 	if ((e->px = proxy_new(e->base, &pc)) == NULL)
 		fatalx("%s: out of memory", e->name);
 	return 0;
@@ -212,17 +200,16 @@ watch_reloads(struct engine *e)
 }
 
 struct engine *
-engine_new(
-    struct event_base *base, const struct engine_config *cf, struct policy *p)
+engine_new(struct event_base *base, const struct engine_config *cf,
+    struct engine_load *l)
 {
 	struct engine *e = xcalloc(1, sizeof(*e));
+	struct policy *p = engine_load_take_policy(l);
 
 	e->cf = *cf;
 	e->base = base;
 	e->name = cf->name ? cf->name : "proxy";
-	e->audit = cf->audit;
-	if (cf->audit != NULL)
-		snprintf(e->run_id, sizeof(e->run_id), "%s", cf->run_id);
+	e->load = l;
 	e->done_pipe[0] = e->done_pipe[1] = -1;
 	e->cancel_pipe[0] = e->cancel_pipe[1] = -1;
 	if (cf->parse != NULL)
@@ -242,7 +229,7 @@ engine_listen_dns(struct engine *e, int fd)
 	struct dnsstub_config sc = {0};
 
 	if (e->stub == NULL) {
-		sc.audit = e->audit;
+		sc.audit = engine_load_audit(e->load);
 		sc.looked_up = e->cf.looked_up;
 		sc.arg = e->cf.looked_up_arg;
 		sc.own_name = e->cf.own_name;
@@ -285,6 +272,6 @@ engine_free(struct engine *e)
 	proxy_free(e->px);
 	dnsstub_free(e->stub); /* logs the names past its table */
 	dns_free(e->dns);
-	audit_close(e->audit);
+	engine_load_free(e->load); /* closes the log */
 	free(e);
 }

@@ -1,6 +1,7 @@
 /*
- * engine.h: a proxy with what it runs on -- the audit log, the resolver,
- * the policy -- and, for a daemon, its reloads and its shutdown.
+ * engine.h: a proxy with what it runs on -- what engine_load.h loaded
+ * (the policy, its secrets, the audit log, the TLS contexts) and the
+ * resolver -- and, for a daemon, its reloads and its shutdown.
  *
  * A reload asks the caller to parse the policy on the loop (files only,
  * quick), then loads its secrets in a thread, since an exec helper may
@@ -14,22 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct audit;
 struct event_base;
 struct engine;
-struct inject_standins;
+struct engine_load;
 struct policy;
 struct proxy;
-struct tls;
 
 struct engine_config {
 	const char *name; /* says whose messages: "proxy" (NULL) or "run" */
-	/* An audit log opened already (taken over; RUN_ID is its run's), or
-	 * NULL: LOG is opened, under a new run id. */
-	struct audit *audit;
-	const char *run_id;
-	const char *log; /* NULL: the policy's, else stderr */
-	uint64_t log_limit; /* 0: none */
 	const char *dns; /* NULL: the system's resolvers */
 	unsigned max_sessions; /* 0: as many as descriptors allow */
 	size_t head_memory; /* 0: the proxy's default */
@@ -42,8 +35,6 @@ struct engine_config {
 	void (*looked_up)(void *arg, const char *name, const char *qtype);
 	void *looked_up_arg;
 	const char *own_name; /* the sandbox's host name (dnsstub.h) */
-	struct tls *tls; /* borrowed; NULL: no interception */
-	const struct inject_standins *standins; /* borrowed; may be NULL */
 	/* Parses the policy again for a reload, reading no secret; NULL
 	 * after saying why.  NULL: no reloads. */
 	struct policy *(*parse)(void *arg);
@@ -51,13 +42,13 @@ struct engine_config {
 };
 
 /*
- * Opens the audit log (unless given) and the resolver and makes the proxy
- * on BASE, not yet listening, with P (taken over in every case, and so is
- * the config's audit log; P's secrets loaded).
+ * Opens the resolver and makes the proxy on BASE, not yet listening, on
+ * what L loaded (engine_load.h: the policy with its secrets, the audit
+ * log, the TLS contexts and the stand-ins), L taken over in every case.
  * Returns NULL after saying why.
  */
-struct engine *engine_new(
-    struct event_base *base, const struct engine_config *, struct policy *p);
+struct engine *engine_new(struct event_base *base, const struct engine_config *,
+    struct engine_load *l);
 
 /* The proxy, to give listeners to. */
 struct proxy *engine_proxy(struct engine *);

@@ -5,7 +5,8 @@
  *
  * The engine publishes the sandbox view: what a sandbox may know of the
  * run (the CA certificate to trust, the placeholder stand-ins, the paths
- * to hide, the log path) and nothing secret.  The user hands it the
+ * to hide, the log path) and nothing secret, as engine_load.c loads
+ * (its sink: one callback per message).  The user hands it the
  * listeners and, at the end, asks it to stop; the engine answers with the
  * denied summary.  Each message is a fixed header (type, length) and a
  * payload; each type has a size range, a count limit and a phase it may
