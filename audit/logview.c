@@ -74,6 +74,7 @@ struct rec {
 struct logview {
 	struct table hosts;
 	struct table denials;
+	struct table distrust; /* keyed as denials, by the "error" */
 	struct conn_slot *conns;
 	char **filter;
 	size_t nfilter;
@@ -375,14 +376,17 @@ logview_new(void)
 	lv->conns = calloc(CONN_SLOTS, sizeof(*lv->conns));
 	lv->hosts.others = calloc(1, sizeof(struct logview_entry));
 	lv->denials.others = calloc(1, sizeof(struct logview_entry));
+	lv->distrust.others = calloc(1, sizeof(struct logview_entry));
 	lv->hosts.idx = htab_new();
 	lv->denials.idx = htab_new();
+	lv->distrust.idx = htab_new();
 	if (lv->conns == NULL || lv->hosts.others == NULL ||
-	    lv->denials.others == NULL) {
+	    lv->denials.others == NULL || lv->distrust.others == NULL) {
 		logview_free(lv);
 		return NULL;
 	}
 	lv->hosts.others->port = lv->denials.others->port = -1;
+	lv->distrust.others->port = -1;
 	return lv;
 }
 
@@ -395,6 +399,7 @@ logview_free(struct logview *lv)
 		return;
 	table_free(&lv->hosts);
 	table_free(&lv->denials);
+	table_free(&lv->distrust);
 	for (i = 0; i < lv->nfilter; i++)
 		free(lv->filter[i]);
 	free(lv->filter);
@@ -767,9 +772,33 @@ conn_note(struct conn_slot *cs, uint64_t key, const struct rec *r,
 }
 
 /*
+ * Counts the end R of an allowed CONNECT whose client refused the run CA
+ * (for host H): no longer allowed, listed apart.
+ */
+static void
+count_distrust(struct logview *lv, const struct rec *r, struct logview_entry *h)
+{
+	const char *why = r->s[FIELD_ERROR];
+	size_t rlen = utf8_cut(why, REASON_KEEP);
+	struct logview_entry *d = lv->distrust.others;
+
+	lv->t.distrust++;
+	lv->t.allowed -= lv->t.allowed > 0;
+	h->allowed -= h->allowed > 0;
+	h->distrust++;
+	if (h->host != NULL)
+		d = table_get(&lv->distrust, h->host, h->port, why, rlen);
+	d->records++;
+	d->distrust++;
+	if (d != lv->distrust.others)
+		d->reason_cut = why[rlen] != '\0';
+}
+
+/*
  * Counts R.  A request denied by the policy is a denial; so is an end
  * with status 403 after an allowed request: the proxy refused it later
- * (a private address, say).
+ * (a private address, say).  An allowed CONNECT whose client refused the
+ * run CA is neither allowed nor denied: a failure of its own.
  */
 static void
 record(struct logview *lv, const struct rec *r)
@@ -797,6 +826,10 @@ record(struct logview *lv, const struct rec *r)
 		count_denial(lv, r, h,
 		    r->s[FIELD_ERROR] != NULL ? r->s[FIELD_ERROR]
 		                              : "refused by the proxy (403)");
+	} else if (!r->request && field_is_distrust(r->s[FIELD_ERROR]) &&
+	    conn_mine(cs, key) && cs->allowed) {
+		cs->allowed = 0;
+		count_distrust(lv, r, h);
 	}
 }
 
@@ -1138,8 +1171,10 @@ const struct logview_entry **
 logview_sorted(const struct logview *lv, enum logview_list which,
     int (*cmp)(const void *, const void *), size_t *np)
 {
-	return table_sorted(
-	    which == LOGVIEW_DENIALS ? &lv->denials : &lv->hosts, cmp, np);
+	return table_sorted(which == LOGVIEW_DENIALS ? &lv->denials
+	        : which == LOGVIEW_DISTRUST          ? &lv->distrust
+	                                             : &lv->hosts,
+	    cmp, np);
 }
 
 const char *

@@ -3,7 +3,8 @@
  *
  * Reads JSON Lines records as audit/audit.h writes them and aggregates
  * them without keeping them: denied requests by (host, port, reason),
- * traffic by (host, port), and totals.  Memory is bounded whatever the
+ * connections whose client refused the run CA by the same, traffic by
+ * (host, port), and totals.  Memory is bounded whatever the
  * input: at most LOGVIEW_KEYS_MAX distinct hosts and as many distinct
  * denials are kept, the rest is counted in an "others" bucket, and long
  * strings are cut.  The log holds secret names only; they are printed as
@@ -31,6 +32,8 @@ struct logview_totals {
 	uint64_t allowed;
 	uint64_t denied;
 	uint64_t refused; /* allowed, then refused by the proxy (403) */
+	/* allowed, then the client refused the run CA (not in allowed) */
+	uint64_t distrust;
 	uint64_t bytes_up;
 	uint64_t bytes_down;
 	uint64_t malformed; /* lines reported as malformed */
@@ -100,13 +103,14 @@ struct logview_entry {
 	char *method;
 	char *rule;
 	uint64_t records, requests, allowed, denied;
+	uint64_t distrust; /* clients that refused the run CA */
 	uint64_t bytes_up, bytes_down;
 	char *secrets[LOGVIEW_SECRETS_MAX];
 	size_t nsecrets;
 	int more_secrets;
 };
 
-enum logview_list { LOGVIEW_DENIALS, LOGVIEW_HOSTS };
+enum logview_list { LOGVIEW_DENIALS, LOGVIEW_HOSTS, LOGVIEW_DISTRUST };
 
 /*
  * The entries of one list sorted by CMP (on const struct logview_entry

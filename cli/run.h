@@ -78,6 +78,9 @@ struct run {
 	char run_id[17];
 	struct run_denied denied[RUN_DENIED_MAX];
 	size_t ndenied, denied_total;
+	/* clients that refused the run CA, and the first one's host:port */
+	size_t distrust_total;
+	char distrust_first[300];
 };
 
 extern char **environ;
