@@ -10,6 +10,8 @@ set -euo pipefail
 PACKAGES=(
 	wget					# the second plain HTTP client
 	python3-venv python3-pip		# pip in a venv
+	apt-utils				# apt.sh: apt-ftparchive makes the Debian repository
+	dpkg-dev				# apt.sh: dpkg-deb builds its .deb
 )
 
 missing=()
