@@ -1,7 +1,8 @@
 /*
  * run.h: the parts of `pinhole run` (cli/cmd_run.c: the sandbox and the
  * loop; cli/run_opts.c: the command line; cli/run_setup.c: policy,
- * secrets, log, hidden paths and interception), sharing one struct run.
+ * secrets, log, hidden paths and interception; cli/run_apt.c: apt's
+ * configuration and state), sharing one struct run.
  */
 #ifndef PH_RUN_H
 #define PH_RUN_H
