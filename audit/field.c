@@ -64,3 +64,13 @@ field_type_name(enum field_type t)
 
 	return names[t];
 }
+
+int
+field_is_distrust(const char *error)
+{
+	return error != NULL &&
+	    (strncmp(error, FIELD_ERR_DISTRUST,
+	         sizeof(FIELD_ERR_DISTRUST) - 1) == 0 ||
+	        strncmp(error, FIELD_ERR_HANGUP,
+	            sizeof(FIELD_ERR_HANGUP) - 1) == 0);
+}

@@ -79,4 +79,16 @@ const struct field *field_find(const char *name);
 /* The name of the type ("string", "integer", ...). */
 const char *field_type_name(enum field_type);
 
+/*
+ * The "error" of a connection whose client ended the TLS handshake with
+ * the proxy: it refused the run CA's certificate (an alert), or hung up,
+ * mostly for the same reason.  The proxy words it so; pinhole log counts
+ * such a connection as failed, not allowed.
+ */
+#define FIELD_ERR_DISTRUST "the client does not trust the run CA"
+#define FIELD_ERR_HANGUP "the client ended the TLS handshake"
+
+/* Does ERROR (NULL: none) say the client refused the run CA? */
+int field_is_distrust(const char *error);
+
 #endif

@@ -39,6 +39,24 @@ cmp_denial(const void *pa, const void *pb)
 }
 
 static int
+cmp_distrust(const void *pa, const void *pb)
+{
+	const struct logview_entry *a =
+	    *(const struct logview_entry *const *)pa;
+	const struct logview_entry *b =
+	    *(const struct logview_entry *const *)pb;
+	int c;
+
+	if (a->distrust != b->distrust)
+		return a->distrust > b->distrust ? -1 : 1;
+	if ((c = strcmp(a->host, b->host)) != 0)
+		return c;
+	if (a->port != b->port)
+		return a->port < b->port ? -1 : 1;
+	return strcmp(a->reason, b->reason);
+}
+
+static int
 cmp_host(const void *pa, const void *pb)
 {
 	const struct logview_entry *a =
@@ -210,6 +228,41 @@ print_lookups(const struct logview *lv, FILE *f)
 	return 0;
 }
 
+/*
+ * Connections whose client refused the run CA, after the denials: the
+ * policy allowed them, yet nothing went through.  Nothing when none.
+ */
+static int
+print_distrust(const struct logview *lv, FILE *f)
+{
+	char lab[4 * FIELD_HOST_MAX + 32];
+	const struct logview_entry **v;
+	size_t i, n = 0;
+	uint64_t max = 0;
+
+	if ((v = logview_sorted(lv, LOGVIEW_DISTRUST, cmp_distrust, &n)) ==
+	    NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		max = v[i]->distrust > max ? v[i]->distrust : max;
+	if (n > 0)
+		fprintf(f,
+		    "\nRefused the run CA (clients that do not trust "
+		    "PINHOLE_CA_FILE):\n");
+	for (i = 0; i < n; i++) {
+		label(v[i], lab, sizeof(lab));
+		fprintf(f, "  %*" PRIu64 "x  %s  ", digits(max), v[i]->distrust,
+		    lab);
+		if (v[i]->host == NULL)
+			fputs("other connections", f);
+		else
+			logview_esc_put(f, v[i]->reason);
+		fputs(v[i]->reason_cut ? "...\n" : "\n", f);
+	}
+	free(v);
+	return 0;
+}
+
 static void
 print_secrets(FILE *f, const struct logview_entry *h)
 {
@@ -289,6 +342,11 @@ print_totals(const struct logview *lv, FILE *f)
 		    "  refused    %" PRIu64 " allowed, then refused by the "
 		    "proxy (403)\n",
 		    t->refused);
+	if (t->distrust > 0)
+		fprintf(f,
+		    "  distrust   %" PRIu64 " allowed, then the client refused "
+		    "the run CA\n",
+		    t->distrust);
 	fprintf(f, "  bytes      %s up, %s down\n", up, down);
 	fprintf(f, "  malformed  %" PRIu64 " line%s", t->malformed,
 	    t->malformed == 1 ? "" : "s");
@@ -341,6 +399,14 @@ json_denial(const struct logview_entry *d)
 }
 
 static json_t *
+json_distrust(const struct logview_entry *d)
+{
+	return json_pack("{s:I, s:s?, s:o, s:s?, s:b}", "count",
+	    jint(d->distrust), "host", jhost(d), "port", jport(d->port),
+	    "reason", d->reason, "reason_cut", d->reason_cut);
+}
+
+static json_t *
 json_host(const struct logview_entry *h)
 {
 	json_t *s = json_array();
@@ -348,11 +414,12 @@ json_host(const struct logview_entry *h)
 
 	for (i = 0; s != NULL && i < h->nsecrets; i++)
 		json_array_append_new(s, json_string(h->secrets[i]));
-	return json_pack("{s:s?, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:b}",
+	return json_pack("{s:s?, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:b}",
 	    "host", jhost(h), "port", jport(h->port), "requests",
 	    jint(h->requests), "allowed", jint(h->allowed), "denied",
-	    jint(h->denied), "bytes_up", jint(h->bytes_up), "bytes_down",
-	    jint(h->bytes_down), "secrets", s, "others", h->host == NULL);
+	    jint(h->denied), "distrust", jint(h->distrust), "bytes_up",
+	    jint(h->bytes_up), "bytes_down", jint(h->bytes_down), "secrets", s,
+	    "others", h->host == NULL);
 }
 
 /* An array of list WHICH sorted by CMP, each made by FN; NULL: ENOMEM. */
@@ -385,14 +452,14 @@ json_totals(const struct logview *lv)
 	const struct logview_totals *t = &t0;
 
 	logview_totals(lv, &t0);
-	return json_pack(
-	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+	                 "s:I, s:I, s:s?, s:s?}",
 	    "records", jint(t->records), "requests", jint(t->requests),
 	    "allowed", jint(t->allowed), "denied", jint(t->denied), "refused",
-	    jint(t->refused), "bytes_up", jint(t->bytes_up), "bytes_down",
-	    jint(t->bytes_down), "malformed", jint(t->malformed), "incomplete",
-	    jint(t->incomplete), "first_ts", t->first_ts, "last_ts",
-	    t->last_ts);
+	    jint(t->refused), "distrust", jint(t->distrust), "bytes_up",
+	    jint(t->bytes_up), "bytes_down", jint(t->bytes_down), "malformed",
+	    jint(t->malformed), "incomplete", jint(t->incomplete), "first_ts",
+	    t->first_ts, "last_ts", t->last_ts);
 }
 
 static uint64_t
@@ -426,8 +493,11 @@ print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 	        json_table(lv, LOGVIEW_LOOKUPS, cmp_lookup, json_lookup)) != 0)
 		goto out;
 	if (!o->denied_only &&
-	    (json_object_set_new(root, "hosts",
-	         json_table(lv, LOGVIEW_HOSTS, cmp_host, json_host)) != 0 ||
+	    (json_object_set_new(root, "distrust",
+	         json_table(
+	             lv, LOGVIEW_DISTRUST, cmp_distrust, json_distrust)) != 0 ||
+	        json_object_set_new(root, "hosts",
+	            json_table(lv, LOGVIEW_HOSTS, cmp_host, json_host)) != 0 ||
 	        json_object_set_new(root, "totals", json_totals(lv)) != 0))
 		goto out;
 	if (json_dumpf(root, f, JSON_INDENT(2)) != 0)
@@ -448,7 +518,8 @@ logprint_view(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 		if (print_json(lv, f, o) != 0)
 			goto out;
 	} else {
-		if (print_denied(lv, f) != 0 || print_lookups(lv, f) != 0)
+		if (print_denied(lv, f) != 0 || print_distrust(lv, f) != 0 ||
+		    print_lookups(lv, f) != 0)
 			goto out;
 		if (!o->denied_only) {
 			if (print_hosts(lv, f) != 0)

@@ -76,6 +76,7 @@ struct logview {
 	struct table hosts;
 	struct table denials;
 	struct table lookups; /* "dns" records, by name */
+	struct table distrust; /* keyed as denials, by the "error" */
 	struct conn_slot *conns;
 	char **filter;
 	size_t nfilter;
@@ -381,13 +382,17 @@ logview_new(void)
 	lv->hosts.idx = htab_new();
 	lv->denials.idx = htab_new();
 	lv->lookups.idx = htab_new();
+	lv->distrust.others = calloc(1, sizeof(struct logview_entry));
+	lv->distrust.idx = htab_new();
 	if (lv->conns == NULL || lv->hosts.others == NULL ||
-	    lv->denials.others == NULL || lv->lookups.others == NULL) {
+	    lv->denials.others == NULL || lv->lookups.others == NULL ||
+	    lv->distrust.others == NULL) {
 		logview_free(lv);
 		return NULL;
 	}
 	lv->hosts.others->port = lv->denials.others->port = -1;
 	lv->lookups.others->port = -1;
+	lv->distrust.others->port = -1;
 	return lv;
 }
 
@@ -401,6 +406,7 @@ logview_free(struct logview *lv)
 	table_free(&lv->hosts);
 	table_free(&lv->denials);
 	table_free(&lv->lookups);
+	table_free(&lv->distrust);
 	for (i = 0; i < lv->nfilter; i++)
 		free(lv->filter[i]);
 	free(lv->filter);
@@ -775,10 +781,28 @@ conn_note(struct conn_slot *cs, uint64_t key, const struct rec *r,
 }
 
 /*
- * Counts R.  A request denied by the policy is a denial; so is an end
- * with status 403 after an allowed request: the proxy refused it later
- * (a private address, say).
+ * Counts the end R of an allowed CONNECT whose client refused the run CA
+ * (for host H): no longer allowed, listed apart.
  */
+static void
+count_distrust(struct logview *lv, const struct rec *r, struct logview_entry *h)
+{
+	const char *why = r->s[FIELD_ERROR];
+	size_t rlen = utf8_cut(why, REASON_KEEP);
+	struct logview_entry *d = lv->distrust.others;
+
+	lv->t.distrust++;
+	lv->t.allowed -= lv->t.allowed > 0;
+	h->allowed -= h->allowed > 0;
+	h->distrust++;
+	if (h->host != NULL)
+		d = table_get(&lv->distrust, h->host, h->port, why, rlen);
+	d->records++;
+	d->distrust++;
+	if (d != lv->distrust.others)
+		d->reason_cut = why[rlen] != '\0';
+}
+
 /*
  * Counts a "dns" record: a name the sandbox asked its stub for, by name
  * (no host: the names past the stub's table, "others").
@@ -802,6 +826,12 @@ count_lookup(struct logview *lv, const struct rec *r)
 	e->requests = sat_add(e->requests, weight(r));
 }
 
+/*
+ * Counts R.  A request denied by the policy is a denial; so is an end
+ * with status 403 after an allowed request: the proxy refused it later
+ * (a private address, say).  An allowed CONNECT whose client refused the
+ * run CA is neither allowed nor denied: a failure of its own.
+ */
 static void
 record(struct logview *lv, const struct rec *r)
 {
@@ -832,6 +862,10 @@ record(struct logview *lv, const struct rec *r)
 		count_denial(lv, r, h,
 		    r->s[FIELD_ERROR] != NULL ? r->s[FIELD_ERROR]
 		                              : "refused by the proxy (403)");
+	} else if (!r->request && field_is_distrust(r->s[FIELD_ERROR]) &&
+	    conn_mine(cs, key) && cs->allowed) {
+		cs->allowed = 0;
+		count_distrust(lv, r, h);
 	}
 }
 
@@ -1175,6 +1209,7 @@ logview_sorted(const struct logview *lv, enum logview_list which,
 {
 	const struct table *t = which == LOGVIEW_DENIALS ? &lv->denials
 	    : which == LOGVIEW_LOOKUPS                   ? &lv->lookups
+	    : which == LOGVIEW_DISTRUST                  ? &lv->distrust
 	                                                 : &lv->hosts;
 
 	return table_sorted(t, cmp, np);

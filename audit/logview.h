@@ -3,7 +3,8 @@
  *
  * Reads JSON Lines records as audit/audit.h writes them and aggregates
  * them without keeping them: denied requests by (host, port, reason),
- * traffic by (host, port), and totals.  Memory is bounded whatever the
+ * connections whose client refused the run CA by the same, traffic by
+ * (host, port), and totals.  Memory is bounded whatever the
  * input: at most LOGVIEW_KEYS_MAX distinct hosts and as many distinct
  * denials are kept, the rest is counted in an "others" bucket, and long
  * strings are cut.  The log holds secret names only; they are printed as
@@ -32,6 +33,8 @@ struct logview_totals {
 	uint64_t denied;
 	uint64_t refused; /* allowed, then refused by the proxy (403) */
 	uint64_t lookups; /* queries to the sandbox's DNS stub ("dns") */
+	/* allowed, then the client refused the run CA (not in allowed) */
+	uint64_t distrust;
 	uint64_t bytes_up;
 	uint64_t bytes_down;
 	uint64_t malformed; /* lines reported as malformed */
@@ -101,6 +104,7 @@ struct logview_entry {
 	char *method;
 	char *rule;
 	uint64_t records, requests, allowed, denied;
+	uint64_t distrust; /* clients that refused the run CA */
 	uint64_t bytes_up, bytes_down;
 	char *secrets[LOGVIEW_SECRETS_MAX];
 	size_t nsecrets;
@@ -108,7 +112,12 @@ struct logview_entry {
 };
 
 /* LOOKUPS: names looked up directly ("dns" records; count in requests). */
-enum logview_list { LOGVIEW_DENIALS, LOGVIEW_HOSTS, LOGVIEW_LOOKUPS };
+enum logview_list {
+	LOGVIEW_DENIALS,
+	LOGVIEW_HOSTS,
+	LOGVIEW_LOOKUPS,
+	LOGVIEW_DISTRUST,
+};
 
 /*
  * The entries of one list sorted by CMP (on const struct logview_entry

@@ -47,8 +47,9 @@
 #define TERM_RESET "\030\033\\\033[0m\r\n"
 
 /*
- * The last stderr line: pinhole: N denied: HOST:PORT (xK), ...; see LOG.
- * Written with one write(2).  On a terminal it comes after TERM_RESET; a
+ * The last stderr lines: "pinhole: N client(s) refused the run CA ...",
+ * then "pinhole: N denied: HOST:PORT (xK), ...; see LOG", each when there
+ * is something to say.  Written with one write(2).  On a terminal it comes after TERM_RESET; a
  * file or a pipe gets the bytes the command wrote as they were and the
  * line after them, starting with "pinhole: " on a line of its own unless
  * the command's output did not end in a newline.
@@ -60,15 +61,25 @@ print_denied(const struct run *r)
 	size_t len = 0, i;
 	FILE *f;
 
-	if (r->denied_total == 0 || (f = open_memstream(&line, &len)) == NULL)
+	if ((r->denied_total == 0 && r->distrust_total == 0) ||
+	    (f = open_memstream(&line, &len)) == NULL)
 		return;
 	if (isatty(STDERR_FILENO))
 		fputs(TERM_RESET, f);
-	fprintf(f, "pinhole: %zu denied: ", r->denied_total);
-	for (i = 0; i < r->ndenied; i++)
-		fprintf(f, "%s%s (x%u)", i ? ", " : "", r->denied[i].what,
-		    r->denied[i].n);
-	fprintf(f, "; see %s\n", r->logpath);
+	if (r->distrust_total > 0)
+		fprintf(f,
+		    "pinhole: %zu client%s refused the run CA (%s%s): does it "
+		    "trust PINHOLE_CA_FILE? see %s\n",
+		    r->distrust_total, r->distrust_total == 1 ? "" : "s",
+		    r->distrust_total == 1 ? "" : "first ", r->distrust_first,
+		    r->logpath);
+	if (r->denied_total > 0) {
+		fprintf(f, "pinhole: %zu denied: ", r->denied_total);
+		for (i = 0; i < r->ndenied; i++)
+			fprintf(f, "%s%s (x%u)", i ? ", " : "",
+			    r->denied[i].what, r->denied[i].n);
+		fprintf(f, "; see %s\n", r->logpath);
+	}
 	if (fclose(f) == 0)
 		(void)!write(STDERR_FILENO, line, len);
 	free(line);

@@ -3,7 +3,8 @@
  * loop; cli/run_opts.c: the command line; cli/run_setup.c: the run's
  * choices for the engine's loading, and the view made into the mount plan
  * and the environment; cli/run_engine.c: the engine process and the
- * socket to it), sharing one struct run.
+ * socket to it; cli/run_apt.c: apt's configuration and state), sharing
+ * one struct run.
  */
 #ifndef PH_RUN_H
 #define PH_RUN_H
@@ -69,12 +70,16 @@ struct run {
 	pid_t launcher; /* in the engine: its parent's */
 	int engine_lost; /* the engine ended before the command */
 	char *ca_pem; /* in the launcher: the CA certificate (view) */
+	const char *trust_file; /* the bundle with the run CA, inside */
 	struct view_order lorder; /* the launcher's check of the engine */
 	struct view_order eorder; /* the engine's check of the launcher */
 	char run_id[17];
 	struct run_denied denied[RUN_DENIED_MAX];
 	size_t ndenied, denied_total;
 	unsigned lookups_said; /* engine: names said by on_looked_up */
+	/* clients that refused the run CA, and the first one's host:port */
+	size_t distrust_total;
+	char distrust_first[300];
 };
 
 extern char **environ;
@@ -109,6 +114,15 @@ int run_setup_launcher(struct run *r);
 
 /* Wipes variable NAME from pinhole's environment and the sandbox's. */
 void run_wipe_env(struct run *r, const char *name);
+
+/*
+ * apt in the sandbox (run_apt.c): where the host has apt, a fresh tmpfs
+ * over /var/lib/apt/lists and /var/cache/apt, and APT_CONFIG naming a
+ * file that includes the user's APT_CONFIG and sets APT::Sandbox::User
+ * "root" (and the CA bundle when intercepting).  After the trust bundle.
+ * Returns 0, or -1 after saying why.
+ */
+int run_apt_setup(struct run *r);
 
 /*
  * cli/run_engine.c.  Forks the engine, which runs run_setup_engine, the

@@ -14,7 +14,7 @@
  *                                       them, sheds privilege
  *     the command ends
  *     run_engine_stop     STOP  ->      engine_free (sessions logged)
- *                         <- DENIED, DENIED_ITEM.., BYE; exits
+ *                         <- DENIED, DENIED_ITEM.., DISTRUST, BYE
  *
  * The launcher never holds a secret or the CA key, so the sandbox's
  * first process, a copy of it, has nothing to wipe.
@@ -100,6 +100,17 @@ take_listener(struct run *r, int fd)
 	return proxy_listen_fd(engine_proxy(r->eng), fd);
 }
 
+/* A client refused the run CA: counted for the launcher's last lines. */
+static void
+on_distrust(void *arg, const char *host, unsigned port)
+{
+	struct run *r = arg;
+
+	if (r->distrust_total++ == 0)
+		snprintf(r->distrust_first, sizeof(r->distrust_first),
+		    strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+}
+
 static int
 start_proxy(struct run *r, const struct view_msg *m)
 {
@@ -113,6 +124,7 @@ start_proxy(struct run *r, const struct view_msg *m)
 	cf.name = "run";
 	cf.dns = r->dns;
 	cf.denied = on_denied;
+	cf.distrust = on_distrust;
 	cf.denied_arg = r;
 	cf.looked_up = on_looked_up;
 	cf.looked_up_arg = r;
@@ -181,6 +193,17 @@ send_summary(const struct run *r)
 		if (n < 0 ||
 		    view_send(
 		        r->esock, VIEW_DENIED_ITEM, p, (size_t)n, NULL, 0) != 0)
+			return;
+	}
+	if (r->distrust_total > 0) {
+		n = view_put_item(p, sizeof(p),
+		    r->distrust_total > UINT32_MAX
+		        ? UINT32_MAX
+		        : (uint32_t)r->distrust_total,
+		    r->distrust_first);
+		if (n < 0 ||
+		    view_send(r->esock, VIEW_DISTRUST, p, (size_t)n, NULL, 0) !=
+		        0)
 			return;
 	}
 	(void)view_send(r->esock, VIEW_BYE, NULL, 0, NULL, 0);
@@ -416,6 +439,17 @@ take_item(struct run *r, const struct view_msg *m)
 	}
 }
 
+/* DISTRUST into R's summary. */
+static void
+take_distrust(struct run *r, const struct view_msg *m)
+{
+	uint32_t n;
+	const char *what = view_get_item(m, &n);
+
+	r->distrust_total = n;
+	snprintf(r->distrust_first, sizeof(r->distrust_first), "%s", what);
+}
+
 int
 run_engine_stop(struct run *r)
 {
@@ -433,6 +467,8 @@ run_engine_stop(struct run *r)
 				r->denied_total = view_get_u64(&m);
 			else if (m.type == VIEW_DENIED_ITEM)
 				take_item(r, &m);
+			else if (m.type == VIEW_DISTRUST)
+				take_distrust(r, &m);
 			if (m.type == VIEW_BYE || m.type == VIEW_ERROR) {
 				rc = m.type == VIEW_BYE ? 0 : -1;
 				break;

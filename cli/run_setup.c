@@ -245,6 +245,7 @@ trust_bundle(struct run *r)
 	}
 	for (i = 0; i < sizeof(bundle_vars) / sizeof(bundle_vars[0]); i++)
 		env_set(r->env, bundle_vars[i], dst);
+	r->trust_file = dst;
 	return 0;
 }
 
@@ -530,7 +531,8 @@ run_setup_launcher(struct run *r)
 	r->lorder = o; /* the summary is checked against the same order */
 	if (bad || plan_hide_homes(r) != 0 || plan_machine_id(r) != 0 ||
 	    plan_hostname(r) != 0 || plan_resolv(r) != 0 ||
-	    (r->ca_pem != NULL && trust_bundle(r) != 0))
+	    (r->ca_pem != NULL && trust_bundle(r) != 0) ||
+	    run_apt_setup(r) != 0)
 		return -1;
 	return 0;
 }

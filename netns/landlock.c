@@ -205,10 +205,17 @@ ruleset_for(struct ruleset_attr *a, enum ll_mode mode, int abi)
 		a->handled_access_fs = ACCESS_WRITE | ACCESS_DEV;
 		a->scoped =
 		    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
-	} else if (mode == LL_SCOPE)
+	} else if (mode == LL_SCOPE) {
+		/*
+		 * A layer that does not handle REFER refuses every
+		 * cross-directory rename and link beneath it (EXDEV), also
+		 * where the command's own layer allows them: so this one
+		 * handles it, and allows it beneath / (scope_refer).
+		 */
+		a->handled_access_fs = FS(REFER);
 		a->scoped =
 		    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
-	else
+	} else
 		a->handled_access_fs = ACCESS_ALL;
 	mask_abi(a, abi);
 }
@@ -271,6 +278,24 @@ out:
 	return ret;
 }
 
+/*
+ * LL_SCOPE's one rule: renames and links anywhere (REFER beneath /), so
+ * that its layer leaves them to the command's.  0 or -1.
+ */
+static int
+scope_refer(int rfd, uint64_t handled, struct tally *t)
+{
+	char root[] = "/";
+	struct rule ru = {root, LL_WRITE};
+	int ret;
+
+	if (handled == 0)
+		return 0; /* ABI 1: no REFER to grant */
+	ret = add_rule(rfd, &ru, handled, t);
+	t->added = 0; /* no path limits anything: the report says none */
+	return ret;
+}
+
 /* Makes ruleset RFD with R's rules the calling thread's.  0 or -1. */
 static int
 restrict_self(
@@ -279,6 +304,8 @@ restrict_self(
 	size_t i;
 	int ret = 0;
 
+	if (r->mode == LL_SCOPE)
+		ret = scope_refer(rfd, handled, t);
 	for (i = 0; i < r->n && ret == 0; i++)
 		ret = add_rule(rfd, &r->rules[i], handled, t);
 	if (ret == -1)

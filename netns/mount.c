@@ -398,6 +398,27 @@ mnt_plan_is_writable(const struct mnt_plan *p, const char *path)
 	return 0;
 }
 
+/* PATH and DIR are one, or one lies beneath the other ("/" holds none). */
+static int
+near(const char *path, const char *dir)
+{
+	return strcmp(dir, "/") != 0 && strcmp(path, "/") != 0 &&
+	    (beneath(path, dir) || beneath(dir, path));
+}
+
+int
+mnt_plan_touches(const struct mnt_plan *p, const char *path)
+{
+	size_t i;
+
+	if (near(path, p->cwd))
+		return 1;
+	for (i = 0; i < p->nops; i++)
+		if (near(path, p->ops[i].dst))
+			return 1;
+	return 0;
+}
+
 /* Says where (or why not) in WHERE, printf-style; returns RC. */
 static int walk_said(int rc, char *where, size_t wlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -90,6 +90,13 @@ int mnt_plan_check_home(
 int mnt_plan_is_writable(const struct mnt_plan *, const char *path);
 
 /*
+ * Returns 1 when the start directory or a step's destination is PATH
+ * (absolute, resolved), lies beneath it or holds it (but "/"), else 0:
+ * a mount pinhole adds on its own at PATH would meet the user's.
+ */
+int mnt_plan_touches(const struct mnt_plan *, const char *path);
+
+/*
  * Could the sandbox change what host path PATH (relative: to the current
  * directory) names?  PATH is walked as the kernel resolves it, symlinks
  * included: when an entry on the way -- a component as given, a symlink,

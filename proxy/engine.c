@@ -178,6 +178,7 @@ open_all(struct engine *e, struct policy *p)
 	pc.head_memory = e->cf.head_memory;
 	pc.buffer_memory = e->cf.buffer_memory;
 	pc.denied = e->cf.denied;
+	pc.distrust = e->cf.distrust;
 	pc.denied_arg = e->cf.denied_arg;
 	pc.tls = engine_load_tls(e->load);
 	pc.standins = engine_load_standins(e->load);

@@ -29,6 +29,8 @@ struct engine_config {
 	size_t buffer_memory; /* 0: the proxy's default */
 	/* Denied targets, for a summary (proxy.h); may be NULL. */
 	void (*denied)(void *arg, const char *host, unsigned port);
+	/* Clients that refused the run CA (proxy.h); may be NULL. */
+	void (*distrust)(void *arg, const char *host, unsigned port);
 	void *denied_arg;
 	/* The first query of each name to the DNS stub (dnsstub.h); may be
 	 * NULL. */

@@ -1,12 +1,17 @@
 /*
  * inject.c: injected fields and placeholder stand-ins (see inject.h).
  *
- * A stand-in keeps the secret's length and, when the secret starts with
- * one, a well-known token prefix ("ghp_", "npm_", "glpat-"), so that tools
- * which check a token's shape accept it; the rest is random letters and
- * digits.  Only listed prefixes are kept: the first bytes of an arbitrary
- * secret are part of the secret.  A stand-in is worth nothing outside
- * this run's proxy.
+ * A stand-in has the shape of the secret when the secret has a known
+ * token shape, so that tools which check a token's shape before using
+ * the network (gh, npm) accept it: a listed prefix ("ghp_", "npm_",
+ * "pypi-", "github_pat_") is kept, and the body after it is random
+ * characters of the body's alphabet, of the same length, with the
+ * format's separators ('_' in github_pat_) where they were; a JWT keeps
+ * its header (public: it names the algorithm) and gets random base64url
+ * payload and signature of the same lengths.  Any other secret gets
+ * random letters and digits, as long as the secret but at least
+ * STANDIN_MIN: nothing of an arbitrary secret is kept, its first bytes
+ * are part of it.  A stand-in is worth nothing outside this run's proxy.
  */
 #include <sys/random.h>
 
@@ -17,6 +22,7 @@
 #include <strings.h>
 
 #include <event2/buffer.h>
+#include <jansson.h>
 #include <openssl/evp.h>
 
 #include "policy/policy.h"
@@ -28,6 +34,7 @@
 
 #define STANDIN_MIN 20
 #define STANDIN_MAX 512
+#define JWT_HEADER_MAX 1024 /* a longer first part is no JWT header */
 
 struct standin {
 	const char *env;
@@ -47,48 +54,144 @@ struct inject_standins {
 
 static const char alnum[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-/* Public prefixes of token formats (GitHub, GitLab, npm, PyPI, ...). */
-static const char *const prefixes[] = {
-    "github_pat_",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "glpat-",
-    "npm_",
-    "pypi-",
-    "sk-",
-    "xoxb-",
-    "xoxp-",
-    "hf_",
+/*
+ * Public prefixes of token formats and the alphabet of the body after
+ * them; a body byte outside it is a separator of the format and stays.
+ */
+static const struct token_shape {
+	const char *prefix;
+	const char *body;
+} token_shapes[] = {
+    {"github_pat_", alnum}, /* 22 alnum '_' 59 alnum */
+    {"ghp_", alnum}, /* then 36 alnum; gho_, ghs_ too */
+    {"gho_", alnum},
+    {"ghu_", alnum},
+    {"ghs_", alnum},
+    {"ghr_", alnum},
+    {"glpat-", b64url},
+    {"npm_", alnum}, /* then 36 alnum */
+    {"pypi-", b64url}, /* then a base64url macaroon */
+    {"sk-", alnum},
+    {"xoxb-", alnum},
+    {"xoxp-", alnum},
+    {"hf_", alnum},
 };
 
-/* The length of the listed prefix V starts with, or 0. */
-static size_t
-prefix_len(const uint8_t *v, size_t len)
+/* The listed shape V starts with (with a body after it), or NULL. */
+static const struct token_shape *
+token_shape(const uint8_t *v, size_t len)
 {
 	size_t i, n;
 
-	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		n = strlen(prefixes[i]);
-		if (n < len && memcmp(v, prefixes[i], n) == 0)
-			return n;
+	for (i = 0; i < sizeof(token_shapes) / sizeof(token_shapes[0]); i++) {
+		n = strlen(token_shapes[i].prefix);
+		if (n < len && memcmp(v, token_shapes[i].prefix, n) == 0)
+			return &token_shapes[i];
 	}
-	return 0;
+	return NULL;
+}
+
+/* Is every byte of V (LEN bytes) in the base64url alphabet? */
+static int
+all_b64url(const uint8_t *v, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (v[i] == '\0' || strchr(b64url, v[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+/* Does base64url V (LEN bytes, unpadded) decode to a JSON object with
+ * a string "alg"? */
+static int
+jwt_header(const uint8_t *v, size_t len)
+{
+	unsigned char in[JWT_HEADER_MAX + 4], out[JWT_HEADER_MAX];
+	size_t i, n = len;
+	int dec, ok = 0;
+	json_t *j;
+
+	if (len == 0 || len > JWT_HEADER_MAX || len % 4 == 1)
+		return 0;
+	for (i = 0; i < len; i++)
+		in[i] = v[i] == '-' ? '+' : v[i] == '_' ? '/' : v[i];
+	while (n % 4 != 0)
+		in[n++] = '=';
+	if ((dec = EVP_DecodeBlock(out, in, (int)n)) < 0)
+		return 0;
+	dec -= (int)(n - len); /* EVP_DecodeBlock counts the padding */
+	if ((j = json_loadb((const char *)out, (size_t)dec, 0, NULL)) != NULL)
+		ok = json_is_object(j) &&
+		    json_is_string(json_object_get(j, "alg"));
+	json_decref(j);
+	return ok;
+}
+
+/*
+ * The length of V's header when V is a JWT (three base64url parts,
+ * the first a JSON object naming "alg"), else 0.
+ */
+static size_t
+jwt_header_len(const uint8_t *v, size_t len)
+{
+	const uint8_t *d1, *d2;
+
+	if ((d1 = memchr(v, '.', len)) == NULL ||
+	    (d2 = memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - v))) == NULL ||
+	    memchr(d2 + 1, '.', len - (size_t)(d2 + 1 - v)) != NULL ||
+	    d2 == d1 + 1 || !all_b64url(v, (size_t)(d1 - v)) ||
+	    !all_b64url(d1 + 1, (size_t)(d2 - d1 - 1)) ||
+	    !all_b64url(d2 + 1, len - (size_t)(d2 + 1 - v)) ||
+	    !jwt_header(v, (size_t)(d1 - v)))
+		return 0;
+	return (size_t)(d1 - v);
+}
+
+/*
+ * Fills S[FROM..LEN) from RND: where V (VLEN bytes) has a byte of
+ * ALPHA (or none), a random one of ALPHA; elsewhere V's byte, a
+ * separator of the format ('.' of a JWT, '_' of github_pat_).  The
+ * modulo bias is irrelevant to a worthless token.
+ */
+static void
+fill_body(char *s, size_t from, size_t len, const uint8_t *rnd,
+    const uint8_t *v, size_t vlen, const char *alpha)
+{
+	size_t i, na = strlen(alpha);
+
+	for (i = from; i < len; i++)
+		if (i < vlen && (v[i] == '\0' || strchr(alpha, v[i]) == NULL))
+			s[i] = (char)v[i];
+		else
+			s[i] = alpha[rnd[i] % na];
 }
 
 static char *
 make_standin(const struct secret *sec, size_t *outlen)
 {
-	const uint8_t *v;
+	const struct token_shape *ts = NULL;
+	const uint8_t *v = NULL;
+	const char *alpha = alnum;
 	uint8_t rnd[STANDIN_MAX];
-	size_t len = 0, pre = 0, i;
+	size_t len = 0, vlen = 0, keep = 0;
 	char *s;
 
-	if (sec != NULL && (v = secret_value(sec, &len)) != NULL)
-		pre = prefix_len(v, len);
+	if (sec != NULL && (v = secret_value(sec, &len)) != NULL) {
+		/* A JWT cut at STANDIN_MAX would not be one. */
+		if (len <= STANDIN_MAX && (keep = jwt_header_len(v, len)) > 0)
+			alpha = b64url;
+		else if ((ts = token_shape(v, len)) != NULL) {
+			keep = strlen(ts->prefix);
+			alpha = ts->body;
+		}
+		if (keep > 0)
+			vlen = len; /* separators are kept from here */
+	}
 	len = len < STANDIN_MIN ? STANDIN_MIN : len;
 	len = len > STANDIN_MAX ? STANDIN_MAX : len;
 	if ((s = malloc(len + 1)) == NULL ||
@@ -96,11 +199,9 @@ make_standin(const struct secret *sec, size_t *outlen)
 		free(s);
 		return NULL;
 	}
-	if (pre > 0)
-		memcpy(s, v, pre);
-	/* 62 letters: the modulo bias is irrelevant to a worthless token. */
-	for (i = pre; i < len; i++)
-		s[i] = alnum[rnd[i] % (sizeof(alnum) - 1)];
+	if (keep > 0)
+		memcpy(s, v, keep);
+	fill_body(s, keep, len, rnd, v, vlen, alpha);
 	s[len] = '\0';
 	*outlen = len;
 	return s;

@@ -15,8 +15,10 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "audit/field.h"
 #include "proxy/intercept.h"
 #include "proxy/session_int.h"
 #include "proxy/tls.h"
@@ -31,15 +33,77 @@ struct intercept {
 
 static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
-/* libevent takes OpenSSL's errors off its queue; the last one says most. */
+/*
+ * The error of BEV's failed handshake, or 0.  libevent keeps its own code
+ * (SSL_ERROR_SSL, of no library) and then OpenSSL's queue, and hands them
+ * back newest first: the oldest from a library says most (the alert the
+ * client sent).
+ */
 static unsigned long
-last_error(struct bufferevent *bev)
+handshake_error(struct bufferevent *bev)
 {
-	unsigned long e, last = 0;
+	unsigned long e, found = 0;
 
 	while ((e = bufferevent_get_openssl_error(bev)) != 0)
-		last = e;
-	return last;
+		if (ERR_GET_LIB(e) != 0)
+			found = e;
+	return found;
+}
+
+/* The name of the alert by which the client refused our certificate. */
+static const char *
+distrust_alert(unsigned long e)
+{
+	static const struct {
+		int alert;
+		const char *name;
+	} v[] = {
+	    {SSL_AD_BAD_CERTIFICATE, "bad certificate"},
+	    {SSL_AD_UNSUPPORTED_CERTIFICATE, "unsupported certificate"},
+	    {SSL_AD_CERTIFICATE_REVOKED, "certificate revoked"},
+	    {SSL_AD_CERTIFICATE_EXPIRED, "certificate expired"},
+	    {SSL_AD_CERTIFICATE_UNKNOWN, "certificate unknown"},
+	    {SSL_AD_UNKNOWN_CA, "unknown ca"},
+	};
+	size_t i;
+
+	/* A received alert is reported as its number past the offset. */
+	if (ERR_GET_LIB(e) != ERR_LIB_SSL)
+		return NULL;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (ERR_GET_REASON(e) == SSL_AD_REASON_OFFSET + v[i].alert)
+			return v[i].name;
+	return NULL;
+}
+
+static const char failed[] = "TLS handshake with the client failed";
+
+/*
+ * Words in WHY a handshake that failed with E (SSL, socket error SOCK_ERR,
+ * BEV_EVENT_* WHAT).  Returns 1 when the client refused the run CA: by an
+ * alert about the certificate, or by hanging up, as many clients do
+ * instead.
+ */
+static int
+handshake_why(
+    SSL *ssl, unsigned long e, short what, int sock_err, char *why, size_t len)
+{
+	const char *alert;
+
+	tls_server_error(ssl, e, why, len);
+	if (strncmp(why, failed, sizeof(failed) - 1) != 0)
+		return 0; /* the proxy's own refusal: SNI */
+	if ((alert = distrust_alert(e)) != NULL) {
+		snprintf(why, len, "%s (alert %s)", FIELD_ERR_DISTRUST, alert);
+		return 1;
+	}
+	if (e != 0)
+		return 0;
+	snprintf(why, len, "%s%s%s (does it trust the run CA?)",
+	    FIELD_ERR_HANGUP, (what & BEV_EVENT_EOF) ? "" : ": ",
+	    (what & BEV_EVENT_EOF) ? ""
+	                           : evutil_socket_error_to_string(sock_err));
+	return 1;
 }
 
 /* The TLS handshake with the sandbox's client is over, one way or the other. */
@@ -48,7 +112,6 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct session *s = arg;
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
-	unsigned long e;
 	char why[256];
 	int sock_err = EVUTIL_SOCKET_ERROR();
 
@@ -59,20 +122,10 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 		session_next_request(s);
 		return;
 	}
-	e = last_error(bev);
-	tls_server_error(ssl, e, why, sizeof(why));
-	/*
-	 * A client that rejects the certificate often just hangs up (or
-	 * resets) instead of sending an alert.
-	 */
-	if (e == 0 && strcmp(why, "TLS handshake with the client failed") == 0)
-		snprintf(why, sizeof(why),
-		    "the client ended the TLS handshake%s%s (does it trust the "
-		    "run CA?)",
-		    (what & BEV_EVENT_EOF) ? "" : ": ",
-		    (what & BEV_EVENT_EOF)
-		        ? ""
-		        : evutil_socket_error_to_string(sock_err));
+	if (handshake_why(
+	        ssl, handshake_error(bev), what, sock_err, why, sizeof(why)) &&
+	    s->ctx->distrust != NULL)
+		s->ctx->distrust(s->ctx->denied_arg, s->host, s->port);
 	session_close(s, why); /* the CONNECT's record: 200, then this */
 }
 
@@ -126,8 +179,8 @@ up_handshake(struct bufferevent *bev, short what, void *arg)
 		s->icpt->up_cb(s, bev, NULL);
 		return;
 	}
-	tls_client_error(bufferevent_openssl_get_ssl(bev), last_error(bev), why,
-	    sizeof(why));
+	tls_client_error(bufferevent_openssl_get_ssl(bev), handshake_error(bev),
+	    why, sizeof(why));
 	s->up.bev = NULL;
 	bufferevent_free(bev);
 	s->icpt->up_cb(s, NULL, why);

@@ -186,6 +186,7 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	px->ctx.audit = cf->audit;
 	px->ctx.run_id = cf->run_id;
 	px->ctx.denied = cf->denied;
+	px->ctx.distrust = cf->distrust;
 	px->ctx.denied_arg = cf->denied_arg;
 	px->ctx.tls = cf->tls;
 	px->ctx.standins = cf->standins;

@@ -33,6 +33,8 @@ struct proxy_config {
 	size_t buffer_memory;
 	/* Called for each request refused with 403 (policy or address). */
 	void (*denied)(void *arg, const char *host, unsigned port);
+	/* Called for each client that refused the run CA (same ARG). */
+	void (*distrust)(void *arg, const char *host, unsigned port);
 	void *denied_arg;
 	struct tls *tls; /* borrowed; NULL: interception is refused (501) */
 	const struct inject_standins *standins; /* borrowed; placeholders */

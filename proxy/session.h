@@ -60,6 +60,8 @@ struct session_ctx {
 	void *ended_arg;
 	/* Called for each request refused with 403 (policy or address). */
 	void (*denied)(void *arg, const char *host, unsigned port);
+	/* A client refused the run CA (intercept.c), DENIED_ARG too. */
+	void (*distrust)(void *arg, const char *host, unsigned port);
 	void *denied_arg;
 	struct tls *tls; /* NULL: no interception */
 	const struct inject_standins *standins; /* placeholder stand-ins */

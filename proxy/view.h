@@ -26,6 +26,8 @@
  *   user -> engine    STOP status      the command ended
  *   engine -> user    DENIED total     the summary begins
  *   engine -> user    DENIED_ITEM n,hp one host:port and its count
+ *   engine -> user    DISTRUST n,hp    clients that refused the run CA,
+ *                                      the first's host:port (0 or 1)
  *   engine -> user    BYE              the engine has closed its log
  *   either way        ERROR text       failed; nothing follows
  *
@@ -61,6 +63,7 @@ enum view_type {
 	VIEW_DENIED_ITEM,
 	VIEW_BYE,
 	VIEW_ERROR,
+	VIEW_DISTRUST,
 	VIEW_TYPE_END
 };
 

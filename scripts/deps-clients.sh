@@ -11,6 +11,8 @@ PACKAGES=(
 	wget					# the second plain HTTP client
 	python3-venv python3-pip		# pip in a venv
 	nodejs					# fetch() ignores the proxy (run_dns)
+	apt-utils				# apt.sh: apt-ftparchive makes the Debian repository
+	dpkg-dev				# apt.sh: dpkg-deb builds its .deb
 )
 
 missing=()

@@ -55,6 +55,7 @@ read_back(const struct view_msg *m)
 		check(strlen(a) > 0 && strlen(a) + strlen(b) + 2 == m->len);
 		break;
 	case VIEW_DENIED_ITEM:
+	case VIEW_DISTRUST:
 		a = view_get_item(m, &n);
 		check(n > 0 && strlen(a) + 5 == m->len);
 		break;

@@ -135,7 +135,7 @@ expect host-none "$out" '^Hosts: none$'
 # --- --json -------------------------------------------------------------------
 run json 0 "$PINHOLE" log --json "$log"
 if jq -e . >/dev/null 2>&1 <<<"$out"; then ok; else bad "json: not JSON: $out"; fi
-same json-keys "$(jq -c 'keys' <<<"$out")" '["denied","hosts","totals"]'
+same json-keys "$(jq -c 'keys' <<<"$out")" '["denied","distrust","hosts","totals"]'
 same json-top "$(jq -r '.denied[0] | "\(.count) \(.host):\(.port) \(.kind) \(.allow)"' <<<"$out")" \
 	'3 evil.example:443 no-rule allow evil.example:443'
 same json-deny "$(jq -r '.denied[] | select(.kind == "deny-rule") | .rule' <<<"$out")" 'p.conf:9'

@@ -229,6 +229,24 @@ check "SNI refusal logged" jq_has 'select(.error != null and (.error | test("SNI
 check "missing SNI logged" jq_has 'select(.error != null and (.error | test("no SNI")))' "$T/audit.jsonl"
 check "client distrust logged" jq_has 'select(.error != null and (.error | test("unknown ca|certificate unknown|bad certificate|trust the run CA"; "i")))' "$T/audit.jsonl"
 
+# --- a client that refuses the run CA ---------------------------------------------
+# curl told to trust another CA sends the alert "unknown ca": the log says
+# so, run's last lines count it, pinhole log lists it apart, not allowed.
+cp "$T/other-ca.pem" "$W/other-ca.pem"
+RUN_LOG=$T/distrust.jsonl prun -p "$T/p.conf" -- \
+	curl -sS -o /dev/null --cacert other-ca.pem "https://echo.test:$ECHO_PORT/"
+check "distrust: curl fails" test "$RC" -ne 0
+expect "distrust: run says so" "$(last_line "$ERR")" \
+	"^pinhole: 1 client refused the run CA \\(echo\\.test:$ECHO_PORT\\): does it trust PINHOLE_CA_FILE\\? see .*distrust\\.jsonl$"
+check "distrust: the alert logged" jq_has \
+	'select(.event == "end" and .error == "the client does not trust the run CA (alert unknown ca)")' \
+	"$T/distrust.jsonl"
+LOGOUT=$("$PINHOLE" log "$T/distrust.jsonl")
+expect "distrust: pinhole log lists it" "$LOGOUT" \
+	"^  1x  echo\\.test:$ECHO_PORT  the client does not trust the run CA \\(alert unknown ca\\)$"
+expect "distrust: not counted as allowed" "$LOGOUT" '^  requests   1 \(0 allowed, 0 denied\)$'
+expect "distrust: counted apart" "$LOGOUT" '^  distrust   1 allowed, then the client refused the run CA$'
+
 # --- bad input inside the tunnel -------------------------------------------------
 # Each gets its status, and the next good request on a new tunnel works.
 prun -p "$T/p.conf" -- sh -c '

@@ -229,30 +229,45 @@ test_standin_none(void **state)
 	assert_null(inject_standin_value(f->si, 0));
 }
 
+#define B64URL ALNUM "-_"
+
 struct shape {
 	const char *head; /* the value starts with it */
-	size_t fill; /* then this many letters and digits */
+	size_t fill; /* then this many bytes of FILLSET */
+	const char *fillset; /* NULL for ALNUM */
+	const char *tail; /* then this, NULL for none */
 	size_t len; /* the stand-in's length */
 	const char *prefix; /* the stand-in's prefix, "" for none */
+	const char *alpha; /* its body's alphabet; with a prefix, other
+	                      bytes of the value (separators) stay */
 };
 
 static const struct shape shapes[] = {
-    {"npm_", 36, 40, "npm_"},
-    {"ghp_", 36, 40, "ghp_"},
-    {"glpat-", 20, 26, "glpat-"},
-    {"sk-proj-", 40, 48, "sk-"},
-    {"tok123", 0, 20, ""}, /* short: the minimum */
-    {"ab_c", 0, 20, ""}, /* short; "ab_" is no listed prefix */
-    {"github_pat_", 30, 41, "github_pat_"},
-    {"550e8400-", 27, 36, ""}, /* the start of a UUID stays secret */
-    {"", 20, 20, ""},
-    {"", 21, 21, ""},
-    {"abcdefghijk_", 20, 32, ""}, /* not a listed prefix */
-    {"abcdefghijkl_", 20, 33, ""},
-    {"ab", 30, 32, ""}, /* separators only after byte 12 (below) */
-    {"", 512, 512, ""},
-    {"", 513, 512, ""}, /* the maximum */
-    {"npm_", 700, 512, "npm_"},
+    {"npm_", 36, NULL, NULL, 40, "npm_", ALNUM},
+    {"ghp_", 36, NULL, NULL, 40, "ghp_", ALNUM},
+    {"gho_", 36, NULL, NULL, 40, "gho_", ALNUM},
+    {"ghs_", 36, NULL, NULL, 40, "ghs_", ALNUM},
+    {"glpat-", 20, B64URL, NULL, 26, "glpat-", B64URL},
+    {"sk-proj-", 40, NULL, NULL, 48, "sk-", ALNUM}, /* '-' stays */
+    {"tok123", 0, NULL, NULL, 20, "", ALNUM}, /* short: the minimum */
+    {"npm_", 3, NULL, NULL, 20, "npm_", ALNUM}, /* short: the minimum */
+    {"ab_c", 0, NULL, NULL, 20, "", ALNUM}, /* "ab_" is no listed prefix */
+    {"github_pat_", 30, NULL, NULL, 41, "github_pat_", ALNUM},
+    /* github_pat_, 22 alnum, '_', 59 alnum: the '_' stays */
+    {"github_pat_11ABCDEFG0abcdefghijkl_", 59, NULL, NULL, 93, "github_pat_",
+        ALNUM},
+    /* a PyPI macaroon: '-' and '_' are of its alphabet */
+    {"pypi-AgEIcHlwaS5vcmc-_", 150, B64URL, "_-", 174, "pypi-", B64URL},
+    {"550e8400-", 27, NULL, NULL, 36, "", ALNUM}, /* a UUID's start */
+    {"", 20, NULL, NULL, 20, "", ALNUM},
+    {"", 21, NULL, NULL, 21, "", ALNUM},
+    {"abcdefghijk_", 20, NULL, NULL, 32, "", ALNUM}, /* no listed prefix */
+    {"abcdefghijkl_", 20, NULL, NULL, 33, "", ALNUM},
+    {"ab", 30, NULL, "-x", 34, "", ALNUM}, /* no prefix: '-' goes */
+    {"a.b.c", 20, NULL, NULL, 25, "", ALNUM}, /* dots, but no JWT */
+    {"", 512, NULL, NULL, 512, "", ALNUM},
+    {"", 513, NULL, NULL, 512, "", ALNUM}, /* the maximum */
+    {"npm_", 700, NULL, NULL, 512, "npm_", ALNUM},
 };
 
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
@@ -261,16 +276,16 @@ static const struct shape shapes[] = {
 static char *
 shape_value(const struct shape *s)
 {
+	const char *set = s->fillset != NULL ? s->fillset : ALNUM;
+	const char *tail = s->tail != NULL ? s->tail : "";
 	size_t n = strlen(s->head), i;
-	char *v = malloc(n + s->fill + 1);
+	char *v = malloc(n + s->fill + strlen(tail) + 1);
 
 	assert_non_null(v);
 	memcpy(v, s->head, n);
 	for (i = 0; i < s->fill; i++)
-		v[n + i] = ALNUM[(i * 7 + 3) % (sizeof(ALNUM) - 1)];
-	v[n + s->fill] = '\0';
-	if (strcmp(s->head, "ab") == 0)
-		v[20] = '-'; /* beyond the first 12 bytes */
+		v[n + i] = set[(i * 7 + 3) % strlen(set)];
+	strcpy(v + n + s->fill, tail);
 	return v;
 }
 
@@ -292,9 +307,32 @@ shapes_policy(void)
 }
 
 /*
+ * Is stand-in SI of shape S for VALUE: its length and prefix, then bytes
+ * of its alphabet, but for a listed prefix the value's separators where
+ * they were?
+ */
+static int
+shape_ok(const struct shape *s, const char *value, const char *si)
+{
+	size_t pre = strlen(s->prefix), vlen = strlen(value), i;
+
+	if (strlen(si) != s->len || strncmp(si, s->prefix, pre) != 0 ||
+	    strcmp(si, value) == 0)
+		return 0;
+	for (i = pre; i < s->len; i++) {
+		if (pre > 0 && i < vlen && strchr(s->alpha, value[i]) == NULL) {
+			if (si[i] != value[i])
+				return 0;
+		} else if (strchr(s->alpha, si[i]) == NULL)
+			return 0;
+	}
+	return 1;
+}
+
+/*
  * The secret's length (20 to 512), a listed token prefix when it has one
- * (never other bytes of the secret), letters and digits after it, never
- * the value itself.
+ * (never other bytes of the secret) and its format's separators, then
+ * bytes of the body's alphabet; never the value itself.
  */
 static void
 test_standin_shape(void **state)
@@ -302,7 +340,7 @@ test_standin_shape(void **state)
 	struct fixture *f = *state;
 	char var[64], env[16], *values[NSHAPES];
 	const char *si;
-	size_t i, pre;
+	size_t i;
 
 	for (i = 0; i < NSHAPES; i++) {
 		values[i] = shape_value(&shapes[i]);
@@ -315,16 +353,67 @@ test_standin_shape(void **state)
 		snprintf(env, sizeof(env), "V%zu", i);
 		assert_string_equal(inject_standin_env(f->si, i), env);
 		si = inject_standin_value(f->si, i);
-		pre = strlen(shapes[i].prefix);
-		if (strlen(si) != shapes[i].len ||
-		    strncmp(si, shapes[i].prefix, pre) != 0 ||
-		    strspn(si + pre, ALNUM) != shapes[i].len - pre ||
-		    strcmp(si, values[i]) == 0)
+		if (!shape_ok(&shapes[i], values[i], si))
 			fail_msg("value %s: stand-in %s (want %zu bytes, "
 			         "prefix \"%s\")",
 			    values[i], si, shapes[i].len, shapes[i].prefix);
 		free(values[i]);
 	}
+}
+
+/* Base64url of S without padding, in OUT. */
+static void
+b64url(const char *s, char *out, size_t outlen)
+{
+	unsigned char buf[512];
+	int n = EVP_EncodeBlock(buf, (const unsigned char *)s, (int)strlen(s));
+	int i, j = 0;
+
+	assert_true(n > 0 && (size_t)n < outlen);
+	for (i = 0; i < n && buf[i] != '='; i++)
+		out[j++] = buf[i] == '+' ? '-' : buf[i] == '/' ? '_' : buf[i];
+	out[j] = '\0';
+}
+
+/*
+ * A JWT keeps its header (its "alg"); payload and signature are random
+ * base64url of the same lengths.  Three dotted parts whose first is no
+ * JSON with "alg" are no JWT: letters and digits, nothing kept.
+ */
+static void
+test_standin_jwt(void **state)
+{
+	static const char pol[] =
+	    "secret jwt env PH_TEST_INJECT_JWT\n"
+	    "secret fake env PH_TEST_INJECT_FAKE\n"
+	    "allow reg.test { placeholder JWT jwt placeholder FAKE fake }\n";
+	struct fixture *f = *state;
+	char hdr[128], body[256], jwt[512], fake[512];
+	const char *si, *dot;
+	size_t hl;
+
+	b64url("{\"alg\":\"RS256\",\"typ\":\"JWT\"}", hdr, sizeof(hdr));
+	b64url("{\"sub\":\"1234567890\",\"name\":\"A B\",\"iat\":1516239022}",
+	    body, sizeof(body));
+	snprintf(jwt, sizeof(jwt), "%s.%s.%s", hdr, body,
+	    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c");
+	b64url("{\"typ\":\"JWT\"}", fake, sizeof(fake));
+	strcat(fake, ".abcdefghijklmnop.qrstuvwxyz");
+	set("PH_TEST_INJECT_JWT", jwt);
+	set("PH_TEST_INJECT_FAKE", fake);
+	load(f, pol);
+	si = standin(f, "JWT");
+	hl = strlen(hdr);
+	assert_int_equal(strlen(si), strlen(jwt));
+	assert_memory_equal(si, jwt, hl + 1);
+	assert_non_null(dot = strchr(si + hl + 1, '.'));
+	assert_int_equal(dot - si, hl + 1 + strlen(body));
+	assert_null(strchr(dot + 1, '.'));
+	assert_int_equal(strspn(si, B64URL "."), strlen(si));
+	assert_string_not_equal(si, jwt);
+	si = standin(f, "FAKE");
+	assert_int_equal(strlen(si), strlen(fake));
+	assert_int_equal(strspn(si, ALNUM), strlen(si));
 }
 
 /* Each run makes new stand-ins; a stand-in is worthless elsewhere. */
@@ -952,6 +1041,7 @@ main(void)
 	    T(test_standin_per_variable),
 	    T(test_standin_none),
 	    T(test_standin_shape),
+	    T(test_standin_jwt),
 	    T(test_standin_random),
 	    T(test_standin_unloaded),
 	    T(test_leak_field),

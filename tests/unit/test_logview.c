@@ -381,6 +381,62 @@ test_refused(void **state)
 	logview_free(lv);
 }
 
+/*
+ * A client that refused the run CA: the CONNECT was allowed, yet it is
+ * listed apart and no longer counted as allowed; an alert and a hang-up
+ * alike, once per connection; another error is no such failure.
+ */
+static void
+test_distrust(void **state)
+{
+	struct logview *lv = logview_new();
+	struct logview_host_stats hs;
+	struct logview_totals t;
+	char *out;
+
+	(void)state;
+	feed_ok(lv, REQ("git.test", 443, "allow", ",\"conn\":1"));
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":1,"
+	    "\"host\":\"git.test\",\"port\":443,\"status\":200,"
+	    "\"error\":\"the client does not trust the run CA (alert "
+	    "unknown ca)\"}");
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":1,"
+	    "\"host\":\"git.test\",\"port\":443,\"status\":200,"
+	    "\"error\":\"the client does not trust the run CA (alert "
+	    "unknown ca)\"}");
+	feed_ok(lv, REQ("git.test", 443, "allow", ",\"conn\":2"));
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":2,"
+	    "\"host\":\"git.test\",\"port\":443,\"status\":200,"
+	    "\"error\":\"the client ended the TLS handshake (does it trust "
+	    "the run CA?)\"}");
+	feed_ok(lv, REQ("git.test", 443, "allow", ",\"conn\":3"));
+	feed_ok(lv,
+	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":3,"
+	    "\"host\":\"git.test\",\"port\":443,\"status\":200,"
+	    "\"error\":\"idle for 300 s\"}");
+	logview_totals(lv, &t);
+	assert_int_equal(t.distrust, 2);
+	assert_int_equal(t.allowed, 1);
+	assert_int_equal(t.denied, 0);
+	assert_int_equal(logview_host(lv, "git.test", 443, &hs), 0);
+	assert_int_equal(hs.allowed, 1);
+	out = print_text(lv);
+	has(out, "Denied: none\n");
+	has(out,
+	    "Refused the run CA (clients that do not trust "
+	    "PINHOLE_CA_FILE):\n"
+	    "  1x  git.test:443  the client does not trust the run CA "
+	    "(alert unknown ca)\n"
+	    "  1x  git.test:443  the client ended the TLS handshake");
+	has(out,
+	    "  distrust   2 allowed, then the client refused the run CA\n");
+	free(out);
+	logview_free(lv);
+}
+
 struct bad {
 	const char *line, *why;
 };
@@ -715,6 +771,7 @@ main(void)
 	    cmocka_unit_test(test_denied_only),
 	    cmocka_unit_test(test_units),
 	    cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_distrust),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_read),
 	    cmocka_unit_test(test_read_long),

@@ -323,6 +323,28 @@ test_add_accepts(void **state)
 	mnt_plan_free(p);
 }
 
+/* A mount of pinhole's own at a path meets the user's near it. */
+static void
+test_touches(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+
+	(void)state;
+	add(p, MNT_TMPFS, NULL, P("t"));
+	add(p, MNT_BIND, P("rw"), "/opt/rw");
+	assert_int_equal(mnt_plan_touches(p, P("t")), 1);
+	assert_int_equal(mnt_plan_touches(p, P("t/lists")), 1); /* beneath */
+	assert_int_equal(mnt_plan_touches(p, topdir), 1); /* holds them */
+	assert_int_equal(mnt_plan_touches(p, "/opt/rw/x"), 1); /* a dst */
+	assert_int_equal(mnt_plan_touches(p, P("a/sub")), 1); /* the cwd */
+	/* A common prefix is not a parent; "/" holds all and counts not. */
+	assert_int_equal(mnt_plan_touches(p, P("tt")), 0);
+	assert_int_equal(mnt_plan_touches(p, P("rw")), 0); /* a bind's src */
+	assert_int_equal(mnt_plan_touches(p, "/var/lib/apt/lists"), 0);
+	assert_int_equal(mnt_plan_touches(p, "/"), 0);
+	mnt_plan_free(p);
+}
+
 static void
 test_is_writable(void **state)
 {
@@ -1573,6 +1595,7 @@ main(void)
 	    T(test_add_errors),
 	    T(test_add_accepts),
 	    T(test_is_writable),
+	    T(test_touches),
 	    T(test_path_reachable),
 	    T(test_is_writable_moved_bind),
 	    T(test_is_writable_root_bind),

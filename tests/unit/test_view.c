@@ -108,6 +108,8 @@ test_conversation(void **state)
 	assert_int_equal(check(&e, VIEW_DENIED, &total, 8), VIEW_OK);
 	n = view_put_item(p, sizeof(p), 3, "example.com:443");
 	assert_int_equal(check(&e, VIEW_DENIED_ITEM, p, (size_t)n), VIEW_OK);
+	n = view_put_item(p, sizeof(p), 2, "git.test:443");
+	assert_int_equal(check(&e, VIEW_DISTRUST, p, (size_t)n), VIEW_OK);
 	assert_int_equal(check(&e, VIEW_BYE, NULL, 0), VIEW_OK);
 	assert_true(view_order_done(&e));
 	/* Nothing after the end. */
@@ -258,6 +260,20 @@ test_forms(void **state)
 	    check(&o, VIEW_DENIED, "\0\0\0\0\0\0\0\0", 8), VIEW_OK);
 	assert_int_equal(
 	    check(&o, VIEW_DENIED_ITEM, "\0\0\0\0a:1", 8), VIEW_E_FORM);
+	/* DISTRUST: in the summary only, once, counting at least one. */
+	engine_view(&o);
+	n = view_put_item(p, sizeof(p), 1, "a:1");
+	assert_int_equal(check(&o, VIEW_DISTRUST, p, (size_t)n), VIEW_E_ORDER);
+	engine_view(&o);
+	assert_int_equal(
+	    check(&o, VIEW_DENIED, "\0\0\0\0\0\0\0\0", 8), VIEW_OK);
+	assert_int_equal(
+	    check(&o, VIEW_DISTRUST, "\0\0\0\0a:1", 8), VIEW_E_FORM);
+	engine_view(&o);
+	assert_int_equal(
+	    check(&o, VIEW_DENIED, "\0\0\0\0\0\0\0\0", 8), VIEW_OK);
+	assert_int_equal(check(&o, VIEW_DISTRUST, p, (size_t)n), VIEW_OK);
+	assert_int_equal(check(&o, VIEW_DISTRUST, p, (size_t)n), VIEW_E_COUNT);
 }
 
 static void
