@@ -20,6 +20,7 @@ struct event_base;
 struct inject_standins;
 struct mnt_plan;
 struct policy;
+struct run_trust;
 struct sbx;
 struct tls;
 
@@ -73,6 +74,7 @@ struct run {
 	pid_t launcher; /* in the engine: its parent's */
 	int engine_lost; /* the engine ended before the command */
 	char *ca_pem; /* in the launcher: the CA certificate (view) */
+	struct run_trust *trust; /* in the launcher: what the sandbox trusts */
 	struct view_order lorder; /* the launcher's check of the engine */
 	struct view_order eorder; /* the engine's check of the launcher */
 	char run_id[17];

@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "cli/run.h"
+#include "cli/run_trust.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "netns/env.h"
@@ -267,25 +268,6 @@ open_log(struct run *r)
 
 /* --- interception --------------------------------------------------------- */
 
-/* Where distributions keep the system's CA bundle; the first one found. */
-static const char *const system_bundles[] = {
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/cert.pem",
-};
-
-/* Variables that point tools at a CA bundle. */
-static const char *const bundle_vars[] = {
-    "SSL_CERT_FILE",
-    "CURL_CA_BUNDLE",
-    "GIT_SSL_CAINFO",
-    "REQUESTS_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS",
-    "PIP_CERT",
-    "NPM_CONFIG_CAFILE",
-    "CARGO_HTTP_CAINFO",
-};
-
 struct strlist {
 	char *v[RUN_LIST_MAX];
 	size_t n;
@@ -319,40 +301,6 @@ patlist_add(void *arg, const struct target_pattern *p)
 		l->v[l->n++] = *p;
 	else
 		l->full = 1;
-}
-
-/* The system bundle plus the run CA, over the system bundle's path. */
-static int
-trust_bundle(struct run *r)
-{
-	const char *pem = r->ca_pem, *dst = NULL;
-	char err[PATH_MAX + 64], *sys = NULL, *all;
-	size_t i, len = 0;
-	FILE *f;
-
-	for (i = 0; dst == NULL &&
-	     i < sizeof(system_bundles) / sizeof(system_bundles[0]);
-	     i++)
-		if ((f = fopen(system_bundles[i], "re")) != NULL) {
-			dst = system_bundles[i];
-			if (getdelim(&sys, &len, '\0', f) < 0)
-				sys[0] = '\0';
-			fclose(f);
-		}
-	/* No system bundle: tools that read the variables still work. */
-	all = xasprintf("%s\n%s", sys ? sys : "", pem);
-	free(sys);
-	if (dst == NULL)
-		dst = "/tmp/.pinhole-ca-bundle.pem";
-	i = mnt_plan_add_file(r->plan, dst, all, strlen(all), err, sizeof(err));
-	free(all);
-	if (i != 0) {
-		log_warnx("run: %s", err);
-		return -1;
-	}
-	for (i = 0; i < sizeof(bundle_vars) / sizeof(bundle_vars[0]); i++)
-		env_set(r->env, bundle_vars[i], dst);
-	return 0;
 }
 
 static int
@@ -728,6 +676,7 @@ take_view(struct run *r, const struct view_msg *m, int *bad)
 		break;
 	case VIEW_CA:
 		r->ca_pem = xstrdup(view_get_text(m));
+		run_trust_set_ca(r->trust, r->ca_pem);
 		break;
 	case VIEW_LOG:
 		r->logpath = xstrdup(view_get_text(m));
@@ -736,6 +685,20 @@ take_view(struct run *r, const struct view_msg *m, int *bad)
 		return -1; /* the engine said why */
 	default:
 		break;
+	}
+	return 0;
+}
+
+/* What the sandbox trusts (run_trust.h), from the view. */
+static int
+plan_trust(struct run *r)
+{
+	char err[PATH_MAX + 256];
+
+	if (run_trust_build(r->trust, r->env, err, sizeof(err)) != 0 ||
+	    run_trust_plan(r->trust, r->plan, err, sizeof(err)) != 0) {
+		log_warnx("run: %s", err);
+		return -1;
 	}
 	return 0;
 }
@@ -754,6 +717,7 @@ run_setup_launcher(struct run *r)
 	int rc, bad = 0;
 
 	view_order_init(&o, VIEW_FROM_ENGINE);
+	r->trust = run_trust_new();
 	do {
 		if ((rc = view_recv(r->esock, &o, buf, &m)) != VIEW_OK) {
 			if (rc != VIEW_E_TRUNC)
@@ -769,8 +733,7 @@ run_setup_launcher(struct run *r)
 	} while (m.type != VIEW_READY);
 	r->lorder = o; /* the summary is checked against the same order */
 	if (bad || plan_hide_homes(r) != 0 || plan_machine_id(r) != 0 ||
-	    plan_hostname(r) != 0 ||
-	    (r->ca_pem != NULL && trust_bundle(r) != 0))
+	    plan_hostname(r) != 0 || plan_trust(r) != 0)
 		return -1;
 	return 0;
 }

@@ -1,0 +1,508 @@
+/*
+ * run_trust.c: the certificates the sandbox trusts, in the launcher
+ * (run_trust.h): the run CA and the policy's trust files, added to the
+ * system bundle, to a hashed SSL_CERT_DIR and to every bundle a variable
+ * names, the user's own included.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#define RUN_TRUST_INTERNAL
+#include "cli/run_trust.h"
+#include "common/ph_err.h"
+#include "common/xmalloc.h"
+#include "netns/env.h"
+#include "netns/mount.h"
+
+/* Where distributions keep the system's CA bundle; the first one found. */
+static const char *const system_bundles[] = {
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+};
+
+/* What a variable names, so what it gets. */
+enum var_kind {
+	V_BUNDLE, /* a file that replaces the roots: the whole bundle */
+	V_BUNDLE_USER, /* the same, set only when the user did */
+	V_EXTRA, /* a file of certificates added to the tool's own roots */
+	V_DIR, /* a hashed directory */
+	V_CA, /* the run CA alone */
+};
+
+/*
+ * The variables, each checked against its tool's documentation:
+ * GIT_SSL_CAINFO and PIP_CERT beat git's http.sslCAInfo and pip's
+ * `cert =`, so they are left to the user; git and pip read the system
+ * bundle's path otherwise, which holds the run CA.  npm reads its
+ * npm_config_* variables in any case: the upper-case spelling of the
+ * user's is taken and replaced.
+ */
+static const struct {
+	const char *name, *alias;
+	enum var_kind kind;
+} vars[] = {
+    {"PINHOLE_CA_FILE", NULL, V_CA},
+    {"SSL_CERT_FILE", NULL, V_BUNDLE},
+    {"SSL_CERT_DIR", NULL, V_DIR},
+    {"CURL_CA_BUNDLE", NULL, V_BUNDLE},
+    {"REQUESTS_CA_BUNDLE", NULL, V_BUNDLE},
+    {"GIT_SSL_CAINFO", NULL, V_BUNDLE_USER},
+    {"PIP_CERT", NULL, V_BUNDLE_USER},
+    {"AWS_CA_BUNDLE", NULL, V_BUNDLE},
+    {"HTTPLIB2_CA_CERTS", NULL, V_BUNDLE},
+    {"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", NULL, V_BUNDLE},
+    {"NIX_SSL_CERT_FILE", NULL, V_BUNDLE},
+    {"CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", NULL, V_BUNDLE},
+    {"BUNDLE_SSL_CA_CERT", NULL, V_BUNDLE},
+    {"CARGO_HTTP_CAINFO", NULL, V_BUNDLE},
+    {"npm_config_cafile", "NPM_CONFIG_CAFILE", V_BUNDLE},
+    {"NODE_EXTRA_CA_CERTS", NULL, V_EXTRA},
+    {"DENO_CERT", NULL, V_EXTRA},
+};
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+/* A certificate of the hashed directory, to find duplicates. */
+struct hashed {
+	X509 *x;
+	unsigned long h;
+};
+
+struct run_trust {
+	char *ca; /* the run CA, or NULL */
+	struct buf extra; /* the run CA and the trust files */
+	char *system; /* the system bundle to read (tests), or NULL */
+	char *syspath; /* the system bundle found, or NULL */
+	struct buf bundle; /* system + extra */
+	struct mnt_file *files; /* the tree, names and data owned */
+	size_t nfiles;
+	int built;
+};
+
+static void
+buf_add(struct buf *b, const void *p, size_t len)
+{
+	if (b->len + len + 1 > b->cap) {
+		b->cap = (b->len + len + 1) * 2;
+		b->p = xreallocarray(b->p, b->cap, 1);
+	}
+	memcpy(b->p + b->len, p, len);
+	b->len += len;
+	b->p[b->len] = '\0';
+}
+
+/* Adds S with a newline after it when it has none. */
+static void
+buf_add_text(struct buf *b, const char *s, size_t len)
+{
+	buf_add(b, s, len);
+	if (len > 0 && s[len - 1] != '\n')
+		buf_add(b, "\n", 1);
+}
+
+struct run_trust *
+run_trust_new(void)
+{
+	return xcalloc(1, sizeof(struct run_trust));
+}
+
+void
+run_trust_free(struct run_trust *t)
+{
+	size_t i;
+
+	if (t == NULL)
+		return;
+	for (i = 0; i < t->nfiles; i++) {
+		free((void *)(uintptr_t)t->files[i].name);
+		free((void *)(uintptr_t)t->files[i].data);
+	}
+	free(t->files);
+	free(t->ca);
+	free(t->extra.p);
+	free(t->system);
+	free(t->syspath);
+	free(t->bundle.p);
+	free(t);
+}
+
+void
+run_trust_set_ca(struct run_trust *t, const char *pem)
+{
+	if (t->ca != NULL)
+		return;
+	t->ca = xstrdup(pem);
+	buf_add_text(&t->extra, pem, strlen(pem));
+}
+
+void
+run_trust_add_pem(struct run_trust *t, const char *pem)
+{
+	buf_add_text(&t->extra, pem, strlen(pem));
+}
+
+int
+run_trust_active(const struct run_trust *t)
+{
+	return t->extra.len > 0;
+}
+
+void
+run_trust_add_file(
+    struct run_trust *t, const char *name, const void *data, size_t len)
+{
+	struct mnt_file *f;
+
+	t->files = xreallocarray(t->files, t->nfiles + 1, sizeof(*t->files));
+	f = &t->files[t->nfiles++];
+	f->name = xstrdup(name);
+	f->data = memcpy(xmalloc(len ? len : 1), data, len);
+	f->len = len;
+}
+
+/* --- reading -------------------------------------------------------------- */
+
+/* The whole of regular file PATH into B.  Returns 0, or -1 with errno. */
+static int
+read_file(const char *path, struct buf *b)
+{
+	char chunk[16384];
+	size_t n;
+	FILE *f;
+	int rc = 0;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(b, chunk, n);
+	if (ferror(f)) {
+		errno = EIO;
+		rc = -1;
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Every certificate in file PATH, as PEM, into B (none: nothing). */
+static void
+file_certs(const char *path, struct buf *b)
+{
+	BIO *in = BIO_new_file(path, "r"), *out = BIO_new(BIO_s_mem());
+	X509 *x;
+	char *p;
+	long n;
+
+	while (in != NULL && out != NULL &&
+	    (x = PEM_read_bio_X509(in, NULL, NULL, NULL)) != NULL) {
+		(void)PEM_write_bio_X509(out, x);
+		X509_free(x);
+	}
+	ERR_clear_error();
+	if (out != NULL && (n = BIO_get_mem_data(out, &p)) > 0)
+		buf_add(b, p, (size_t)n);
+	BIO_free(in);
+	BIO_free(out);
+}
+
+/* The certificates of the files in directory PATH.  0, or -1 (errno). */
+static int
+dir_certs(const char *path, struct buf *b)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	char *f;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		f = xasprintf("%s/%s", path, e->d_name);
+		file_certs(f, b);
+		free(f);
+	}
+	closedir(d);
+	return 0;
+}
+
+/*
+ * What the user's VALUE names: a file as it is, or the certificates of a
+ * directory's files (REQUESTS_CA_BUNDLE, BUNDLE_SSL_CA_CERT take one;
+ * SSL_CERT_DIR a list of them, colon-separated).
+ */
+static int
+read_user(const char *value, int list, struct buf *b)
+{
+	char *copy = xstrdup(value), *p, *next;
+	struct stat st;
+	int rc = 0;
+
+	for (p = copy; rc == 0 && p != NULL; p = next) {
+		next = list ? strchr(p, ':') : NULL;
+		if (next != NULL)
+			*next++ = '\0';
+		if (*p == '\0' && list)
+			continue;
+		if (stat(p, &st) != 0)
+			rc = -1;
+		else if (S_ISDIR(st.st_mode))
+			rc = dir_certs(p, b);
+		else if (read_file(p, b) != 0)
+			rc = -1;
+		else if (b->len > 0 && b->p[b->len - 1] != '\n')
+			buf_add(b, "\n", 1);
+	}
+	free(copy);
+	return rc;
+}
+
+/* The system bundle, the first found: into B, its path kept. */
+static void
+read_system(struct run_trust *t, struct buf *b)
+{
+	size_t i, n = sizeof(system_bundles) / sizeof(system_bundles[0]);
+	const char *path;
+
+	for (i = 0; t->syspath == NULL && i < (t->system ? 1 : n); i++) {
+		path = t->system ? t->system : system_bundles[i];
+		if (read_file(path, b) == 0)
+			t->syspath = xstrdup(path);
+	}
+	if (b->len > 0 && b->p[b->len - 1] != '\n')
+		buf_add(b, "\n", 1);
+}
+
+/* --- the hashed directory ------------------------------------------------- */
+
+/* X's entry certs/HASH.N, unless the same certificate is there. */
+static void
+hash_one(struct run_trust *t, X509 *x, struct hashed *seen, size_t *nseen)
+{
+	unsigned long h = X509_subject_name_hash(x);
+	BIO *out = BIO_new(BIO_s_mem());
+	char name[32], *p;
+	size_t i;
+	long n;
+	int k = 0;
+
+	for (i = 0; i < *nseen; i++)
+		if (seen[i].h == h) {
+			if (X509_cmp(seen[i].x, x) == 0)
+				goto out;
+			k++;
+		}
+	if (out == NULL || !PEM_write_bio_X509(out, x) ||
+	    (n = BIO_get_mem_data(out, &p)) <= 0)
+		goto out;
+	snprintf(name, sizeof(name), "certs/%08lx.%d", h, k);
+	run_trust_add_file(t, name, p, (size_t)n);
+	seen[*nseen].x = x;
+	seen[*nseen].h = h;
+	(*nseen)++;
+	x = NULL;
+out:
+	X509_free(x);
+	BIO_free(out);
+}
+
+/* SSL_CERT_DIR's files: the certificates of the PEM text IN. */
+static void
+hash_dir(struct run_trust *t, const struct buf *in)
+{
+	BIO *bio = BIO_new_mem_buf(in->p, (int)in->len);
+	struct hashed *seen = NULL;
+	size_t nseen = 0, cap = 0, i;
+	X509 *x;
+
+	while (bio != NULL &&
+	    (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+		if (nseen == cap) {
+			cap = cap ? 2 * cap : 256;
+			seen = xreallocarray(seen, cap, sizeof(*seen));
+		}
+		hash_one(t, x, seen, &nseen);
+	}
+	ERR_clear_error();
+	for (i = 0; i < nseen; i++)
+		X509_free(seen[i].x);
+	free(seen);
+	BIO_free(bio);
+}
+
+/* --- the variables -------------------------------------------------------- */
+
+/* NAME's value as the user gave it (or its alias's), copied, or NULL. */
+static char *
+user_value(struct env *e, size_t v)
+{
+	const char *s = env_get(e, vars[v].name);
+
+	if (s == NULL && vars[v].alias != NULL)
+		s = env_get(e, vars[v].alias);
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+/* The user's VALUE of variable V plus the extra certificates. */
+static int
+user_bundle(struct run_trust *t, struct env *e, size_t v, const char *value,
+    char *err, size_t errlen)
+{
+	struct buf b = {NULL, 0, 0};
+	char name[128], *path;
+
+	errno = 0;
+	if (read_user(value, 0, &b) != 0) {
+		ph_errf(err, errlen,
+		    "%s=%s: cannot read it to add the run's certificates to "
+		    "it: %s",
+		    vars[v].name, value, strerror(errno ? errno : ENOENT));
+		free(b.p);
+		return -1;
+	}
+	buf_add(&b, t->extra.p, t->extra.len);
+	snprintf(name, sizeof(name), "env/%s.pem", vars[v].name);
+	run_trust_add_file(t, name, b.p, b.len);
+	path = xasprintf("%s/%s", RUN_TRUST_DIR, name);
+	env_set(e, vars[v].name, path);
+	if (vars[v].alias != NULL)
+		env_unset(e, vars[v].alias);
+	free(path);
+	free(b.p);
+	return 0;
+}
+
+/* SSL_CERT_DIR: the user's directories or the system's, and the extra. */
+static int
+cert_dir(struct run_trust *t, struct env *e, const char *value, char *err,
+    size_t errlen)
+{
+	struct buf b = {NULL, 0, 0};
+	int rc = 0;
+
+	errno = 0;
+	if (value == NULL)
+		buf_add(&b, t->bundle.p, t->bundle.len);
+	else if (read_user(value, 1, &b) != 0) {
+		ph_errf(err, errlen,
+		    "SSL_CERT_DIR=%s: cannot read it to add the run's "
+		    "certificates to it: %s",
+		    value, strerror(errno ? errno : ENOENT));
+		rc = -1;
+	} else
+		buf_add(&b, t->extra.p, t->extra.len);
+	if (rc == 0) {
+		hash_dir(t, &b);
+		env_set(e, "SSL_CERT_DIR", RUN_TRUST_DIR "/certs");
+	}
+	free(b.p);
+	return rc;
+}
+
+/* Variable V: its value in the sandbox, and any file it needs. */
+static int
+set_var(struct run_trust *t, struct env *e, size_t v, char *err, size_t errlen)
+{
+	char *user = user_value(e, v);
+	int rc = 0;
+
+	switch (vars[v].kind) {
+	case V_CA:
+		if (t->ca != NULL)
+			env_set(e, vars[v].name, RUN_TRUST_DIR "/ca.pem");
+		break;
+	case V_DIR:
+		rc = cert_dir(t, e, user, err, errlen);
+		break;
+	case V_BUNDLE_USER:
+		if (user == NULL && t->syspath != NULL)
+			break;
+		/* FALLTHROUGH */
+	case V_BUNDLE:
+	case V_EXTRA:
+		if (user != NULL)
+			rc = user_bundle(t, e, v, user, err, errlen);
+		else
+			env_set(e, vars[v].name,
+			    vars[v].kind == V_EXTRA ? RUN_TRUST_DIR "/extra.pem"
+			                            : RUN_TRUST_BUNDLE);
+		break;
+	}
+	free(user);
+	return rc;
+}
+
+int
+run_trust_build(struct run_trust *t, struct env *e, char *err, size_t errlen)
+{
+	size_t i;
+
+	if (!run_trust_active(t) || t->built)
+		return 0;
+	t->built = 1;
+	read_system(t, &t->bundle);
+	buf_add(&t->bundle, t->extra.p, t->extra.len);
+	run_trust_add_file(t, "bundle.pem", t->bundle.p, t->bundle.len);
+	run_trust_add_file(t, "extra.pem", t->extra.p, t->extra.len);
+	if (t->ca != NULL)
+		run_trust_add_file(t, "ca.pem", t->ca, strlen(t->ca));
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		if (set_var(t, e, i, err, errlen) != 0)
+			return -1;
+	return 0;
+}
+
+const char *
+run_trust_pem(const struct run_trust *t, size_t *len)
+{
+	*len = t->bundle.len;
+	return t->built ? t->bundle.p : NULL;
+}
+
+int
+run_trust_plan(
+    const struct run_trust *t, struct mnt_plan *p, char *err, size_t errlen)
+{
+	if (!t->built)
+		return 0;
+	/* Tools that read only the system's path see the run CA there. */
+	if (t->syspath != NULL && t->system == NULL &&
+	    mnt_plan_add_file(
+	        p, t->syspath, t->bundle.p, t->bundle.len, err, errlen) != 0)
+		return -1;
+	return mnt_plan_add_tree(
+	    p, RUN_TRUST_DIR, t->files, t->nfiles, err, errlen);
+}
+
+void
+run_trust_set_system(struct run_trust *t, const char *path)
+{
+	free(t->system);
+	t->system = xstrdup(path);
+}
+
+size_t
+run_trust_nfiles(const struct run_trust *t)
+{
+	return t->nfiles;
+}
+
+const struct mnt_file *
+run_trust_file(const struct run_trust *t, size_t i)
+{
+	return i < t->nfiles ? &t->files[i] : NULL;
+}
