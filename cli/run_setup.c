@@ -377,6 +377,37 @@ out:
 	return rc;
 }
 
+/*
+ * The certificates of the policy's `trust` lines (TRUST), read and
+ * checked here, before the sandbox exists: only certificates leave
+ * (ca_read_certs), whatever else the file holds.
+ */
+static int
+send_trust(struct run *r)
+{
+	const struct policy_trust *t;
+	char err[512], *pem;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; rc == 0 && (t = policy_trust_at(r->policy, i)) != NULL;
+	     i++) {
+		if (i == VIEW_TRUST_MAX) {
+			log_warnx(
+			    "run: more than %d trust lines", VIEW_TRUST_MAX);
+			return -1;
+		}
+		if (ca_read_certs(t->path, &pem, err, sizeof(err)) < 0) {
+			log_warnx("run: %s:%u: trust %s: %s", t->file, t->line,
+			    t->path, err);
+			return -1;
+		}
+		rc = send_text(r, VIEW_TRUST, pem);
+		free(pem);
+	}
+	return rc;
+}
+
 /* --- the mount plan ------------------------------------------------------- */
 
 /* Every hide applies or the run stops (a missing file has nothing). */
@@ -480,6 +511,9 @@ trusted_files(struct run *r)
 		bad |= out_of_reach(r, "upstream-ca", cas.v[i]);
 		free(cas.v[i]);
 	}
+	for (i = 0; policy_trust_at(r->policy, i) != NULL; i++)
+		bad |= out_of_reach(
+		    r, "trust file", policy_trust_at(r->policy, i)->path);
 	return bad;
 }
 
@@ -649,7 +683,7 @@ run_setup_engine(struct run *r)
 	}
 	if (load_policy(r) != 0 || guard_env_secrets(r) != 0 ||
 	    open_log(r) != 0 || send_hides(r) != 0 ||
-	    setup_interception(r) != 0 ||
+	    setup_interception(r) != 0 || send_trust(r) != 0 ||
 	    send_text(r, VIEW_LOG, r->logpath) != 0 ||
 	    view_send(r->esock, VIEW_READY, NULL, 0, NULL, 0) != 0)
 		return -1;
@@ -677,6 +711,9 @@ take_view(struct run *r, const struct view_msg *m, int *bad)
 	case VIEW_CA:
 		r->ca_pem = xstrdup(view_get_text(m));
 		run_trust_set_ca(r->trust, r->ca_pem);
+		break;
+	case VIEW_TRUST:
+		run_trust_add_pem(r->trust, view_get_text(m));
 		break;
 	case VIEW_LOG:
 		r->logpath = xstrdup(view_get_text(m));
