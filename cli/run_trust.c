@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -91,6 +92,9 @@ struct run_trust {
 	struct buf bundle; /* system + extra */
 	struct mnt_file *files; /* the tree, names and data owned */
 	size_t nfiles;
+	struct mnt_file *over; /* configured CA files: host path, new data */
+	size_t nover;
+	struct buf pip; /* the certificates of pip's `cert =` files */
 	int built;
 };
 
@@ -133,6 +137,12 @@ run_trust_free(struct run_trust *t)
 		free((void *)(uintptr_t)t->files[i].data);
 	}
 	free(t->files);
+	for (i = 0; i < t->nover; i++) {
+		free((void *)(uintptr_t)t->over[i].name);
+		free((void *)(uintptr_t)t->over[i].data);
+	}
+	free(t->over);
+	free(t->pip.p);
 	free(t->ca);
 	free(t->extra.p);
 	free(t->system);
@@ -344,6 +354,149 @@ hash_dir(struct run_trust *t, const struct buf *in)
 	BIO_free(bio);
 }
 
+/* --- CA files in git's and pip's configuration ---------------------------- */
+
+/*
+ * The configuration files read, system and user level only: a
+ * repository's or a virtual environment's may lie where the sandbox
+ * writes, and would name a file for pinhole to read.  "~/" is the
+ * sandbox's HOME.  Only certificates are ever taken from the files they
+ * name.
+ */
+static const struct {
+	const char *path;
+	int pip; /* else git's */
+} confs[] = {
+    {"/etc/gitconfig", 0},
+    {"~/.gitconfig", 0},
+    {"~/.config/git/config", 0},
+    {"/etc/pip.conf", 1},
+    {"/etc/xdg/pip/pip.conf", 1},
+    {"~/.pip/pip.conf", 1},
+    {"~/.config/pip/pip.conf", 1},
+};
+
+/* PATH with a leading "~/" made HOME's; NULL when it cannot be. */
+static char *
+expand(const char *path, const char *home)
+{
+	if (strncmp(path, "~/", 2) != 0)
+		return path[0] == '/' ? xstrdup(path) : NULL;
+	return home != NULL && home[0] == '/'
+	    ? xasprintf("%s/%s", home, path + 2)
+	    : NULL;
+}
+
+/* S without blanks around it (in place), and without one pair of quotes. */
+static char *
+trim(char *s)
+{
+	char *end;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	end = s + strlen(s);
+	while (end > s && strchr(" \t\r\n", end[-1]) != NULL)
+		*--end = '\0';
+	if (end - s >= 2 && s[0] == '"' && end[-1] == '"') {
+		end[-1] = '\0';
+		s++;
+	}
+	return s;
+}
+
+/*
+ * The CA file that one configuration line names, or NULL: git's
+ * sslCAInfo in an [http] or [http "URL"] section, pip's cert in any.
+ */
+static const char *
+conf_value(char *line, int pip, int *in_http)
+{
+	char *eq, *key;
+
+	line = trim(line);
+	if (line[0] == '[') {
+		*in_http = strncasecmp(line, "[http", 5) == 0 &&
+		    (line[5] == ']' || line[5] == ' ');
+		return NULL;
+	}
+	if (line[0] == '#' || line[0] == ';' ||
+	    (eq = strchr(line, '=')) == NULL)
+		return NULL;
+	*eq = '\0';
+	key = trim(line);
+	if (pip ? strcmp(key, "cert") == 0
+	        : *in_http && strcasecmp(key, "sslcainfo") == 0)
+		return trim(eq + 1);
+	return NULL;
+}
+
+/*
+ * Over the configured file PATH, a copy holding its certificates and the
+ * added ones, so that the setting stays in force and trusts the run CA
+ * too; pip's go to requests.pem as well (REQUESTS_CA_BUNDLE beats
+ * pip's `cert =`).
+ */
+static void
+overlay(struct run_trust *t, const char *path, int pip)
+{
+	struct buf b = {NULL, 0, 0};
+	struct mnt_file *o;
+	size_t i;
+
+	for (i = 0; i < t->nover; i++)
+		if (strcmp(t->over[i].name, path) == 0)
+			return;
+	if (t->syspath != NULL && strcmp(path, t->syspath) == 0)
+		return;
+	file_certs(path, &b);
+	if (b.len == 0) {
+		free(b.p);
+		return;
+	}
+	if (pip)
+		buf_add(&t->pip, b.p, b.len);
+	buf_add(&b, t->extra.p, t->extra.len);
+	t->over = xreallocarray(t->over, t->nover + 1, sizeof(*t->over));
+	o = &t->over[t->nover++];
+	o->name = xstrdup(path);
+	o->data = b.p;
+	o->len = b.len;
+}
+
+/* The CA files the user's git and pip configuration name. */
+static void
+read_confs(struct run_trust *t, const struct env *e)
+{
+	const char *home = env_get(e, "HOME"), *v;
+	char *path, *file, *line = NULL;
+	size_t i, cap = 0;
+	int in_http;
+	FILE *f;
+
+	for (i = 0; i < sizeof(confs) / sizeof(confs[0]); i++) {
+		file = NULL;
+		/* A test's system bundle: the host's own files are not read. */
+		if ((t->system != NULL && confs[i].path[0] == '/') ||
+		    (file = expand(confs[i].path, home)) == NULL ||
+		    (f = fopen(file, "re")) == NULL) {
+			free(file);
+			continue;
+		}
+		in_http = 0;
+		while (getline(&line, &cap, f) > 0)
+			if ((v = conf_value(line, confs[i].pip, &in_http)) !=
+			        NULL &&
+			    (path = expand(v, home)) != NULL) {
+				overlay(t, path, confs[i].pip);
+				free(path);
+			}
+		fclose(f);
+		free(file);
+	}
+	free(line);
+}
+
 /* --- the variables -------------------------------------------------------- */
 
 /* NAME's value as the user gave it (or its alias's), copied, or NULL. */
@@ -413,6 +566,23 @@ cert_dir(struct run_trust *t, struct env *e, const char *value, char *err,
 	return rc;
 }
 
+/*
+ * What variable V names when the user set nothing: the added
+ * certificates, or the whole bundle; for requests (which beats pip's
+ * `cert =`) and curl, pip's configured certificates too.
+ */
+static const char *
+default_file(const struct run_trust *t, size_t v)
+{
+	if (vars[v].kind == V_EXTRA)
+		return RUN_TRUST_DIR "/extra.pem";
+	if (t->pip.len > 0 &&
+	    (strcmp(vars[v].name, "REQUESTS_CA_BUNDLE") == 0 ||
+	        strcmp(vars[v].name, "CURL_CA_BUNDLE") == 0))
+		return RUN_TRUST_DIR "/requests.pem";
+	return RUN_TRUST_BUNDLE;
+}
+
 /* Variable V: its value in the sandbox, and any file it needs. */
 static int
 set_var(struct run_trust *t, struct env *e, size_t v, char *err, size_t errlen)
@@ -437,9 +607,7 @@ set_var(struct run_trust *t, struct env *e, size_t v, char *err, size_t errlen)
 		if (user != NULL)
 			rc = user_bundle(t, e, v, user, err, errlen);
 		else
-			env_set(e, vars[v].name,
-			    vars[v].kind == V_EXTRA ? RUN_TRUST_DIR "/extra.pem"
-			                            : RUN_TRUST_BUNDLE);
+			env_set(e, vars[v].name, default_file(t, v));
 		break;
 	}
 	free(user);
@@ -449,6 +617,7 @@ set_var(struct run_trust *t, struct env *e, size_t v, char *err, size_t errlen)
 int
 run_trust_build(struct run_trust *t, struct env *e, char *err, size_t errlen)
 {
+	char *req;
 	size_t i;
 
 	if (!run_trust_active(t) || t->built)
@@ -460,6 +629,12 @@ run_trust_build(struct run_trust *t, struct env *e, char *err, size_t errlen)
 	run_trust_add_file(t, "extra.pem", t->extra.p, t->extra.len);
 	if (t->ca != NULL)
 		run_trust_add_file(t, "ca.pem", t->ca, strlen(t->ca));
+	read_confs(t, e);
+	if (t->pip.len > 0) {
+		req = xasprintf("%s%s", t->bundle.p, t->pip.p);
+		run_trust_add_file(t, "requests.pem", req, strlen(req));
+		free(req);
+	}
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		if (set_var(t, e, i, err, errlen) != 0)
 			return -1;
@@ -477,6 +652,8 @@ int
 run_trust_plan(
     const struct run_trust *t, struct mnt_plan *p, char *err, size_t errlen)
 {
+	size_t i;
+
 	if (!t->built)
 		return 0;
 	/* Tools that read only the system's path see the run CA there. */
@@ -484,6 +661,10 @@ run_trust_plan(
 	    mnt_plan_add_file(
 	        p, t->syspath, t->bundle.p, t->bundle.len, err, errlen) != 0)
 		return -1;
+	for (i = 0; i < t->nover; i++)
+		if (mnt_plan_add_file(p, t->over[i].name, t->over[i].data,
+		        t->over[i].len, err, errlen) != 0)
+			return -1;
 	return mnt_plan_add_tree(
 	    p, RUN_TRUST_DIR, t->files, t->nfiles, err, errlen);
 }
@@ -505,4 +686,16 @@ const struct mnt_file *
 run_trust_file(const struct run_trust *t, size_t i)
 {
 	return i < t->nfiles ? &t->files[i] : NULL;
+}
+
+size_t
+run_trust_noverlays(const struct run_trust *t)
+{
+	return t->nover;
+}
+
+const struct mnt_file *
+run_trust_overlay(const struct run_trust *t, size_t i)
+{
+	return i < t->nover ? &t->over[i] : NULL;
 }

@@ -17,11 +17,16 @@
  *   env/VAR.pem       VAR's own bundle (the user's --setenv or
  *                     --keep-env) + the run CA + the trust files
  *
+ *   requests.pem      bundle.pem + the certificates of pip's `cert =`
+ *                     (REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE beat it)
+ *
  * A variable the user set keeps its bundle: the sandbox gets a combined
  * file under it, never the system bundle instead.  GIT_SSL_CAINFO and
  * PIP_CERT are set only when the user set them (or there is no system
  * bundle to put the run CA in), so that git's http.sslCAInfo and pip's
- * `cert =` stay in force.
+ * `cert =` stay in force; the files those name in the system's and the
+ * user's configuration get a copy put over them holding their
+ * certificates and the added ones.
  */
 #ifndef PH_RUN_TRUST_H
 #define PH_RUN_TRUST_H
@@ -83,8 +88,15 @@ int run_trust_plan(
 #ifdef RUN_TRUST_INTERNAL
 struct mnt_file;
 
-/* The system bundle to read instead of the distributions' paths. */
+/*
+ * The system bundle to read instead of the distributions' paths; the
+ * system-level git and pip configuration is not read then.
+ */
 void run_trust_set_system(struct run_trust *, const char *path);
+
+/* The configured CA files put over (NAME: the host path), for tests. */
+size_t run_trust_noverlays(const struct run_trust *);
+const struct mnt_file *run_trust_overlay(const struct run_trust *, size_t i);
 
 /* The tree's files, for tests. */
 size_t run_trust_nfiles(const struct run_trust *);

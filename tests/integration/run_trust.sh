@@ -12,10 +12,11 @@
 # usage: run_trust.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/tls_lib.sh"
-ph_begin run_trust nginx curl openssl
+ph_begin run_trust nginx fcgiwrap git curl openssl
 gen_certs >/dev/null || exit 1
 gen_other_ca || exit 1
 start_nginx || exit 1
+start_git_server || exit 1
 W=$T/work
 mkdir -p "$W"
 
@@ -95,6 +96,39 @@ expect "trust without interception: no PINHOLE_CA_FILE" "$OUT" \
 prun -p "$T/notrust.conf" --setenv REQUESTS_CA_BUNDLE "$T/missing.pem" -- true
 equal "an unreadable bundle of the user's: refused" "$RC" 125
 expect "it says which" "$ERR" "REQUESTS_CA_BUNDLE=$T/missing\.pem: cannot read it"
+
+# --- git's own http.sslCAInfo stays in force, and trusts the run CA ----------------
+# A home in the work directory (the sandbox's /tmp is its own), whose
+# .gitconfig names a CA file; GIT_SSL_CAINFO would beat it, so pinhole
+# leaves it unset and puts a copy of the file with the run CA over it.
+mkdir -p "$W/home"
+cp "$T/ca.pem" "$W/git-ca.pem"
+printf '[http]\n\tsslCAInfo = %s\n' "$W/git-ca.pem" >"$W/home/.gitconfig"
+{ policy; echo "resolve git.test 127.0.0.1"
+	echo "allow git.test:$GIT_PORT { private }"; } >"$T/git-tunnel.conf"
+{ policy; echo "resolve git.test 127.0.0.1"; echo "secret gh file $GIT_TOKEN_FILE"
+	echo "allow git.test:$GIT_PORT { private upstream-ca $T/ca.pem inject basic x-access-token gh }"
+} >"$T/git-intercept.conf"
+GITENV=(--setenv HOME "$W/home" --setenv GIT_CONFIG_NOSYSTEM 1 --setenv GIT_TERMINAL_PROMPT 0)
+prun -p "$T/git-tunnel.conf" "${GITENV[@]}" -- sh -c "
+	echo "git=\${GIT_SSL_CAINFO-unset}"
+	git ls-remote https://x-access-token:$GIT_TOKEN@git.test:$GIT_PORT/allowed.git main"
+expect "git, tunnelled: http.sslCAInfo used" "$OUT" 'refs/heads/main$'
+expect "git: GIT_SSL_CAINFO left unset" "$OUT" '^git=unset$'
+prun -p "$T/git-intercept.conf" "${GITENV[@]}" -- \
+	git ls-remote "https://git.test:$GIT_PORT/allowed.git" main
+expect "git, intercepted: http.sslCAInfo's file trusts the run CA" "$OUT" 'refs/heads/main$'
+[ "$RC" -eq 0 ] || printf '%s\n' "$ERR" | tail -5 | sed 's/^/  | /'
+equal "git: the host's file is unchanged" "$(cat "$W/git-ca.pem")" "$(cat "$T/ca.pem")"
+# The user's --setenv GIT_SSL_CAINFO wins, with the run CA added.
+cp "$T/ca.pem" "$T/user-git.pem"
+prun -p "$T/git-intercept.conf" "${GITENV[@]}" --setenv HOME /nonexistent \
+	--setenv GIT_SSL_CAINFO "$T/user-git.pem" -- sh -c "
+	echo \"git=\$GIT_SSL_CAINFO\"
+	git ls-remote https://git.test:$GIT_PORT/allowed.git main"
+expect "git: the user's GIT_SSL_CAINFO, combined" "$OUT" \
+	'^git=/tmp/\.pinhole-trust/env/GIT_SSL_CAINFO\.pem$'
+expect "git: the user's GIT_SSL_CAINFO works when intercepted" "$OUT" 'refs/heads/main$'
 
 # --- a trust file that holds more than certificates -------------------------------
 cat "$T/ca.pem" "$T/server.key" >"$T/with-key.pem"

@@ -343,6 +343,66 @@ test_add_file(void **state)
 	mnt_plan_free(p);
 }
 
+/*
+ * git's http.sslCAInfo and pip's cert = in the user's configuration stay
+ * in force: the files they name get a copy with the added certificates
+ * put over them; requests' variables hold pip's too.
+ */
+static void
+test_configured(void **state)
+{
+	struct fixture *f = *state;
+	const struct mnt_file *o;
+	char *git = path_in(f, "git-ca.pem"), *pip = path_in(f, "pip-ca.pem");
+	char *conf;
+	size_t i;
+	int seen = 0;
+
+	conf = path_in(f, ".config");
+	mkdir(conf, 0700);
+	free(conf);
+	conf = path_in(f, ".config/pip");
+	mkdir(conf, 0700);
+	free(conf);
+	write_in(f, "git-ca.pem", f->user);
+	write_in(f, "pip-ca.pem", f->trusted);
+	write_in(f, ".gitconfig",
+	    "[user]\n\tname = x\n[http \"https://git.test\"]\n"
+	    "\tsslCAInfo = ~/git-ca.pem\n[core]\n\tsslcainfo = /nope\n");
+	conf = xasprintf("# pip\n[global]\ncert = %s\n", pip);
+	write_in(f, ".config/pip/pip.conf", conf);
+	free(conf);
+	env_set(f->env, "HOME", f->dir);
+	run_trust_set_ca(f->t, f->ca);
+	build(f);
+	for (i = 0; (o = run_trust_overlay(f->t, i)) != NULL; i++) {
+		conf = xstrndup(o->data, o->len);
+		if (strcmp(o->name, git) == 0) {
+			assert_true(contains(conf, f->user));
+			assert_true(contains(conf, f->ca));
+			seen |= 1;
+		} else if (strcmp(o->name, pip) == 0) {
+			assert_true(contains(conf, f->trusted));
+			assert_true(contains(conf, f->ca));
+			seen |= 2;
+		}
+		assert_string_not_equal(o->name, "/nope");
+		free(conf);
+	}
+	assert_int_equal(seen, 3);
+	assert_true(contains(file(f, "requests.pem"), f->trusted));
+	assert_true(contains(file(f, "requests.pem"), f->sys));
+	assert_string_equal(env_get(f->env, "REQUESTS_CA_BUNDLE"),
+	    RUN_TRUST_DIR "/requests.pem");
+	assert_string_equal(
+	    env_get(f->env, "CURL_CA_BUNDLE"), RUN_TRUST_DIR "/requests.pem");
+	assert_string_equal(env_get(f->env, "SSL_CERT_FILE"), RUN_TRUST_BUNDLE);
+	assert_null(env_get(f->env, "GIT_SSL_CAINFO"));
+	assert_null(env_get(f->env, "PIP_CERT"));
+	free(git);
+	free(pip);
+}
+
 int
 main(void)
 {
@@ -356,6 +416,7 @@ main(void)
 	        test_user_unreadable, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_system, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_add_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_configured, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
