@@ -208,15 +208,27 @@ read_file(const char *path, struct buf *b)
 	return rc;
 }
 
-/* Every certificate in file PATH, as PEM, into B (none: nothing). */
-static void
+/*
+ * Every certificate in file PATH, as PEM, into B (none: nothing); only
+ * certificates, so that a file named by mistake (a key, credentials) is
+ * never copied into the sandbox.  Returns 0, or -1 (errno) when PATH
+ * cannot be opened.
+ */
+static int
 file_certs(const char *path, struct buf *b)
 {
-	BIO *in = BIO_new_file(path, "r"), *out = BIO_new(BIO_s_mem());
+	FILE *f = fopen(path, "re");
+	BIO *in, *out;
 	X509 *x;
 	char *p;
 	long n;
 
+	if (f == NULL)
+		return -1;
+	in = BIO_new_fp(f, BIO_CLOSE);
+	out = BIO_new(BIO_s_mem());
+	if (in == NULL)
+		fclose(f);
 	while (in != NULL && out != NULL &&
 	    (x = PEM_read_bio_X509(in, NULL, NULL, NULL)) != NULL) {
 		(void)PEM_write_bio_X509(out, x);
@@ -227,6 +239,7 @@ file_certs(const char *path, struct buf *b)
 		buf_add(b, p, (size_t)n);
 	BIO_free(in);
 	BIO_free(out);
+	return 0;
 }
 
 /* The certificates of the files in directory PATH.  0, or -1 (errno). */
@@ -243,7 +256,7 @@ dir_certs(const char *path, struct buf *b)
 		if (e->d_name[0] == '.')
 			continue;
 		f = xasprintf("%s/%s", path, e->d_name);
-		file_certs(f, b);
+		(void)file_certs(f, b);
 		free(f);
 	}
 	closedir(d);
@@ -251,9 +264,10 @@ dir_certs(const char *path, struct buf *b)
 }
 
 /*
- * What the user's VALUE names: a file as it is, or the certificates of a
+ * The certificates of what the user's VALUE names: a file, or a
  * directory's files (REQUESTS_CA_BUNDLE, BUNDLE_SSL_CA_CERT take one;
- * SSL_CERT_DIR a list of them, colon-separated).
+ * SSL_CERT_DIR a list of them, colon-separated).  Returns 0, or -1 with
+ * errno (EINVAL: not one certificate in it).
  */
 static int
 read_user(const char *value, int list, struct buf *b)
@@ -272,12 +286,14 @@ read_user(const char *value, int list, struct buf *b)
 			rc = -1;
 		else if (S_ISDIR(st.st_mode))
 			rc = dir_certs(p, b);
-		else if (read_file(p, b) != 0)
-			rc = -1;
-		else if (b->len > 0 && b->p[b->len - 1] != '\n')
-			buf_add(b, "\n", 1);
+		else
+			rc = file_certs(p, b);
 	}
 	free(copy);
+	if (rc == 0 && b->len == 0) {
+		errno = EINVAL;
+		rc = -1;
+	}
 	return rc;
 }
 
@@ -449,8 +465,7 @@ overlay(struct run_trust *t, const char *path, int pip)
 			return;
 	if (t->syspath != NULL && strcmp(path, t->syspath) == 0)
 		return;
-	file_certs(path, &b);
-	if (b.len == 0) {
+	if (file_certs(path, &b) != 0 || b.len == 0) {
 		free(b.p);
 		return;
 	}
@@ -499,6 +514,14 @@ read_confs(struct run_trust *t, const struct env *e)
 
 /* --- the variables -------------------------------------------------------- */
 
+/* Why read_user failed, from its errno. */
+static const char *
+why(int e)
+{
+	return e == EINVAL ? "it holds no PEM certificate"
+	                   : strerror(e ? e : ENOENT);
+}
+
 /* NAME's value as the user gave it (or its alias's), copied, or NULL. */
 static char *
 user_value(struct env *e, size_t v)
@@ -523,7 +546,7 @@ user_bundle(struct run_trust *t, struct env *e, size_t v, const char *value,
 		ph_errf(err, errlen,
 		    "%s=%s: cannot read it to add the run's certificates to "
 		    "it: %s",
-		    vars[v].name, value, strerror(errno ? errno : ENOENT));
+		    vars[v].name, value, why(errno));
 		free(b.p);
 		return -1;
 	}
@@ -554,7 +577,7 @@ cert_dir(struct run_trust *t, struct env *e, const char *value, char *err,
 		ph_errf(err, errlen,
 		    "SSL_CERT_DIR=%s: cannot read it to add the run's "
 		    "certificates to it: %s",
-		    value, strerror(errno ? errno : ENOENT));
+		    value, why(errno));
 		rc = -1;
 	} else
 		buf_add(&b, t->extra.p, t->extra.len);

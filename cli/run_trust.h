@@ -20,7 +20,8 @@
  *   requests.pem      bundle.pem + the certificates of pip's `cert =`
  *                     (REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE beat it)
  *
- * A variable the user set keeps its bundle: the sandbox gets a combined
+ * A variable the user set keeps its bundle (its certificates, nothing
+ * else): the sandbox gets a combined
  * file under it, never the system bundle instead.  GIT_SSL_CAINFO and
  * PIP_CERT are set only when the user set them (or there is no system
  * bundle to put the run CA in), so that git's http.sslCAInfo and pip's

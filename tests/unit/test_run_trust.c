@@ -310,6 +310,45 @@ test_user_unreadable(void **state)
 	assert_non_null(strstr(err, "No such file"));
 }
 
+/* Only certificates are taken from the user's file: never a key. */
+static void
+test_user_certs_only(void **state)
+{
+	struct fixture *f = *state;
+	char err[512], *p = path_in(f, "mixed.pem"), *text;
+
+	text = xasprintf("secret=1\n%s-----BEGIN PRIVATE KEY-----\nAAAA\n"
+	                 "-----END PRIVATE KEY-----\n",
+	    f->user);
+	write_in(f, "mixed.pem", text);
+	write_in(f, "creds", "aws_secret_access_key = x\n");
+	free(text);
+	env_set(f->env, "AWS_CA_BUNDLE", p);
+	run_trust_set_ca(f->t, f->ca);
+	build(f);
+	text = xstrndup(file(f, "env/AWS_CA_BUNDLE.pem"),
+	    strlen(file(f, "env/AWS_CA_BUNDLE.pem")));
+	assert_true(contains(text, f->user) && contains(text, f->ca));
+	assert_false(
+	    contains(text, "PRIVATE KEY") || contains(text, "secret="));
+	free(text);
+	free(p);
+	/* A file with no certificate at all: refused, said why. */
+	run_trust_free(f->t);
+	env_free(f->env);
+	f->env = env_new((char *[]){NULL});
+	f->t = run_trust_new();
+	p = path_in(f, "system.pem");
+	run_trust_set_system(f->t, p);
+	free(p);
+	run_trust_set_ca(f->t, f->ca);
+	p = path_in(f, "creds");
+	env_set(f->env, "AWS_CA_BUNDLE", p);
+	assert_int_equal(run_trust_build(f->t, f->env, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "holds no PEM certificate"));
+	free(p);
+}
+
 /* No system bundle: GIT_SSL_CAINFO and PIP_CERT get ours after all. */
 static void
 test_no_system(void **state)
@@ -415,6 +454,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(
 	        test_user_unreadable, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_system, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_user_certs_only, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_add_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_configured, setup, teardown),
 	};
