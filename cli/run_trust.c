@@ -80,14 +80,16 @@ struct buf {
 
 /* A certificate of the hashed directory, to find duplicates. */
 struct hashed {
-	X509 *x;
+	X509 *x; /* NULL: copied from the system's directory */
 	unsigned long h;
+	int k; /* its N */
 };
 
 struct run_trust {
 	char *ca; /* the run CA, or NULL */
 	struct buf extra; /* the run CA and the trust files */
 	char *system; /* the system bundle to read (tests), or NULL */
+	char *sysdir; /* the system's hashed directory (tests), or NULL */
 	char *syspath; /* the system bundle found, or NULL */
 	struct buf bundle; /* system + extra */
 	struct mnt_file *files; /* the tree, names and data owned */
@@ -146,6 +148,7 @@ run_trust_free(struct run_trust *t)
 	free(t->ca);
 	free(t->extra.p);
 	free(t->system);
+	free(t->sysdir);
 	free(t->syspath);
 	free(t->bundle.p);
 	free(t);
@@ -315,9 +318,37 @@ read_system(struct run_trust *t, struct buf *b)
 
 /* --- the hashed directory ------------------------------------------------- */
 
-/* X's entry certs/HASH.N, unless the same certificate is there. */
+/* The entries of the hashed directory so far. */
+struct hashset {
+	struct hashed *v;
+	size_t n, cap;
+};
+
 static void
-hash_one(struct run_trust *t, X509 *x, struct hashed *seen, size_t *nseen)
+hashset_add(struct hashset *s, unsigned long h, int k, X509 *x)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 256;
+		s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
+	}
+	s->v[s->n].h = h;
+	s->v[s->n].k = k;
+	s->v[s->n++].x = x;
+}
+
+static void
+hashset_free(struct hashset *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		X509_free(s->v[i].x);
+	free(s->v);
+}
+
+/* X's entry certs/HASH.N (N past those taken), unless X is there. */
+static void
+hash_one(struct run_trust *t, X509 *x, struct hashset *s)
 {
 	unsigned long h = X509_subject_name_hash(x);
 	BIO *out = BIO_new(BIO_s_mem());
@@ -326,48 +357,77 @@ hash_one(struct run_trust *t, X509 *x, struct hashed *seen, size_t *nseen)
 	long n;
 	int k = 0;
 
-	for (i = 0; i < *nseen; i++)
-		if (seen[i].h == h) {
-			if (X509_cmp(seen[i].x, x) == 0)
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].h == h) {
+			if (s->v[i].x != NULL && X509_cmp(s->v[i].x, x) == 0)
 				goto out;
-			k++;
+			if (s->v[i].k >= k)
+				k = s->v[i].k + 1;
 		}
 	if (out == NULL || !PEM_write_bio_X509(out, x) ||
 	    (n = BIO_get_mem_data(out, &p)) <= 0)
 		goto out;
 	snprintf(name, sizeof(name), "certs/%08lx.%d", h, k);
 	run_trust_add_file(t, name, p, (size_t)n);
-	seen[*nseen].x = x;
-	seen[*nseen].h = h;
-	(*nseen)++;
+	hashset_add(s, h, k, x);
 	x = NULL;
 out:
 	X509_free(x);
 	BIO_free(out);
 }
 
-/* SSL_CERT_DIR's files: the certificates of the PEM text IN. */
+/* The certificates of the PEM text IN, into the hashed directory. */
 static void
-hash_dir(struct run_trust *t, const struct buf *in)
+hash_pem(struct run_trust *t, const struct buf *in, struct hashset *s)
 {
 	BIO *bio = BIO_new_mem_buf(in->p, (int)in->len);
-	struct hashed *seen = NULL;
-	size_t nseen = 0, cap = 0, i;
 	X509 *x;
 
 	while (bio != NULL &&
-	    (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
-		if (nseen == cap) {
-			cap = cap ? 2 * cap : 256;
-			seen = xreallocarray(seen, cap, sizeof(*seen));
-		}
-		hash_one(t, x, seen, &nseen);
-	}
+	    (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL)
+		hash_one(t, x, s);
 	ERR_clear_error();
-	for (i = 0; i < nseen; i++)
-		X509_free(seen[i].x);
-	free(seen);
 	BIO_free(bio);
+}
+
+/*
+ * The system's own hashed directory (OpenSSL's default, /etc/ssl/certs
+ * on Debian), its HASH.N entries copied as they are: decoding the 150
+ * certificates of a system bundle takes OpenSSL 3 some 60 ms.  Returns
+ * how many were copied (none: the bundle is decoded instead).
+ */
+static size_t
+hash_system(struct run_trust *t, struct hashset *s)
+{
+	const char *dir = t->sysdir ? t->sysdir : X509_get_default_cert_dir();
+	struct buf b = {NULL, 0, 0};
+	struct dirent *e;
+	char *path, *end, name[NAME_MAX + 8];
+	unsigned long h;
+	long k;
+	DIR *d;
+
+	if ((t->system != NULL && t->sysdir == NULL) ||
+	    (d = opendir(dir)) == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		h = strtoul(e->d_name, &end, 16);
+		if (end != e->d_name + 8 || *end != '.' ||
+		    (k = strtol(end + 1, &end, 10)) < 0 || *end != '\0' ||
+		    !(end[-1] >= '0' && end[-1] <= '9'))
+			continue;
+		path = xasprintf("%s/%s", dir, e->d_name);
+		b.len = 0;
+		if (read_file(path, &b) == 0 && b.len > 0) {
+			snprintf(name, sizeof(name), "certs/%s", e->d_name);
+			run_trust_add_file(t, name, b.p, b.len);
+			hashset_add(s, h, (int)k, NULL);
+		}
+		free(path);
+	}
+	closedir(d);
+	free(b.p);
+	return s->n;
 }
 
 /* --- CA files in git's and pip's configuration ---------------------------- */
@@ -567,11 +627,14 @@ static int
 cert_dir(struct run_trust *t, struct env *e, const char *value, char *err,
     size_t errlen)
 {
+	struct hashset hs = {NULL, 0, 0};
 	struct buf b = {NULL, 0, 0};
 	int rc = 0;
 
 	errno = 0;
-	if (value == NULL)
+	if (value == NULL && hash_system(t, &hs) > 0)
+		buf_add(&b, t->extra.p, t->extra.len);
+	else if (value == NULL)
 		buf_add(&b, t->bundle.p, t->bundle.len);
 	else if (read_user(value, 1, &b) != 0) {
 		ph_errf(err, errlen,
@@ -582,9 +645,10 @@ cert_dir(struct run_trust *t, struct env *e, const char *value, char *err,
 	} else
 		buf_add(&b, t->extra.p, t->extra.len);
 	if (rc == 0) {
-		hash_dir(t, &b);
+		hash_pem(t, &b, &hs);
 		env_set(e, "SSL_CERT_DIR", RUN_TRUST_DIR "/certs");
 	}
+	hashset_free(&hs);
 	free(b.p);
 	return rc;
 }
@@ -721,4 +785,11 @@ const struct mnt_file *
 run_trust_overlay(const struct run_trust *t, size_t i)
 {
 	return i < t->nover ? &t->over[i] : NULL;
+}
+
+void
+run_trust_set_system_dir(struct run_trust *t, const char *dir)
+{
+	free(t->sysdir);
+	t->sysdir = xstrdup(dir);
 }

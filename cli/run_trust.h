@@ -12,7 +12,8 @@
  *                     also put over the system bundle's own path
  *   extra.pem         the run CA + the trust files (NODE_EXTRA_CA_CERTS,
  *                     DENO_CERT: tools that add them to their own roots)
- *   certs/HASH.N      SSL_CERT_DIR: the system's certificates and the
+ *   certs/HASH.N      SSL_CERT_DIR: the system's hashed directory's
+ *                     entries (or its bundle's certificates) and the
  *                     added ones, named by OpenSSL's subject-name hash
  *   env/VAR.pem       VAR's own bundle (the user's --setenv or
  *                     --keep-env) + the run CA + the trust files
@@ -94,6 +95,9 @@ struct mnt_file;
  * system-level git and pip configuration is not read then.
  */
 void run_trust_set_system(struct run_trust *, const char *path);
+
+/* The system's hashed directory to copy (tests: none unless set). */
+void run_trust_set_system_dir(struct run_trust *, const char *dir);
 
 /* The configured CA files put over (NAME: the host path), for tests. */
 size_t run_trust_noverlays(const struct run_trust *);

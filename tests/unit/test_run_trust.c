@@ -231,6 +231,38 @@ test_hash_dir(void **state)
 	assert_null(file(f, name));
 }
 
+/*
+ * The system's hashed directory is copied as it is (decoding every system
+ * certificate is slow); the added ones take the next free N.
+ */
+static void
+test_system_dir(void **state)
+{
+	struct fixture *f = *state;
+	char *dir = path_in(f, "sysdir"), name[64];
+
+	mkdir(dir, 0700);
+	snprintf(name, sizeof(name), "sysdir/%08lx.0", hash_of(f->ca));
+	write_in(f, name, f->sys); /* taken: the run CA must go to .1 */
+	write_in(f, "sysdir/0badcafe.3", f->sys);
+	write_in(f, "sysdir/README", "not a certificate\n");
+	write_in(f, "sysdir/0badcafe.x", f->sys);
+	run_trust_set_system_dir(f->t, dir);
+	run_trust_set_ca(f->t, f->ca);
+	build(f);
+	snprintf(name, sizeof(name), "certs/%08lx.0", hash_of(f->ca));
+	assert_string_equal(file(f, name), f->sys);
+	snprintf(name, sizeof(name), "certs/%08lx.1", hash_of(f->ca));
+	assert_string_equal(file(f, name), f->ca);
+	assert_string_equal(file(f, "certs/0badcafe.3"), f->sys);
+	assert_null(file(f, "certs/README"));
+	assert_null(file(f, "certs/0badcafe.x"));
+	/* The bundle's certificates are not decoded again. */
+	snprintf(name, sizeof(name), "certs/%08lx.0", hash_of(f->sys));
+	assert_null(file(f, name));
+	free(dir);
+}
+
 /* A trust file alone: trusted everywhere, but no PINHOLE_CA_FILE. */
 static void
 test_trust_only(void **state)
@@ -449,6 +481,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_run_ca, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hash_dir, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_system_dir, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_trust_only, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_user_wins, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
