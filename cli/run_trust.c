@@ -8,12 +8,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -190,6 +192,29 @@ run_trust_add_file(
 
 /* --- reading -------------------------------------------------------------- */
 
+/*
+ * PATH opened for reading if it is a regular file (a FIFO or a device
+ * named in a configuration file would hang the launcher), or NULL with
+ * errno (ENOTSUP: not a regular file).
+ */
+static FILE *
+open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *f = NULL;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		errno = ENOTSUP;
+	else
+		f = fdopen(fd, "r");
+	if (f == NULL)
+		close(fd);
+	return f;
+}
+
 /* The whole of regular file PATH into B.  Returns 0, or -1 with errno. */
 static int
 read_file(const char *path, struct buf *b)
@@ -199,7 +224,7 @@ read_file(const char *path, struct buf *b)
 	FILE *f;
 	int rc = 0;
 
-	if ((f = fopen(path, "re")) == NULL)
+	if ((f = open_regular(path)) == NULL)
 		return -1;
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
 		buf_add(b, chunk, n);
@@ -220,7 +245,7 @@ read_file(const char *path, struct buf *b)
 static int
 file_certs(const char *path, struct buf *b)
 {
-	FILE *f = fopen(path, "re");
+	FILE *f = open_regular(path);
 	BIO *in, *out;
 	X509 *x;
 	char *p;
@@ -554,7 +579,7 @@ read_confs(struct run_trust *t, const struct env *e)
 		/* A test's system bundle: the host's own files are not read. */
 		if ((t->system != NULL && confs[i].path[0] == '/') ||
 		    (file = expand(confs[i].path, home)) == NULL ||
-		    (f = fopen(file, "re")) == NULL) {
+		    (f = open_regular(file)) == NULL) {
 			free(file);
 			continue;
 		}
@@ -578,8 +603,9 @@ read_confs(struct run_trust *t, const struct env *e)
 static const char *
 why(int e)
 {
-	return e == EINVAL ? "it holds no PEM certificate"
-	                   : strerror(e ? e : ENOENT);
+	if (e == EINVAL)
+		return "it holds no PEM certificate";
+	return e == ENOTSUP ? "not a regular file" : strerror(e ? e : ENOENT);
 }
 
 /* NAME's value as the user gave it (or its alias's), copied, or NULL. */

@@ -22,8 +22,8 @@
  *                     (REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE beat it)
  *
  * A variable the user set keeps its bundle (its certificates, nothing
- * else): the sandbox gets a combined
- * file under it, never the system bundle instead.  GIT_SSL_CAINFO and
+ * else): the sandbox gets a combined file under it, never the system
+ * bundle instead.  GIT_SSL_CAINFO and
  * PIP_CERT are set only when the user set them (or there is no system
  * bundle to put the run CA in), so that git's http.sslCAInfo and pip's
  * `cert =` stay in force; the files those name in the system's and the
@@ -66,9 +66,9 @@ run_trust_build(struct run_trust *, struct env *e, char *err, size_t errlen);
 
 /*
  * After run_trust_build: every certificate the sandbox trusts by default,
- * as PEM (the system bundle, or the user's SSL_CERT_FILE, then the run CA
- * and the trust files: bundle.pem's contents), its length in *LEN; NULL
- * when nothing is added.  For other trust stores (a Java PKCS12 one).
+ * as PEM (the system bundle, then the run CA and the trust files:
+ * bundle.pem's contents), its length in *LEN; NULL when nothing is
+ * added.  For other trust stores (a Java PKCS12 one).
  */
 const char *run_trust_pem(const struct run_trust *, size_t *len);
 

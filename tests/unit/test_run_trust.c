@@ -379,6 +379,21 @@ test_user_certs_only(void **state)
 	assert_int_equal(run_trust_build(f->t, f->env, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "holds no PEM certificate"));
 	free(p);
+	/* Nor a FIFO, which would hang the launcher. */
+	run_trust_free(f->t);
+	env_free(f->env);
+	f->env = env_new((char *[]){NULL});
+	f->t = run_trust_new();
+	p = path_in(f, "system.pem");
+	run_trust_set_system(f->t, p);
+	free(p);
+	run_trust_set_ca(f->t, f->ca);
+	p = path_in(f, "fifo");
+	assert_int_equal(mkfifo(p, 0600), 0);
+	env_set(f->env, "CURL_CA_BUNDLE", p);
+	assert_int_equal(run_trust_build(f->t, f->env, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not a regular file"));
+	free(p);
 }
 
 /* No system bundle: GIT_SSL_CAINFO and PIP_CERT get ours after all. */
