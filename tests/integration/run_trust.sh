@@ -12,7 +12,7 @@
 # usage: run_trust.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/tls_lib.sh"
-ph_begin run_trust nginx fcgiwrap git curl openssl
+ph_begin run_trust nginx fcgiwrap git curl openssl python3
 gen_certs >/dev/null || exit 1
 gen_other_ca || exit 1
 start_nginx || exit 1
@@ -129,6 +129,36 @@ prun -p "$T/git-intercept.conf" "${GITENV[@]}" --setenv HOME /nonexistent \
 expect "git: the user's GIT_SSL_CAINFO, combined" "$OUT" \
 	'^git=/tmp/\.pinhole-trust/env/GIT_SSL_CAINFO\.pem$'
 expect "git: the user's GIT_SSL_CAINFO works when intercepted" "$OUT" 'refs/heads/main$'
+
+# --- pip's own cert = stays in force (REQUESTS_CA_BUNDLE would beat it) -----------
+# A simple index with one wheel on the nginx; ~/.config/pip/pip.conf
+# names a CA file; pip (Debian's, requests inside) downloads through a
+# tunnel and through interception, with no trust line.
+mkdir -p "$T/www/simple/pkg" "$T/www/files" "$W/home/.config/pip"
+python3 - "$T/www/files/pkg-1.0-py3-none-any.whl" <<-'EOPY'
+	import sys, zipfile
+	with zipfile.ZipFile(sys.argv[1], "w") as z:
+	    z.writestr("pkg/__init__.py", "")
+	    z.writestr("pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+	    z.writestr("pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+	    z.writestr("pkg-1.0.dist-info/RECORD", "")
+EOPY
+echo '<a href="../../files/pkg-1.0-py3-none-any.whl">pkg-1.0-py3-none-any.whl</a>' \
+	>"$T/www/simple/pkg/index.html"
+cp "$T/ca.pem" "$W/pip-ca.pem"
+printf '[global]\ncert = %s\n' "$W/pip-ca.pem" >"$W/home/.config/pip/pip.conf"
+PIP="python3 -m pip download -q --no-deps --disable-pip-version-check -d dl"
+prun -p "$T/notrust.conf" --setenv HOME "$W/home" -- sh -c "
+	echo \"requests=\$REQUESTS_CA_BUNDLE pip=\${PIP_CERT-unset}\"
+	$PIP --index-url https://other.test:$S_PORT/simple/ pkg && echo tunnelled-ok
+	rm -rf dl
+	$PIP --index-url https://web.test:$S_PORT/simple/ pkg && echo intercepted-ok"
+expect "pip: requests' variable holds pip's certificates" "$OUT" \
+	'^requests=/tmp/\.pinhole-trust/requests\.pem pip=unset$'
+expect "pip, tunnelled: cert = used" "$OUT" '^tunnelled-ok$'
+expect "pip, intercepted: cert = and the run CA" "$OUT" '^intercepted-ok$'
+[ "$RC" -eq 0 ] || printf '%s\n' "$ERR" | tail -5 | sed 's/^/  | /'
+check "pip: the wheel came" test -s "$W/dl/pkg-1.0-py3-none-any.whl"
 
 # --- a trust file that holds more than certificates -------------------------------
 cat "$T/ca.pem" "$T/server.key" >"$T/with-key.pem"
