@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "policy/policy.h"
+#include "proxy/ca.h"
 
 struct check_opts {
 	int quiet;
@@ -45,6 +46,32 @@ secret_report(void *arg, const char *msg)
 	log_warnx("%s", msg);
 }
 
+/*
+ * Each `trust` file holds PEM certificates and nothing else (read as
+ * `pinhole run` reads them).  Returns the number of bad ones, said as
+ * FILE:LINE:COL: errors.
+ */
+static unsigned
+check_trust(const struct policy *p, struct cli_diag_count *c)
+{
+	const struct policy_trust *t;
+	char err[512], *pem;
+	unsigned bad = 0;
+	size_t i;
+
+	for (i = 0; (t = policy_trust_at(p, i)) != NULL; i++) {
+		if (ca_read_certs(t->path, &pem, err, sizeof(err)) >= 0) {
+			free(pem);
+			continue;
+		}
+		fprintf(stderr, "%s:%u:%u: trust %s: %s\n", t->file, t->line,
+		    t->col, t->path, err);
+		c->errors++;
+		bad++;
+	}
+	return bad;
+}
+
 /* Checks one policy made of FILES; returns 0 when it has no errors. */
 static int
 check_one(const char *const *files, size_t n, const char *name,
@@ -56,6 +83,8 @@ check_one(const char *const *files, size_t n, const char *name,
 	int r;
 
 	r = policy_load(files, n, cli_print_diag, &c, &p);
+	if (r == 0 && check_trust(p, &c) != 0)
+		r = -1;
 	if (r == 0 && o->secrets)
 		secret_store_load(policy_secrets(p), secret_report, &bad);
 	if (!o->quiet && r == 0)

@@ -27,6 +27,7 @@
 
 #include "cli/cli.h"
 #include "cli/run.h"
+#include "cli/run_trust.h"
 #include "common/log.h"
 #include "netns/env.h"
 #include "netns/limits.h"
@@ -252,6 +253,7 @@ run_free(struct run *r)
 	free(r->allow);
 	free(r->logpath);
 	free(r->ca_pem);
+	run_trust_free(r->trust);
 	if (r->sfd >= 0)
 		close(r->sfd);
 }

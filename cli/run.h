@@ -21,6 +21,8 @@ struct engine_load_sink;
 struct env;
 struct event_base;
 struct mnt_plan;
+struct policy;
+struct run_trust;
 struct sbx;
 
 #define RUN_FAILED 125 /* pinhole itself failed before the command ran */
@@ -71,6 +73,7 @@ struct run {
 	int engine_lost; /* the engine ended before the command */
 	char *ca_pem; /* in the launcher: the CA certificate (view) */
 	const char *trust_file; /* the bundle with the run CA, inside */
+	struct run_trust *trust; /* in the launcher: what the sandbox trusts */
 	struct view_order lorder; /* the launcher's check of the engine */
 	struct view_order eorder; /* the engine's check of the launcher */
 	char run_id[17];

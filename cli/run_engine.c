@@ -328,6 +328,12 @@ on_ca(void *arg, const char *pem)
 }
 
 static int
+on_trust(void *arg, const char *pem)
+{
+	return send_text(arg, VIEW_TRUST, pem);
+}
+
+static int
 on_log(void *arg, const char *path)
 {
 	return send_text(arg, VIEW_LOG, path);
@@ -351,7 +357,7 @@ static void __attribute__((noreturn)) engine_main(struct run *r)
 	static const int quiet[] = {
 	    SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
 	const struct engine_load_sink sink = {on_hello, on_envsecret, on_hide,
-	    on_standin, on_ca, on_log, on_ready, r};
+	    on_standin, on_ca, on_trust, on_log, on_ready, r};
 	sigset_t none;
 	size_t i;
 	int rc;

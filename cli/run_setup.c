@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "cli/run.h"
+#include "cli/run_trust.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "netns/env.h"
@@ -191,62 +192,6 @@ static int
 log_opened(void *arg, const char *path, struct audit *a)
 {
 	return log_shared(path, a) || log_limit(arg, a) != 0 ? -1 : 0;
-}
-
-/* --- interception --------------------------------------------------------- */
-
-/* Where distributions keep the system's CA bundle; the first one found. */
-static const char *const system_bundles[] = {
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/cert.pem",
-};
-
-/* Variables that point tools at a CA bundle. */
-static const char *const bundle_vars[] = {
-    "SSL_CERT_FILE",
-    "CURL_CA_BUNDLE",
-    "GIT_SSL_CAINFO",
-    "REQUESTS_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS",
-    "PIP_CERT",
-    "NPM_CONFIG_CAFILE",
-    "CARGO_HTTP_CAINFO",
-};
-
-/* The system bundle plus the run CA, over the system bundle's path. */
-static int
-trust_bundle(struct run *r)
-{
-	const char *pem = r->ca_pem, *dst = NULL;
-	char err[PATH_MAX + 64], *sys = NULL, *all;
-	size_t i, len = 0;
-	FILE *f;
-
-	for (i = 0; dst == NULL &&
-	     i < sizeof(system_bundles) / sizeof(system_bundles[0]);
-	     i++)
-		if ((f = fopen(system_bundles[i], "re")) != NULL) {
-			dst = system_bundles[i];
-			if (getdelim(&sys, &len, '\0', f) < 0)
-				sys[0] = '\0';
-			fclose(f);
-		}
-	/* No system bundle: tools that read the variables still work. */
-	all = xasprintf("%s\n%s", sys ? sys : "", pem);
-	free(sys);
-	if (dst == NULL)
-		dst = "/tmp/.pinhole-ca-bundle.pem";
-	i = mnt_plan_add_file(r->plan, dst, all, strlen(all), err, sizeof(err));
-	free(all);
-	if (i != 0) {
-		log_warnx("run: %s", err);
-		return -1;
-	}
-	for (i = 0; i < sizeof(bundle_vars) / sizeof(bundle_vars[0]); i++)
-		env_set(r->env, bundle_vars[i], dst);
-	r->trust_file = dst;
-	return 0;
 }
 
 /* --- the mount plan ------------------------------------------------------- */
@@ -489,6 +434,10 @@ take_view(struct run *r, const struct view_msg *m, int *bad)
 		break;
 	case VIEW_CA:
 		r->ca_pem = xstrdup(view_get_text(m));
+		run_trust_set_ca(r->trust, r->ca_pem);
+		break;
+	case VIEW_TRUST:
+		run_trust_add_pem(r->trust, view_get_text(m));
 		break;
 	case VIEW_LOG:
 		r->logpath = xstrdup(view_get_text(m));
@@ -498,6 +447,25 @@ take_view(struct run *r, const struct view_msg *m, int *bad)
 	default:
 		break;
 	}
+	return 0;
+}
+
+/*
+ * What the sandbox trusts (run_trust.h), from the view; apt is pointed at
+ * the bundle too (run_apt.c).
+ */
+static int
+plan_trust(struct run *r)
+{
+	char err[PATH_MAX + 256];
+
+	if (run_trust_build(r->trust, r->env, err, sizeof(err)) != 0 ||
+	    run_trust_plan(r->trust, r->plan, err, sizeof(err)) != 0) {
+		log_warnx("run: %s", err);
+		return -1;
+	}
+	if (run_trust_active(r->trust))
+		r->trust_file = RUN_TRUST_BUNDLE;
 	return 0;
 }
 
@@ -514,6 +482,7 @@ run_setup_launcher(struct run *r)
 	struct view_hello h;
 	int rc, bad = 0;
 
+	r->trust = run_trust_new();
 	view_order_init(&o, VIEW_FROM_ENGINE);
 	do {
 		if ((rc = view_recv(r->esock, &o, buf, &m)) != VIEW_OK) {
@@ -531,8 +500,7 @@ run_setup_launcher(struct run *r)
 	r->lorder = o; /* the summary is checked against the same order */
 	if (bad || plan_hide_homes(r) != 0 || plan_machine_id(r) != 0 ||
 	    plan_hostname(r) != 0 || plan_resolv(r) != 0 ||
-	    (r->ca_pem != NULL && trust_bundle(r) != 0) ||
-	    run_apt_setup(r) != 0)
+	    plan_trust(r) != 0 || run_apt_setup(r) != 0)
 		return -1;
 	return 0;
 }

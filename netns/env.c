@@ -168,6 +168,8 @@ env_set_proxy(struct env *e, unsigned port)
 	env_unset(e, "ALL_PROXY");
 	env_set(e, "no_proxy", "localhost,127.0.0.1,::1");
 	env_set(e, "NO_PROXY", "localhost,127.0.0.1,::1");
+	/* Node >= 22.21 / 24.5: fetch and http(s) honour the ones above. */
+	env_set(e, "NODE_USE_ENV_PROXY", "1");
 }
 
 char **

@@ -29,8 +29,8 @@ const char *env_get(const struct env *, const char *name);
 
 /*
  * Sets http_proxy, https_proxy, HTTP_PROXY, HTTPS_PROXY to
- * http://127.0.0.1:PORT and no_proxy/NO_PROXY to the sandbox's own
- * loopback names.
+ * http://127.0.0.1:PORT, no_proxy/NO_PROXY to the sandbox's own
+ * loopback names, and NODE_USE_ENV_PROXY to 1 (Node reads them only then).
  */
 void env_set_proxy(struct env *, unsigned port);
 

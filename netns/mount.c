@@ -20,6 +20,7 @@
 #include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,8 @@ struct mnt_op {
 	int tree; /* detached copy of SRC, in mnt_apply */
 	void *data; /* MNT_FILE */
 	size_t len;
+	struct mnt_file *files; /* MNT_FILE of a tree (mnt_plan_add_tree) */
+	size_t nfiles;
 };
 
 struct mnt_plan {
@@ -189,6 +192,18 @@ mnt_plan_new(const char *cwd, char *err, size_t errlen)
 	return p;
 }
 
+static void
+free_files(struct mnt_file *f, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free((void *)(uintptr_t)f[i].name);
+		free((void *)(uintptr_t)f[i].data);
+	}
+	free(f);
+}
+
 void
 mnt_plan_free(struct mnt_plan *p)
 {
@@ -200,6 +215,7 @@ mnt_plan_free(struct mnt_plan *p)
 		free(p->ops[i].src);
 		free(p->ops[i].dst);
 		free(p->ops[i].data);
+		free_files(p->ops[i].files, p->ops[i].nfiles);
 	}
 	free(p->ops);
 	free(p->cwd);
@@ -243,7 +259,7 @@ int
 mnt_plan_add(struct mnt_plan *p, enum mnt_kind kind, const char *src,
     const char *dst, char *err, size_t errlen)
 {
-	struct mnt_op op = {kind, NULL, NULL, -1, NULL, 0};
+	struct mnt_op op = {kind, NULL, NULL, -1, NULL, 0, NULL, 0};
 
 	if (kind == MNT_BIND || kind == MNT_RO_BIND) {
 		if ((op.src = realpath(src, NULL)) == NULL) {
@@ -290,6 +306,56 @@ mnt_plan_add_file(struct mnt_plan *p, const char *dst, const void *data,
 	op->data = xmalloc(len ? len : 1);
 	memcpy(op->data, data, len);
 	op->len = len;
+	return 0;
+}
+
+/* "FILE" or "DIR/FILE": no empty, "." or ".." part. */
+static int
+tree_name_ok(const char *name)
+{
+	const char *slash = strchr(name, '/');
+	size_t len = strlen(name);
+
+	if (len == 0 || len >= NAME_MAX || name[0] == '.' ||
+	    (slash != NULL &&
+	        (slash == name || slash[1] == '\0' || slash[1] == '.' ||
+	            strchr(slash + 1, '/') != NULL)))
+		return 0;
+	return 1;
+}
+
+int
+mnt_plan_add_tree(struct mnt_plan *p, const char *dst,
+    const struct mnt_file *files, size_t n, char *err, size_t errlen)
+{
+	struct mnt_op op = {MNT_FILE, NULL, NULL, -1, NULL, 0, NULL, 0};
+	size_t i;
+
+	/* The sandbox's /tmp is its own: nothing of the host's is there. */
+	if (strncmp(dst, "/tmp/", 5) != 0 || strchr(dst + 5, '/') != NULL ||
+	    strcmp(dst + 5, "") == 0 || strcmp(dst + 5, ".") == 0 ||
+	    strcmp(dst + 5, "..") == 0) {
+		ph_errf(err, errlen, "%s: a tree goes right under /tmp", dst);
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if (!tree_name_ok(files[i].name)) {
+			ph_errf(err, errlen, "%s: bad file name '%s'", dst,
+			    files[i].name);
+			return -1;
+		}
+	op.dst = xstrdup(dst);
+	op.files = xcalloc(n ? n : 1, sizeof(*op.files));
+	for (i = 0; i < n; i++) {
+		op.files[i].name = xstrdup(files[i].name);
+		op.files[i].data =
+		    memcpy(xmalloc(files[i].len ? files[i].len : 1),
+		        files[i].data, files[i].len);
+		op.files[i].len = files[i].len;
+	}
+	op.nfiles = n;
+	p->ops = xreallocarray(p->ops, p->nops + 1, sizeof(*p->ops));
+	p->ops[p->nops++] = op;
 	return 0;
 }
 
@@ -1084,6 +1150,55 @@ user_step(struct view *v, struct mnt_op *op)
 	return 0;
 }
 
+/* Writes LEN bytes of DATA to NAME ("DIR/FILE" makes DIR) in tree T. */
+static int
+tree_write(int t, const char *name, const void *data, size_t len)
+{
+	char dir[NAME_MAX];
+	const char *slash = strchr(name, '/');
+	int fd, ok;
+
+	if (slash != NULL) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - name), name);
+		if (mkdirat(t, dir, 0755) != 0 && errno != EEXIST)
+			return -1;
+	}
+	if ((fd = openat(
+	         t, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444)) < 0)
+		return -1;
+	ok = write(fd, data, len) == (ssize_t)len;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* A tree's files on a tmpfs of their own, read-only, at its destination. */
+static int
+put_tree(struct view *v, const struct mnt_op *op)
+{
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY};
+	size_t i;
+	int t, r = -1;
+
+	if ((t = tmpfs_new("0755",
+	         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) < 0)
+		return failed(v, "put files at", op->dst);
+	for (i = 0; i < op->nfiles; i++)
+		if (tree_write(t, op->files[i].name, op->files[i].data,
+		        op->files[i].len) != 0)
+			break;
+	if (i == op->nfiles &&
+	    mount_setattr(t, "", AT_EMPTY_PATH, &a, sizeof(a)) == 0 &&
+	    mountpoint(op->dst, 1) == 0) {
+		r = attach_nofollow(t, op->dst);
+		t = -1;
+	}
+	if (r != 0)
+		failed(v, "put files at", op->dst);
+	if (t >= 0)
+		close(t);
+	return r;
+}
+
 /* OP's contents, read-only, at its destination. */
 static int
 put_file(struct view *v, const struct mnt_op *op)
@@ -1091,6 +1206,8 @@ put_file(struct view *v, const struct mnt_op *op)
 	struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY};
 	int t, fd, f = -1, r = -1, written;
 
+	if (op->files != NULL)
+		return put_tree(v, op);
 	if ((t = tmpfs_new("0755",
 	         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) <
 	        0 ||

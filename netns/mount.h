@@ -59,6 +59,23 @@ int mnt_plan_add(struct mnt_plan *, enum mnt_kind, const char *src,
 int mnt_plan_add_file(struct mnt_plan *, const char *dst, const void *data,
     size_t len, char *err, size_t errlen);
 
+/* One file of a tree (mnt_plan_add_tree): NAME is "FILE" or "DIR/FILE". */
+struct mnt_file {
+	const char *name;
+	const void *data;
+	size_t len;
+};
+
+/*
+ * A read-only tmpfs at DST holding the N FILES (copied), each read-only,
+ * in at most one level of directories.  DST must lie in the sandbox's
+ * own /tmp (it is taken as written, not resolved on the host, and made
+ * there); applied with the files of mnt_plan_add_file.  Returns 0, or -1
+ * with ERR (DST not under /tmp, a bad name).
+ */
+int mnt_plan_add_tree(struct mnt_plan *, const char *dst,
+    const struct mnt_file *files, size_t n, char *err, size_t errlen);
+
 /* Lets the sandbox write .git/hooks and .git/config (--allow-git-config). */
 void mnt_plan_allow_git_config(struct mnt_plan *);
 

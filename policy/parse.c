@@ -87,6 +87,7 @@ const char *const parse_keywords[] = {
     "resolve",
     "secret",
     "timeout",
+    "trust",
 };
 const size_t parse_nkeywords =
     sizeof(parse_keywords) / sizeof(parse_keywords[0]);
@@ -757,6 +758,19 @@ d_ca(struct parse_state *st, struct stmt *s)
 	policy_set_ca(st->p, cert, key, st->file, s->w[0].line, s->w[0].col);
 	free(cert);
 	free(key);
+}
+
+/* trust PATH: certificates the sandbox trusts, for every host. */
+static void
+d_trust(struct parse_state *st, struct stmt *s)
+{
+	char *path;
+
+	if (nargs(st, s, 1, 1, "trust PATH") != 0)
+		return;
+	path = rel_path(st, s->w[1].text);
+	policy_trust_add(st->p, path, st->file, s->w[0].line, s->w[0].col);
+	free(path);
 }
 
 static void
@@ -1563,6 +1577,7 @@ static directive_fn *const directive_fns[] = {
     d_resolve,
     d_secret,
     d_timeout,
+    d_trust,
 };
 
 static void

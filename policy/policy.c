@@ -45,6 +45,8 @@ struct policy {
 	char *log_path;
 	const char *log_file;
 	unsigned log_line;
+	struct policy_trust *trust; /* "trust FILE" lines, in order */
+	size_t ntrust;
 	unsigned timeout[POLICY_TIMEOUT_MAX];
 	struct htab *resolve;
 	struct target_host *resolved;
@@ -126,6 +128,9 @@ policy_free(struct policy *p)
 	free(p->log_path);
 	free(p->ca_cert);
 	free(p->ca_key);
+	for (i = 0; i < p->ntrust; i++)
+		free(p->trust[i].path);
+	free(p->trust);
 	free(p->resolved);
 	if (p->index_free != NULL)
 		p->index_free(p->index);
@@ -318,6 +323,26 @@ policy_set_ca(struct policy *p, const char *cert, const char *key,
 	p->ca_file = file;
 	p->ca_line = line;
 	return 0;
+}
+
+void
+policy_trust_add(struct policy *p, const char *path, const char *file,
+    unsigned line, unsigned col)
+{
+	struct policy_trust *t;
+
+	p->trust = xreallocarray(p->trust, p->ntrust + 1, sizeof(*p->trust));
+	t = &p->trust[p->ntrust++];
+	t->path = xstrdup(path);
+	t->file = file;
+	t->line = line;
+	t->col = col;
+}
+
+const struct policy_trust *
+policy_trust_at(const struct policy *p, size_t i)
+{
+	return i < p->ntrust ? &p->trust[i] : NULL;
 }
 
 int

@@ -149,6 +149,16 @@ struct secret_store *policy_secrets(const struct policy *);
  */
 int policy_ca(const struct policy *, const char **cert, const char **key);
 
+/* A "trust FILE" line: a CA the sandbox trusts, and where it was written. */
+struct policy_trust {
+	char *path;
+	const char *file;
+	unsigned line, col;
+};
+
+/* The I-th "trust" line in file order, or NULL past the last. */
+const struct policy_trust *policy_trust_at(const struct policy *, size_t i);
+
 /* The audit log path, "stderr", or NULL when the policy names none. */
 const char *policy_log_path(const struct policy *);
 
@@ -258,6 +268,8 @@ int policy_set_log(struct policy *, const char *path, const char *file,
 void policy_set_timeout(struct policy *, enum policy_timeout, unsigned ms);
 int policy_set_ca(struct policy *, const char *cert, const char *key,
     const char *file, unsigned line, unsigned col);
+void policy_trust_add(struct policy *, const char *path, const char *file,
+    unsigned line, unsigned col);
 /* Returns 0, or PH_ERR_EXISTS when HOST already has addresses. */
 int policy_resolve_add(struct policy *, const char *host,
     const struct target_host *addrs, size_t n);

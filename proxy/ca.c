@@ -1113,3 +1113,73 @@ out:
 	ERR_pop_to_mark();
 	return r;
 }
+
+/* One PEM block of a trust file: a certificate, written anew into OUT. */
+static int
+trust_block(const char *name, const unsigned char *data, long len, BIO *out,
+    char *err, size_t errlen)
+{
+	const unsigned char *p = data;
+	X509 *x = NULL;
+	int rc = -1;
+
+	if (strcmp(name, PEM_STRING_X509) != 0 &&
+	    strcmp(name, PEM_STRING_X509_OLD) != 0)
+		seterr(err, errlen,
+		    "holds a %s block, not only certificates (the sandbox "
+		    "would see it)",
+		    name);
+	else if ((x = d2i_X509(NULL, &p, len)) == NULL || p != data + len)
+		seterr_ssl(err, errlen, "a certificate that cannot be parsed");
+	else if (!PEM_write_bio_X509(out, x))
+		seterr_ssl(err, errlen, "cannot write a certificate");
+	else
+		rc = 0;
+	X509_free(x);
+	return rc;
+}
+
+int
+ca_read_certs(const char *path, char **pem, char *err, size_t errlen)
+{
+	BIO *in = BIO_new_file(path, "r"), *out = BIO_new(BIO_s_mem());
+	char *name = NULL, *header = NULL, *p;
+	unsigned char *data = NULL;
+	long len, n = 0;
+	int count = 0, rc = -1;
+
+	*pem = NULL;
+	if (in == NULL || out == NULL) {
+		seterr(
+		    err, errlen, "%s", in ? "out of memory" : strerror(errno));
+		goto out;
+	}
+	for (; PEM_read_bio(in, &name, &header, &data, &len) == 1; count++) {
+		rc = trust_block(name, data, len, out, err, errlen);
+		OPENSSL_free(name);
+		OPENSSL_free(header);
+		OPENSSL_free(data);
+		if (rc != 0)
+			goto out;
+		rc = -1;
+	}
+	if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE)
+		seterr_ssl(err, errlen, "a PEM block that cannot be decoded");
+	else if (count == 0)
+		seterr(err, errlen, "holds no PEM certificate");
+	else if ((n = BIO_get_mem_data(out, &p)) <= 0 || n > CA_TRUST_MAX)
+		seterr(err, errlen, "more than %d bytes of certificates",
+		    CA_TRUST_MAX);
+	else if ((*pem = malloc((size_t)n + 1)) == NULL)
+		seterr(err, errlen, "out of memory");
+	else {
+		memcpy(*pem, p, (size_t)n);
+		(*pem)[n] = '\0';
+		rc = count;
+	}
+out:
+	ERR_clear_error();
+	BIO_free(in);
+	BIO_free(out);
+	return rc;
+}

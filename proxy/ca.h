@@ -107,6 +107,20 @@ int ca_constrained(const struct ca *);
 int ca_leaf(struct ca *, const char *host, X509 **cert, EVP_PKEY **key,
     char *err, size_t errlen);
 
+/* The most certificate text one `trust` file may hold (a view message). */
+#define CA_TRUST_MAX 65535
+
+/*
+ * The certificates of PEM file PATH (a `trust` line), checked and written
+ * anew as PEM into *PEM (malloc'd, NUL-terminated, at most CA_TRUST_MAX
+ * bytes), so that nothing but certificates leaves it.  Returns the number
+ * of certificates, or -1 with a one-line reason in ERR: PATH cannot be
+ * read, holds no certificate, a PEM block that is not one (a private key:
+ * the sandbox would see it), a certificate OpenSSL cannot parse, or too
+ * much.
+ */
+int ca_read_certs(const char *path, char **pem, char *err, size_t errlen);
+
 #ifdef CA_INTERNAL
 /*
  * For tests: a leaf as ca_leaf() makes it, but without the check against

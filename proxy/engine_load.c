@@ -22,6 +22,7 @@
 #include "proxy/engine_load.h"
 #include "proxy/inject.h"
 #include "proxy/tls.h"
+#include "proxy/view.h"
 
 struct engine_load {
 	const struct engine_load_config *cf; /* while loading */
@@ -136,6 +137,8 @@ trusted_files(struct engine_load *l)
 	policy_upstream_cas(l->p, strlist_add, &cas);
 	for (i = 0; i < cas.n; i++)
 		bad |= trusted(l, "upstream-ca", cas.v[i]);
+	for (i = 0; policy_trust_at(l->p, i) != NULL; i++)
+		bad |= trusted(l, "trust file", policy_trust_at(l->p, i)->path);
 	strlist_clear(&cas);
 	return bad;
 }
@@ -368,6 +371,38 @@ intercept(struct engine_load *l)
 	return rc;
 }
 
+/*
+ * The certificates of the policy's `trust` lines, read and checked here,
+ * before the sandbox exists: only certificates leave (ca_read_certs),
+ * whatever else the file holds.
+ */
+static int
+publish_trust(struct engine_load *l)
+{
+	const struct policy_trust *t;
+	char err[512], *pem;
+	size_t i;
+	int rc = 0;
+
+	if (l->sink->trust == NULL)
+		return 0;
+	for (i = 0; rc == 0 && (t = policy_trust_at(l->p, i)) != NULL; i++) {
+		if (i == VIEW_TRUST_MAX) {
+			log_warnx("%s: more than %d trust lines", l->cf->name,
+			    VIEW_TRUST_MAX);
+			return -1;
+		}
+		if (ca_read_certs(t->path, &pem, err, sizeof(err)) < 0) {
+			log_warnx("%s: %s:%u: trust %s: %s", l->cf->name,
+			    t->file, t->line, t->path, err);
+			return -1;
+		}
+		rc = l->sink->trust(l->sink->arg, pem);
+		free(pem);
+	}
+	return rc;
+}
+
 /* --- the whole ------------------------------------------------------------ */
 
 static int
@@ -400,7 +435,7 @@ engine_load_new(const struct engine_load_config *cf,
 	if (publish_hello(l) == 0 && (rc = load_policy(l)) == ENGINE_LOAD_OK &&
 	    (publish_envsecrets(l) != 0 || open_log(l) != 0 ||
 	        publish_hides(l) != 0 || (cf->intercept && intercept(l) != 0) ||
-	        publish_end(l) != 0))
+	        publish_trust(l) != 0 || publish_end(l) != 0))
 		rc = ENGINE_LOAD_FAILED;
 	l->cf = NULL;
 	l->sink = NULL;

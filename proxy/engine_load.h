@@ -43,6 +43,9 @@ struct engine_load_sink {
 	int (*hide)(void *arg, const char *path);
 	int (*standin)(void *arg, const char *var, const char *value);
 	int (*ca)(void *arg, const char *pem);
+	/* The certificates of one `trust` line (PEM, certificates only);
+	 * NULL: the trust lines are not read (pinhole proxy). */
+	int (*trust)(void *arg, const char *pem);
 	int (*log)(void *arg, const char *path);
 	int (*ready)(void *arg);
 	void *arg;

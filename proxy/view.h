@@ -20,6 +20,8 @@
  *   engine -> user    STANDIN n\0v\0   a placeholder variable
  *   engine -> user    HIDE path        a file the sandbox must not see
  *                                      (relative: to the shared cwd)
+ *   engine -> user    TRUST pem        certificates of a `trust` line,
+ *                                      for the sandbox to trust (0..64)
  *   engine -> user    LOG path         where the audit log is (once)
  *   engine -> user    READY            the view is complete
  *   user -> engine    LISTENERS n      + SCM_RIGHTS: accept on these
@@ -48,6 +50,7 @@
 #define VIEW_COUNT_MAX 65536 /* of one repeatable type: no policy has more */
 #define VIEW_ID_LEN 16 /* the run id, hex digits */
 #define VIEW_FDS_MAX 8 /* listeners in one LISTENERS: proxy's and DNS's */
+#define VIEW_TRUST_MAX 64 /* TRUST messages: `trust` lines of a policy */
 
 enum view_type {
 	VIEW_HELLO = 1,
@@ -64,6 +67,7 @@ enum view_type {
 	VIEW_BYE,
 	VIEW_ERROR,
 	VIEW_DISTRUST,
+	VIEW_TRUST,
 	VIEW_TYPE_END
 };
 

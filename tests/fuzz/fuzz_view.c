@@ -47,6 +47,7 @@ read_back(const struct view_msg *m)
 	case VIEW_CA:
 	case VIEW_HIDE:
 	case VIEW_LOG:
+	case VIEW_TRUST:
 	case VIEW_ERROR:
 		check(strlen(view_get_text(m)) + 1 == m->len);
 		break;

@@ -34,6 +34,7 @@
 #include <openssl/x509v3.h>
 
 #define CA_INTERNAL
+#include "common/xmalloc.h"
 #include "policy/target.h"
 #include "proxy/ca.h"
 #include "tests/unit/fixture.h"
@@ -1187,10 +1188,54 @@ test_free_null(void **state)
 
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
+/* ca_read_certs: certificates only, written anew; anything else refused. */
+static void
+test_read_certs(void **state)
+{
+	struct fixture *f = *state;
+	struct ca *a = new_run(f, hosts4, 1, 0), *b = new_run(f, hosts4, 2, 0);
+	char *pem = NULL, *text;
+
+	/* Two certificates with text around them: both, nothing else. */
+	text =
+	    xasprintf("comment\n%sbetween\n%s", ca_cert_pem(a), ca_cert_pem(b));
+	fixture_write_file(f->cert, text);
+	free(text);
+	assert_int_equal(ca_read_certs(f->cert, &pem, f->err, ERRLEN), 2);
+	assert_non_null(strstr(pem, ca_cert_pem(a)));
+	assert_non_null(strstr(pem, ca_cert_pem(b)));
+	assert_null(strstr(pem, "comment"));
+	free(pem);
+	/* A private key with it: refused, the key never read out. */
+	text = xasprintf("%s-----BEGIN PRIVATE KEY-----\nMC4CAQAw\n"
+	                 "-----END PRIVATE KEY-----\n",
+	    ca_cert_pem(a));
+	fixture_write_file(f->cert, text);
+	free(text);
+	assert_int_equal(ca_read_certs(f->cert, &pem, f->err, ERRLEN), -1);
+	assert_null(pem);
+	assert_non_null(strstr(f->err, "PRIVATE KEY block"));
+	/* No certificate; a broken one; no file. */
+	fixture_write_file(f->cert, "just text\n");
+	assert_int_equal(ca_read_certs(f->cert, &pem, f->err, ERRLEN), -1);
+	assert_non_null(strstr(f->err, "no PEM certificate"));
+	fixture_write_file(f->cert,
+	    "-----BEGIN CERTIFICATE-----\nAAAA\n"
+	    "-----END CERTIFICATE-----\n");
+	assert_int_equal(ca_read_certs(f->cert, &pem, f->err, ERRLEN), -1);
+	assert_non_null(strstr(f->err, "cannot be parsed"));
+	assert_int_equal(
+	    ca_read_certs("/nonexistent/x.pem", &pem, f->err, ERRLEN), -1);
+	assert_non_null(strstr(f->err, "No such file"));
+	ca_free(a);
+	ca_free(b);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    T(test_read_certs),
 	    T(test_run_ca_cert),
 	    T(test_cert_pem),
 	    T(test_leaf_verifies),

@@ -368,8 +368,9 @@ test_set_proxy(void **state)
 	assert_int_equal(count_name(v, "all_proxy"), 0);
 	assert_int_equal(count_name(v, "ALL_PROXY"), 0);
 	assert_string_equal(env_get(e, "PATH"), "/bin");
-	/* PATH and the four, and the two no_proxy: nothing else. */
-	assert_int_equal(count(v), 7);
+	assert_string_equal(env_get(e, "NODE_USE_ENV_PROXY"), "1");
+	/* PATH and the four, the two no_proxy, Node's: nothing else. */
+	assert_int_equal(count(v), 8);
 	env_free(e);
 }
 
@@ -385,7 +386,7 @@ test_set_proxy_ports(void **state)
 	env_set_proxy(e, 65535);
 	assert_string_equal(
 	    env_get(e, "https_proxy"), "http://127.0.0.1:65535");
-	assert_int_equal(count(env_vector(e)), 6);
+	assert_int_equal(count(env_vector(e)), 7);
 	env_free(e);
 }
 

@@ -2054,6 +2054,30 @@ test_ca(void **state)
 	    "ca is already set at t.conf:1");
 }
 
+/* trust PATH: repeatable, in order, with where it was written. */
+static void
+test_trust(void **state)
+{
+	struct fixture *f = *state;
+	const struct policy_trust *t;
+
+	clean(f, "allow a.test\n");
+	assert_null(policy_trust_at(f->p, 0));
+	clean(f, "trust /etc/pinhole/a.pem\nallow a.test\n  trust /b.pem\n");
+	t = policy_trust_at(f->p, 0);
+	assert_non_null(t);
+	assert_string_equal(t->path, "/etc/pinhole/a.pem");
+	assert_int_equal(t->line, 1);
+	t = policy_trust_at(f->p, 1);
+	assert_non_null(t);
+	assert_string_equal(t->path, "/b.pem");
+	assert_int_equal(t->line, 3);
+	assert_int_equal(t->col, 3);
+	assert_null(policy_trust_at(f->p, 2));
+	one_error(f, "trust\n", 1, 1, "usage: trust PATH");
+	one_error(f, "trust /a /b\n", 1, 1, "usage: trust PATH");
+}
+
 static void
 test_log_path(void **state)
 {
@@ -2131,6 +2155,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(test_keywords_sorted),
+	    T(test_trust),
 	    T(test_options_sorted),
 	    T(test_keywords_all_found),
 	    T(test_distance),

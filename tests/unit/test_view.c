@@ -82,6 +82,7 @@ engine_view(struct view_order *o)
 	n = view_put_standin(p, sizeof(p), "GH_TOKEN", "ph-standin-1");
 	assert_int_equal(check(o, VIEW_STANDIN, p, (size_t)n), VIEW_OK);
 	assert_int_equal(check_text(o, VIEW_HIDE, "/etc/pinhole/p"), VIEW_OK);
+	assert_int_equal(check_text(o, VIEW_TRUST, "-----BEGIN..."), VIEW_OK);
 	assert_int_equal(check_text(o, VIEW_LOG, "/var/log/a.jsonl"), VIEW_OK);
 	assert_int_equal(check(o, VIEW_READY, NULL, 0), VIEW_OK);
 }
@@ -181,6 +182,40 @@ test_count(void **state)
 	hello(&o, VIEW_ROLE_RUN);
 	assert_int_equal(check_text(&o, VIEW_LOG, "/l"), VIEW_OK);
 	assert_int_equal(check_text(&o, VIEW_LOG, "/l"), VIEW_E_COUNT);
+	/* TRUST: one per `trust` line, VIEW_TRUST_MAX at most. */
+	hello(&o, VIEW_ROLE_RUN);
+	for (n = 0; n < VIEW_TRUST_MAX; n++)
+		assert_int_equal(check_text(&o, VIEW_TRUST, "pem"), VIEW_OK);
+	assert_int_equal(check_text(&o, VIEW_TRUST, "pem"), VIEW_E_COUNT);
+}
+
+/* TRUST: a whole PEM text (up to VIEW_MSG_MAX), NUL last, in the view. */
+static void
+test_trust(void **state)
+{
+	static unsigned char big[VIEW_MSG_MAX + 1];
+	struct view_order o;
+
+	(void)state;
+	memset(big, 'A', sizeof(big));
+	big[VIEW_MSG_MAX - 1] = '\0';
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_TRUST, big, VIEW_MSG_MAX), VIEW_OK);
+	big[VIEW_MSG_MAX - 1] = 'A';
+	big[VIEW_MSG_MAX] = '\0';
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(
+	    check(&o, VIEW_TRUST, big, VIEW_MSG_MAX + 1), VIEW_E_SIZE);
+	/* Two strings in one: malformed. */
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_TRUST, "a\0b", 4), VIEW_E_FORM);
+	/* Not before HELLO, not after READY, never from the user. */
+	view_order_init(&o, VIEW_FROM_ENGINE);
+	assert_int_equal(check_text(&o, VIEW_TRUST, "pem"), VIEW_E_ORDER);
+	engine_view(&o);
+	assert_int_equal(check_text(&o, VIEW_TRUST, "pem"), VIEW_E_ORDER);
+	view_order_init(&o, VIEW_FROM_USER);
+	assert_int_equal(check_text(&o, VIEW_TRUST, "pem"), VIEW_E_TYPE);
 }
 
 static void
@@ -420,6 +455,7 @@ main(void)
 	    cmocka_unit_test(test_order),
 	    cmocka_unit_test(test_type_and_side),
 	    cmocka_unit_test(test_count),
+	    cmocka_unit_test(test_trust),
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test(test_forms),
 	    cmocka_unit_test(test_fds),
