@@ -144,7 +144,13 @@ check "node 20: fails" test "$RC" -ne 0
 expect "node 20: fetch() did not get through" "$OUT" '^error '
 refuse "node 20: no answer" "$OUT" '^fetch '
 equal "node 20: the origin saw nothing" "$(wc -l <"$T/origin/access.log")" "$SEEN"
-equal "node 20: the proxy saw nothing" "$(grep -c '"host":"api.test"' "$T/audit.jsonl")" 0
+equal "node 20: the proxy saw no request" \
+	"$(jq -c 'select(.host == "api.test" and .event != "dns")' "$T/audit.jsonl" | wc -l)" 0
+# The sandbox's DNS stub refused its own lookup and said so (run_dns.sh).
+equal "node 20: its lookup logged" \
+	"$(jq -c 'select(.event == "dns" and .host == "api.test")' "$T/audit.jsonl" | wc -l)" 1
+expect "node 20: pinhole names the lookup" "$ERR" 'looked up api\.test itself'
+
 
 # --- the host's side ---------------------------------------------------------------
 equal "the scratch home is unchanged" "$(home_state)" "$BEFORE"
