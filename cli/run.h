@@ -73,6 +73,7 @@ struct run {
 	pid_t launcher; /* in the engine: its parent's */
 	int engine_lost; /* the engine ended before the command */
 	char *ca_pem; /* in the launcher: the CA certificate (view) */
+	const char *java_store; /* in the sandbox: Java's trust store */
 	struct view_order lorder; /* the launcher's check of the engine */
 	struct view_order eorder; /* the engine's check of the launcher */
 	char run_id[17];

@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "cli/run.h"
+#include "cli/run_java.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "netns/env.h"
@@ -345,6 +346,11 @@ trust_bundle(struct run *r)
 	if (dst == NULL)
 		dst = "/tmp/.pinhole-ca-bundle.pem";
 	i = mnt_plan_add_file(r->plan, dst, all, strlen(all), err, sizeof(err));
+	/* Java's store of the same certificates; a JVM is all it serves. */
+	if (i == 0 &&
+	    (r->java_store = run_java_place(r->plan, all, err, sizeof(err))) ==
+	        NULL)
+		log_warnx("run: %s; Java will not trust the run CA", err);
 	free(all);
 	if (i != 0) {
 		log_warnx("run: %s", err);
