@@ -10,6 +10,10 @@ set -euo pipefail
 PACKAGES=(
 	wget					# the second plain HTTP client
 	python3-venv python3-pip		# pip in a venv
+	openjdk-17-jdk-headless			# Java HttpClient, javac, jar, keytool (java.sh)
+	maven					# mvn 3.8.7 (java.sh)
+	libmaven-dependency-plugin-java		# the plugin java.sh serves to mvn from its local repository
+	junit4					# junit:junit:4.x, which Debian's POMs of that plugin's dependencies name
 )
 
 missing=()
