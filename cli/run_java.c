@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/asn1.h>
 #include <openssl/err.h>
 #include <openssl/objects.h>
 #include <openssl/pem.h>
@@ -44,50 +45,111 @@ ssl_err(char *err, size_t errlen, const char *what)
 }
 
 /*
- * X as a certificate bag of BAGS, named (Java's alias, which must be
- * unique: the index first) and marked trusted for any purpose.
+ * DER (LEN bytes) as a certificate bag of BAGS, named I (Java's alias,
+ * which must be unique) and marked trusted for any purpose.  The bytes go
+ * in as they are, through ASN1_ANY: parsing each certificate (its key
+ * above all) took twenty times longer than the rest, on every run.
  */
 static int
-add_cert(
-    STACK_OF(PKCS12_SAFEBAG) * *bags, X509 *x, size_t i, const ASN1_OBJECT *any)
+add_cert(STACK_OF(PKCS12_SAFEBAG) * *bags, const unsigned char *der, long len,
+    size_t i, const ASN1_OBJECT *any)
 {
-	PKCS12_SAFEBAG *bag;
-	char cn[128], alias[160];
+	ASN1_TYPE *t = ASN1_TYPE_new();
+	ASN1_STRING *seq = ASN1_STRING_new();
+	PKCS12_SAFEBAG *bag = NULL;
+	char alias[32];
+	int rc = -1;
 
-	if (X509_NAME_get_text_by_NID(
-	        X509_get_subject_name(x), NID_commonName, cn, sizeof(cn)) < 0)
-		cn[0] = '\0';
-	snprintf(alias, sizeof(alias), "%zu %s", i, cn);
-	if ((bag = PKCS12_add_cert(bags, x)) == NULL ||
-	    !PKCS12_add_friendlyname_asc(bag, alias, -1))
-		return -1;
-	/* len -1: the data is the ASN1_OBJECT itself, copied. */
-	return PKCS12_add1_attr_by_txt(
-	           bag, JDK_TRUST_OID, V_ASN1_OBJECT, (const void *)any, -1)
-	    ? 0
-	    : -1;
+	if (t == NULL || seq == NULL || !ASN1_STRING_set(seq, der, (int)len))
+		goto out;
+	ASN1_TYPE_set(t, V_ASN1_SEQUENCE, seq); /* t owns seq now */
+	seq = NULL;
+	if ((bag = PKCS12_item_pack_safebag(t, ASN1_ITEM_rptr(ASN1_ANY),
+	         NID_x509Certificate, NID_certBag)) == NULL)
+		goto out;
+	snprintf(alias, sizeof(alias), "ca-%zu", i);
+	/* len -1: the attribute's data is the ASN1_OBJECT itself, copied. */
+	if (!PKCS12_add_friendlyname_asc(bag, alias, -1) ||
+	    !PKCS12_add1_attr_by_txt(
+	        bag, JDK_TRUST_OID, V_ASN1_OBJECT, (const void *)any, -1) ||
+	    (*bags == NULL && (*bags = sk_PKCS12_SAFEBAG_new_null()) == NULL) ||
+	    !sk_PKCS12_SAFEBAG_push(*bags, bag))
+		goto out;
+	bag = NULL;
+	rc = 0;
+out:
+	PKCS12_SAFEBAG_free(bag);
+	ASN1_STRING_free(seq);
+	ASN1_TYPE_free(t);
+	return rc;
 }
 
 /*
- * The next certificate of B, or NULL at the end.  A block that does not
- * parse is passed over (the run CA comes last in the bundle and must not
- * be lost to a bad system certificate); the end reads as "no start line".
+ * DER's shape is a certificate's: one SEQUENCE of exactly LEN bytes
+ * holding two SEQUENCEs (to be signed, algorithm) and a BIT STRING.  A
+ * bag Java cannot read would make it refuse the whole store.
  */
-static X509 *
-next_cert(BIO *b)
+static int
+cert_shaped(const unsigned char *der, long len)
 {
-	X509 *x = NULL;
+	static const int inner[] = {
+	    V_ASN1_SEQUENCE, V_ASN1_SEQUENCE, V_ASN1_BIT_STRING};
+	const unsigned char *p = der, *end;
+	long l;
+	int tag, cls;
+	size_t i;
+
+	if ((ASN1_get_object(&p, &l, &tag, &cls, len) & 0x80) ||
+	    tag != V_ASN1_SEQUENCE || p + l != der + len)
+		return 0;
+	end = p + l;
+	for (i = 0; i < sizeof(inner) / sizeof(inner[0]); i++) {
+		if ((ASN1_get_object(&p, &l, &tag, &cls, end - p) & 0x80) ||
+		    tag != inner[i] || l > end - p)
+			return 0;
+		p += l;
+	}
+	return p == end;
+}
+
+/*
+ * The next certificate of B as DER (*DER, *LEN; the caller frees), 1; or
+ * 0 at the end.  A block that is not a certificate, or does not decode,
+ * is passed over (the run CA comes last in the bundle and must not be
+ * lost to a bad system certificate); the end reads as "no start line".
+ */
+static int
+next_cert(BIO *b, unsigned char **der, long *len)
+{
+	char *name = NULL, *header = NULL;
 	unsigned long e;
 	size_t before;
+	int ok;
 
-	do {
+	for (;;) {
 		before = BIO_ctrl_pending(b);
-		x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+		ok = PEM_read_bio(b, &name, &header, der, len);
 		e = ERR_peek_last_error();
 		ERR_clear_error();
-	} while (x == NULL && ERR_GET_REASON(e) != PEM_R_NO_START_LINE &&
-	    BIO_ctrl_pending(b) < before && BIO_ctrl_pending(b) > 0);
-	return x;
+		if (ok &&
+		    (strcmp(name, PEM_STRING_X509) == 0 ||
+		        strcmp(name, PEM_STRING_X509_OLD) == 0) &&
+		    cert_shaped(*der, *len))
+			break;
+		if (ok)
+			OPENSSL_free(*der);
+		OPENSSL_free(name);
+		OPENSSL_free(header);
+		name = header = NULL;
+		if (!ok &&
+		    (ERR_GET_REASON(e) == PEM_R_NO_START_LINE ||
+		        BIO_ctrl_pending(b) >= before ||
+		        BIO_ctrl_pending(b) == 0))
+			return 0;
+	}
+	OPENSSL_free(name);
+	OPENSSL_free(header);
+	return 1;
 }
 
 /* The certificate bags of PEM; *N of them.  Returns 0, or -1 (ERR). */
@@ -97,7 +159,8 @@ read_bags(const char *pem, STACK_OF(PKCS12_SAFEBAG) * *bags, size_t *n,
 {
 	BIO *b = BIO_new_mem_buf(pem, -1);
 	ASN1_OBJECT *any = OBJ_txt2obj(ANY_EKU_OID, 1);
-	X509 *x = NULL;
+	unsigned char *der;
+	long len;
 	int rc = -1;
 
 	*n = 0;
@@ -105,21 +168,21 @@ read_bags(const char *pem, STACK_OF(PKCS12_SAFEBAG) * *bags, size_t *n,
 		ssl_err(err, errlen, "setup");
 		goto out;
 	}
-	while ((x = next_cert(b)) != NULL) {
-		if (add_cert(bags, x, *n, any) != 0) {
+	while (next_cert(b, &der, &len)) {
+		rc = add_cert(bags, der, len, *n, any);
+		OPENSSL_free(der);
+		if (rc != 0) {
 			ssl_err(err, errlen, "a certificate bag");
 			goto out;
 		}
-		X509_free(x);
-		x = NULL;
 		(*n)++;
 	}
+	rc = -1;
 	if (*n == 0)
 		ph_errf(err, errlen, "java trust store: no certificate");
 	else
 		rc = 0;
 out:
-	X509_free(x);
 	ASN1_OBJECT_free(any);
 	BIO_free(b);
 	return rc;

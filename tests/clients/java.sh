@@ -228,11 +228,20 @@ refuse "HttpClient: no PKIX failure" "$ERR$OUT" 'PKIX'
 check "audit: the GET, with the secret" jq_true \
 	'any(.[]; .host == "repo.test" and .path == "/files/hello.txt" and .secret == "tok" and .status == 200)' \
 	"$T/audit.jsonl"
+# A JVM started without the variable (a tool that clears the environment)
+# still trusts the run CA: the store lies over the JDK's own.
+prun -p "$T/p.conf" -- env -u JAVA_TOOL_OPTIONS java -Dhttps.proxyHost=127.0.0.1 \
+	-Dhttps.proxyPort=3128 -cp get Get "$URL/files/hello.txt"
+expect "HttpClient without JAVA_TOOL_OPTIONS: the system store trusts the run CA" \
+	"$OUT" '^status 200$'
 # keytool reads the store the sandbox got: trusted entries, the run CA.
 prun -p "$T/p.conf" -- sh -c \
-	'keytool -list -keystore /etc/ssl/certs/java/cacerts -storepass changeit 2>&1'
+	'keytool -list -v -keystore /etc/ssl/certs/java/cacerts -storepass changeit 2>&1'
 expect "keytool: the store is PKCS12" "$OUT" '^Keystore type: PKCS12'
-expect "keytool: the run CA is a trusted entry" "$OUT" '^[0-9]+ pinhole run ca .*trustedCertEntry'
+expect "keytool: the run CA is in it" "$OUT" '^Owner: CN=pinhole run CA'
+equal "keytool: every entry a trusted certificate" \
+	"$(grep -c '^Entry type: trustedCertEntry' <<<"$OUT")" \
+	"$(sed -n 's/^Your keystore contains \([0-9]*\) entr.*/\1/p' <<<"$OUT")"
 ms env REPO_TOKEN="$TOKEN" java "${DIRECT_TRUST[@]}" -cp "$W/get" Get "$DIRECT/files/hello.txt" \
 	>"$T/direct-get.out" 2>&1
 T_GET_DIRECT=$MS
