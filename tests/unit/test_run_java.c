@@ -77,6 +77,7 @@ trusted_bags(PKCS12 *p12)
 	const STACK_OF(X509_ATTRIBUTE) * attrs;
 	X509_ATTRIBUTE *a;
 	ASN1_TYPE *t;
+	char *name;
 	int i, j, k, n = 0;
 
 	assert_non_null(safes);
@@ -97,7 +98,9 @@ trusted_bags(PKCS12 *p12)
 			assert_int_equal(ASN1_TYPE_get(t), V_ASN1_OBJECT);
 			assert_int_equal(OBJ_cmp(t->value.object, any), 0);
 			/* Java names the entry by it: there must be one. */
-			assert_non_null(PKCS12_get_friendlyname(bag));
+			name = PKCS12_get_friendlyname(bag);
+			assert_non_null(name);
+			OPENSSL_free(name);
 			n++;
 		}
 		sk_PKCS12_SAFEBAG_pop_free(bags, PKCS12_SAFEBAG_free);
