@@ -28,6 +28,7 @@
 #include "cli/cli.h"
 #include "cli/run.h"
 #include "cli/run_trust.h"
+#include "cli/run_java.h"
 #include "common/log.h"
 #include "netns/env.h"
 #include "netns/limits.h"
@@ -232,6 +233,7 @@ prepare(struct run *r, int argc, char **argv)
 	    run_setup_launcher(r) != 0)
 		return RUN_FAILED;
 	env_set_proxy(r->env, NET_PROXY_PORT);
+	run_java_env(r->env, NET_PROXY_PORT, r->java_store);
 	return 0;
 }
 

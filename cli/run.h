@@ -74,6 +74,7 @@ struct run {
 	char *ca_pem; /* in the launcher: the CA certificate (view) */
 	const char *trust_file; /* the bundle with the run CA, inside */
 	struct run_trust *trust; /* in the launcher: what the sandbox trusts */
+	const char *java_store; /* in the sandbox: Java's trust store */
 	struct view_order lorder; /* the launcher's check of the engine */
 	struct view_order eorder; /* the engine's check of the launcher */
 	char run_id[17];

@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "cli/run.h"
+#include "cli/run_java.h"
 #include "cli/run_trust.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
@@ -452,20 +453,28 @@ take_view(struct run *r, const struct view_msg *m, int *bad)
 
 /*
  * What the sandbox trusts (run_trust.h), from the view; apt is pointed at
- * the bundle too (run_apt.c).
+ * the bundle too (run_apt.c), Java at a store of the same (run_java.c).
  */
 static int
 plan_trust(struct run *r)
 {
 	char err[PATH_MAX + 256];
+	const char *pem;
+	size_t len;
 
 	if (run_trust_build(r->trust, r->env, err, sizeof(err)) != 0 ||
 	    run_trust_plan(r->trust, r->plan, err, sizeof(err)) != 0) {
 		log_warnx("run: %s", err);
 		return -1;
 	}
-	if (run_trust_active(r->trust))
-		r->trust_file = RUN_TRUST_BUNDLE;
+	if (!run_trust_active(r->trust))
+		return 0;
+	r->trust_file = RUN_TRUST_BUNDLE;
+	/* Java's store of the same certificates; a JVM is all it serves. */
+	if ((pem = run_trust_pem(r->trust, &len)) != NULL &&
+	    (r->java_store = run_java_place(r->plan, pem, err, sizeof(err))) ==
+	        NULL)
+		log_warnx("run: %s; Java will not trust the run CA", err);
 	return 0;
 }
 

@@ -13,6 +13,10 @@ PACKAGES=(
 	nodejs					# fetch() ignores the proxy (run_dns)
 	apt-utils				# apt.sh: apt-ftparchive makes the Debian repository
 	dpkg-dev				# apt.sh: dpkg-deb builds its .deb
+	openjdk-17-jdk-headless			# Java HttpClient, javac, jar, keytool (java.sh)
+	maven					# mvn 3.8.7 (java.sh)
+	libmaven-dependency-plugin-java		# the plugin java.sh serves to mvn from its local repository
+	junit4					# junit:junit:4.x, which Debian's POMs of that plugin's dependencies name
 )
 
 # A Node that honours NODE_USE_ENV_PROXY (>= 22.21 / 24.5; Debian's is

@@ -115,6 +115,11 @@ for v in http_proxy https_proxy HTTP_PROXY HTTPS_PROXY; do
 	expect "$v" "$OUT" "^$v=http://127\\.0\\.0\\.1:3128$"
 done
 expect "NO_PROXY" "$OUT" '^NO_PROXY=localhost,127\.0\.0\.1,::1$'
+expect "JAVA_TOOL_OPTIONS: Java's proxy" "$OUT" \
+	'^JAVA_TOOL_OPTIONS=-Dhttp\.proxyHost=127\.0\.0\.1 -Dhttp\.proxyPort=3128 -Dhttps\.proxyHost=127\.0\.0\.1 -Dhttps\.proxyPort=3128 -Dhttp\.nonProxyHosts=localhost\|127\.\*\|\[::1\]$'
+prun --setenv JAVA_TOOL_OPTIONS '-Dhttps.proxyHost=mine -Xmx64m' -- env
+expect "JAVA_TOOL_OPTIONS: the user's after pinhole's" "$OUT" \
+	'^JAVA_TOOL_OPTIONS=-Dhttp\.proxyHost=127\.0\.0\.1 .* -Dhttps\.proxyHost=mine -Xmx64m$'
 prun --setenv 'A=B' x -- true
 equal "--setenv with a bad name: status" "$RC" 125
 for opt in --bind --tmpfs --hide --setenv --unsetenv --keep-env -a -p --log; do
