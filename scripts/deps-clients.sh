@@ -10,6 +10,11 @@ set -euo pipefail
 PACKAGES=(
 	wget					# the second plain HTTP client
 	python3-venv python3-pip		# pip in a venv
+	golang-go				# go mod download against a GOPROXY
+	cargo					# cargo fetch/build (Debian's: a git index;
+						# a cargo >= 1.68 on PATH: the sparse index)
+	nginx fcgiwrap git jq curl openssl	# the registries' server, git smart HTTP, audit checks
+	nodejs					# node for npm
 )
 
 missing=()
@@ -17,6 +22,8 @@ for p in "${PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 		missing+=("$p")
 done
+# npm: part of NodeSource's nodejs, a package of its own in Debian's.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ "${#missing[@]}" -eq 0 ]; then
 	exit 0
 fi
