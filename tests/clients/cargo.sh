@@ -7,28 +7,34 @@
 # cargo (1.65, no sparse support) reads the same index as a git
 # repository on git.test.  Which one is said on the first line.
 # usage: cargo.sh PATH-TO-PINHOLE
-# Before the scratch home replaces HOME: rustup's toolchain, if any.
-RUSTUP_CARGO=$(rustup which cargo 2>/dev/null) || RUSTUP_CARGO=
-. "$(dirname "$0")/../integration/lib.sh"
-. "$(dirname "$0")/../integration/tls_lib.sh"
-. "$(dirname "$0")/lib.sh"
-cl_begin cargo nginx fcgiwrap git curl openssl jq cargo
-
 # cargo_minor BIN: the minor version of cargo BIN (0 when it cannot run).
 cargo_minor() {
 	"$1" --version 2>/dev/null | sed -n 's/^cargo 1\.\([0-9]*\)\..*/\1/p' | grep . ||
 		echo 0
 }
-CARGO=$(command -v cargo)
-if [ -n "$RUSTUP_CARGO" ] && [ -x "$RUSTUP_CARGO" ] &&
-	[ "$(cargo_minor "$RUSTUP_CARGO")" -gt "$(cargo_minor "$CARGO")" ]; then
-	CARGO=$RUSTUP_CARGO
+# The newest cargo this user can run, chosen before the scratch home
+# replaces HOME (rustup's proxies read ~/.rustup): the toolchain's own
+# binary, not the proxy, since the proxy would not work with that home.
+CARGO=
+for c in "$(rustup which cargo 2>/dev/null)" /usr/bin/cargo; do
+	[ -n "$c" ] && [ -x "$c" ] || continue
+	if [ -z "$CARGO" ] || [ "$(cargo_minor "$c")" -gt "$(cargo_minor "$CARGO")" ]; then
+		CARGO=$c
+	fi
+done
+. "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/../integration/tls_lib.sh"
+. "$(dirname "$0")/lib.sh"
+cl_begin cargo nginx fcgiwrap git curl openssl jq
+if [ -z "$CARGO" ] || [ "$(cargo_minor "$CARGO")" -eq 0 ]; then
+	bad "no cargo that runs (rustup's or /usr/bin/cargo; scripts/deps-clients.sh installs Debian's)"
+	ph_end
 fi
-# Its own rustc first (rustup's proxies need the real home).
+# Its own rustc first.
 PATH=$(dirname "$CARGO"):$PATH
 MODE=git
 [ "$(cargo_minor "$CARGO")" -ge 68 ] && MODE=sparse
-echo "cargo: $($CARGO --version) at $CARGO: the $MODE index"
+echo "cargo: $("$CARGO" --version) at $CARGO: the $MODE index"
 
 reg_port
 make_cargo || exit 1

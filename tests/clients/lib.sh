@@ -338,8 +338,11 @@ make_files() {
 # --- the server ---------------------------------------------------------------------
 
 # reg_server HOST ROOT AUTH [EXTRA]: one server block of the registries'
-# nginx.  AUTH is the whole Authorization value required.
+# nginx.  AUTH is the whole Authorization value required (any, or none,
+# when REG_OPEN is set: bench/bench_clients.sh's direct runs).
 reg_server() {
+	local auth="if (\$http_authorization != \"$3\") { return 401 \"token required\\n\"; }"
+	[ -z "${REG_OPEN:-}" ] || auth=
 	cat <<-EOF
 		server {
 			listen 127.0.0.1:$REG_PORT ssl;
@@ -348,7 +351,7 @@ reg_server() {
 			ssl_certificate_key $T/pypi.test.key;
 			root $2;
 			index index.html;
-			if (\$http_authorization != "$3") { return 401 "token required\n"; }
+			$auth
 			${4:-}
 		}
 	EOF
