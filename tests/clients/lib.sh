@@ -203,6 +203,12 @@ token() {
 
 # --- the registries ---------------------------------------------------------------
 
+# pad FILE: REG_PAD random bytes in FILE when REG_PAD is set (the bench's
+# packages of a realistic size; the tests' are tiny).
+pad() {
+	[ -z "${REG_PAD:-}" ] || head -c "$REG_PAD" /dev/urandom >"$1"
+}
+
 # make_pypi: $T/reg/pypi/simple/ (PEP 503) and packages/ with two wheels
 # made by hand: phalpha 1.0 and phbeta 1.0, which requires phalpha.
 make_pypi() {
@@ -225,6 +231,11 @@ make_pypi() {
 		        d = base64.urlsafe_b64encode(hashlib.sha256(c.encode()).digest())
 		        rec += "%s,sha256=%s,%d\n" % (p, d.rstrip(b"=").decode(), len(c))
 		    files[di + "/RECORD"] = rec + di + "/RECORD,,\n"
+		    pad = int(os.environ.get("REG_PAD") or 0)
+		    if pad:
+		        files[name + "/pad.bin"] = base64.b64encode(os.urandom(pad)).decode()[:pad]
+		        d = base64.urlsafe_b64encode(hashlib.sha256(files[name + "/pad.bin"].encode()).digest())
+		        files[di + "/RECORD"] = ("%s/pad.bin,sha256=%s,%d\n" % (name, d.rstrip(b"=").decode(), pad)) + files[di + "/RECORD"]
 		    with zipfile.ZipFile(root + "/packages/" + fn, "w") as z:
 		        for p, c in files.items():
 		            z.writestr(p, c)
@@ -254,6 +265,7 @@ make_npm() {
 		printf '{"name": "%s", "version": "1.0.0", "main": "index.js", "license": "MIT", "dependencies": %s}\n' \
 			"$n" "$dep" >"$T/src/npm/$n/package.json"
 		printf 'module.exports = "hello from %s";\n' "$n" >"$T/src/npm/$n/index.js"
+		pad "$T/src/npm/$n/pad.bin"
 		(cd "$T/src/npm/$n" && HOME=$T/src npm_config_cache=$T/src/npm-cache \
 			npm pack --silent --offline --pack-destination "$T/reg/npm/$n/-") \
 			>"$T/src/npm-pack.log" 2>&1 ||
@@ -292,6 +304,7 @@ make_cargo() {
 	printf '[package]\nname = "phcrate"\nversion = "0.1.0"\nedition = "2018"\nlicense = "MIT"\ndescription = "test crate"\n' \
 		>"$s/Cargo.toml"
 	printf 'pub fn greeting() -> &'"'"'static str {\n    "hello from phcrate"\n}\n' >"$s/src/lib.rs"
+	pad "$s/pad.bin"
 	tar -C "$T/src/crate" --owner=0 --group=0 --numeric-owner \
 		--mtime='2024-01-01' -czf "$T/reg/crates/dl/phcrate/0.1.0/download" \
 		phcrate-0.1.0 || return 1
@@ -326,6 +339,9 @@ make_goproxy() {
 		with zipfile.ZipFile(d + "/%s.zip" % ver, "w") as z:
 		    z.writestr("%s@%s/go.mod" % (mod, ver), gomod)
 		    z.writestr("%s@%s/greet.go" % (mod, ver), src)
+		    pad = int(os.environ.get("REG_PAD") or 0)
+		    if pad:
+		        z.writestr("%s@%s/pad.bin" % (mod, ver), os.urandom(pad))
 	EOF
 }
 
@@ -357,11 +373,13 @@ reg_server() {
 	EOF
 }
 
+# reg_port: the registries' port, chosen first: the make_* functions
+# write URLs that name it.
 # start_registries: one nginx over TLS on 127.0.0.1:$REG_PORT serving the
-# registries made so far, each behind its token: Basic __token__ for
-# pypi.test, Bearer for npm.test, crates.test and files.test, Basic
-# gouser for goproxy.test.  The ports are chosen first (REG_PORT must be
-# known to the make_* that write URLs): call reg_port before them.
+# registries made so far, each behind its token (TOK_*): Basic __token__
+# for pypi.test, Bearer for npm.test, crates.test and files.test, Basic
+# gouser for goproxy.test.  With REG_RATE set, each response is sent at
+# that rate (nginx's limit_rate: the bench's stand-in for a real network).
 reg_port() {
 	[ -n "${REG_PORT:-}" ] || REG_PORT=$(rand_port)
 }
@@ -391,6 +409,7 @@ start_registries() {
 					default_type application/octet-stream;
 					types { text/html html; application/json json; }
 					keepalive_requests 100000;
+					${REG_RATE:+limit_rate $REG_RATE;}
 			EOF
 			b64=$(printf '__token__:%s' "$TOK_PYPI" | base64 -w0)
 			reg_server pypi.test "$T/reg/pypi" "Basic $b64"
