@@ -77,7 +77,7 @@ direct() {
 # pip has no cache on purpose (a pip cache is an HTTP cache, pip asks the
 # index again whatever it holds): --no-cache-dir both ways.
 URL_PIP=https://pypi.test:$REG_PORT/simple/
-CLIENTS=(${PH_BENCH_CLIENTS:-pip npm cargo go git curl})
+read -r -a CLIENTS <<<"${PH_BENCH_CLIENTS:-pip npm cargo go git curl}"
 cmd_of() {
 	case $1 in
 	pip) echo "rm -rf dl && venv/bin/pip download -q --no-cache-dir --index-url $URL_PIP -d dl phbeta" ;;

@@ -17,7 +17,7 @@ cargo_minor() {
 # binary, not the proxy, since the proxy would not work with that home.
 CARGO=
 for c in "$(rustup which cargo 2>/dev/null)" /usr/bin/cargo; do
-	[ -n "$c" ] && [ -x "$c" ] || continue
+	if [ -z "$c" ] || [ ! -x "$c" ]; then continue; fi
 	if [ -z "$CARGO" ] || [ "$(cargo_minor "$c")" -gt "$(cargo_minor "$CARGO")" ]; then
 		CARGO=$c
 	fi

@@ -120,8 +120,8 @@ cl_run() {
 	OUT=$(cat "$T/prun.out" "$T/prun.err")
 }
 
-# show_run: the tail of the last run's output, after a failed check.
-show_run() { printf '%s\n' "$OUT" | tail -"${1:-25}" | sed 's/^/  | /'; }
+# show_run: the last 25 lines of the last run's output, after a failed check.
+show_run() { printf '%s\n' "$OUT" | tail -25 | sed 's/^/  | /'; }
 
 # run_ok NAME: the last run's status is 0 (its output shown when not).
 run_ok() {
