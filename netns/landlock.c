@@ -205,10 +205,20 @@ ruleset_for(struct ruleset_attr *a, enum ll_mode mode, int abi)
 		a->handled_access_fs = ACCESS_WRITE | ACCESS_DEV;
 		a->scoped =
 		    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
-	} else if (mode == LL_SCOPE)
+	} else if (mode == LL_SCOPE) {
+		/*
+		 * Every layer denies REFER unless a rule grants it, handled
+		 * or not (the kernel's "initially denied" right), as soon as
+		 * any layer of the domain handles file rights: a layer of
+		 * scopes alone would forbid every cross-directory rename and
+		 * link once the command's layer is nested in it (rustc's
+		 * .rmeta, os.rename: EXDEV).  So it handles REFER, and
+		 * ll_apply() grants it beneath "/".
+		 */
+		a->handled_access_fs = FS(REFER);
 		a->scoped =
 		    LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
-	else
+	} else
 		a->handled_access_fs = ACCESS_ALL;
 	mask_abi(a, abi);
 }
@@ -377,6 +387,12 @@ ll_apply(struct ll_rules *r, char *report, size_t reportlen)
 		    "limited by the network namespace alone",
 		    r->abi);
 		return 0;
+	}
+	/* PID 1's layer takes no right but REFER, given everywhere. */
+	if (r->mode == LL_SCOPE && (a.handled_access_fs & FS(REFER)) != 0 &&
+	    ll_allow(r, "/", LL_WRITE) != 0) {
+		t.err = errno;
+		goto out;
 	}
 	if ((rfd = create_ruleset(&a, sizeof(a), 0)) == -1) {
 		t.err = errno;

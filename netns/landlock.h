@@ -33,7 +33,9 @@ enum ll_mode {
 	LL_PROXY,
 	/*
 	 * The sandbox's PID 1, before it starts the command: scopes only
-	 * (from ABI 6), no file access restricted.  The command's domain is
+	 * (from ABI 6), no file access restricted (its layer grants REFER
+	 * beneath "/", which every layer denies unless granted, so that
+	 * renames across directories work in the command's).  The command's domain is
 	 * nested in it, so what PID 1 does on the command's behalf (the
 	 * Unix socket supervisor's connect) reaches abstract sockets made
 	 * inside, and none made outside, as the command itself would.

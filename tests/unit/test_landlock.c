@@ -487,7 +487,7 @@ child_scope_pid1(struct fixture *f, int arg)
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	char report[256], c;
 	socklen_t len;
-	int up[2], down[2], fd, n;
+	int up[2], down[2], fd, n, st;
 	pid_t pid;
 
 	(void)arg;
@@ -495,6 +495,22 @@ child_scope_pid1(struct fixture *f, int arg)
 	expect_report(__LINE__, report, "PID 1 scoped: abstract-unix-socket");
 	EXPECT(try_connect(f), EPERM);
 	EXPECT(try_write(P("o/scope-new"), O_WRONLY | O_CREAT, "x\n"), 0);
+	/*
+	 * Renames across directories still work, here and in the nested
+	 * command's domain: every layer denies REFER where no rule grants
+	 * it, so PID 1's must grant it (rustc's rename of its .rmeta).
+	 */
+	EXPECT(ERR(mkdir(P("o/scope1"), 0755)), 0);
+	EXPECT(ERR(mkdir(P("o/scope2"), 0755)), 0);
+	EXPECT(try_write(P("o/scope1/f"), O_WRONLY | O_CREAT, "x\n"), 0);
+	EXPECT(ERR(rename(P("o/scope1/f"), P("o/scope2/f"))), 0);
+	if ((pid = fork()) == 0) {
+		apply(sandbox_rules(0), report, sizeof(report));
+		_exit(rename(P("w/sub1/f"), P("w/sub2/f")) == 0 ? 0 : errno);
+	}
+	EXPECT(pid == -1 ? errno : 0, 0);
+	EXPECT(ERR(waitpid(pid, &st, 0)), 0);
+	EXPECT(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
 	n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1,
 	    "pinhole-test-landlock-nested-%ld", (long)getpid());
 	len =
