@@ -118,6 +118,11 @@ cl_run() {
 	[ "${#fix[@]}" -eq 0 ] || echo "$PH_NAME: HAND FIX (not a real run): ${fix[*]}"
 	prun -p "$T/p.conf" "${fix[@]}" "$@"
 	OUT=$(cat "$T/prun.out" "$T/prun.err")
+	# Under ASan (CI's third pass), pinhole's own reports land here.
+	if file_has "$T/prun.err" 'ERROR: (Address|Leak)Sanitizer|runtime error:'; then
+		bad "pinhole run $*: sanitizer report:"
+		grep -E -A20 'ERROR: |runtime error:' "$T/prun.err" | head -30 | sed 's/^/  | /'
+	fi
 }
 
 # show_run: the last 25 lines of the last run's output, after a failed check.
