@@ -68,7 +68,8 @@ equal() {
 # --- life cycle -------------------------------------------------------------------
 
 # cl_begin NAME TOOL...: ph_begin, the test CA and the registries'
-# certificate, a scratch home $CL_HOME (HOME exported) with a few dotfiles.
+# certificate, a scratch home $CL_HOME (HOME exported) with a few dotfiles
+# and the clients' cache directories, each with a file of its own.
 cl_begin() {
 	ph_begin "$@"
 	gen_certs >/dev/null || exit 1
@@ -86,6 +87,13 @@ cl_begin() {
 		>"$CL_HOME/.gitconfig"
 	printf 'setting = 1\n' >"$CL_HOME/.config/app/app.conf"
 	chmod 600 "$CL_HOME/.config/app/app.conf"
+	# The caches of a user who ran these tools before: what a sandbox must
+	# never write (a poisoned cache would run its code outside later).
+	for c in .npm/_cacache .cargo/registry go/pkg/mod/cache .cache/pip \
+		.cache/go-build; do
+		mkdir -p "$CL_HOME/$c"
+		printf 'the host'"'"'s own cache\n' >"$CL_HOME/$c/host-marker"
+	done
 	# mtimes in the past, so that a rewrite of the same bytes shows too.
 	find "$CL_HOME" -exec touch -h -d '2024-01-02 03:04:05' {} +
 	export HOME=$CL_HOME
