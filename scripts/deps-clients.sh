@@ -10,13 +10,17 @@ set -euo pipefail
 PACKAGES=(
 	wget					# the second plain HTTP client
 	python3-venv python3-pip		# pip in a venv
-	nodejs					# fetch() ignores the proxy (run_dns)
+	nodejs					# node and npm; its fetch() ignores the proxy (run_dns)
 	apt-utils				# apt.sh: apt-ftparchive makes the Debian repository
 	dpkg-dev				# apt.sh: dpkg-deb builds its .deb
 	openjdk-17-jdk-headless			# Java HttpClient, javac, jar, keytool (java.sh)
 	maven					# mvn 3.8.7 (java.sh)
 	libmaven-dependency-plugin-java		# the plugin java.sh serves to mvn from its local repository
 	junit4					# junit:junit:4.x, which Debian's POMs of that plugin's dependencies name
+	golang-go				# go mod download against a GOPROXY
+	cargo					# cargo fetch/build (Debian's: a git index;
+						# a cargo >= 1.68 on PATH: the sparse index)
+	nginx fcgiwrap git jq curl openssl	# the registries' server, git smart HTTP, audit checks
 )
 
 # A Node that honours NODE_USE_ENV_PROXY (>= 22.21 / 24.5; Debian's is
@@ -55,6 +59,8 @@ for p in "${PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 		missing+=("$p")
 done
+# npm: part of NodeSource's nodejs, a package of its own in Debian's.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ "${#missing[@]}" -eq 0 ]; then
 	exit 0
 fi
