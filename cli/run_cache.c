@@ -85,7 +85,10 @@ run_cache_key(const char *const *policies, size_t n, const char *allow,
 	return i < len ? 0 : -1;
 }
 
-/* A directory, resolved, other than "/"; else NULL. */
+/*
+ * A directory this user may read and search, resolved, other than "/";
+ * else NULL (e.g. root's home seen from a user namespace of another uid).
+ */
 static char *
 real_dir(const char *path)
 {
@@ -96,7 +99,7 @@ real_dir(const char *path)
 	    (real = realpath(path, NULL)) == NULL)
 		return NULL;
 	if (stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode) ||
-	    strcmp(real, "/") == 0) {
+	    strcmp(real, "/") == 0 || access(real, R_OK | X_OK) != 0) {
 		free(real);
 		return NULL;
 	}
@@ -173,8 +176,8 @@ cache_parent(int *fd)
 		    (*fd = cache_dir_open(b, "cache", err, sizeof(err))) >= 0)
 			dir = xasprintf("%s/cache", real);
 		else {
-			log_warnx("run: the tool cache: %s; give --cache DIR "
-			          "or --no-cache",
+			log_warnx("run: the tool cache: %s; the caches start "
+			          "empty this time (--cache DIR chooses)",
 			    err);
 			dir = NULL;
 		}
@@ -215,8 +218,8 @@ run_cache_dir(struct run *r, int *fd, char **hide)
 	if ((parent = cache_parent(&p)) == NULL)
 		return NULL;
 	if ((*fd = cache_dir_open(p, key, err, sizeof(err))) < 0)
-		log_warnx("run: the tool cache in %s: %s; give --cache DIR or "
-		          "--no-cache",
+		log_warnx("run: the tool cache in %s: %s; the caches start "
+		          "empty this time (--cache DIR chooses)",
 		    parent, err);
 	else
 		dir = xasprintf("%s/%s", parent, key);
@@ -260,7 +263,9 @@ run_plan_home(struct run *r)
 	if (mnt_plan_set_home(r->plan, home, fresh, err, sizeof(err)) != 0)
 		goto said;
 	n = cache_paths(home, get_env, r->env, d);
-	if (!r->no_cache && (dir = run_cache_dir(r, &fd, &hide)) == NULL)
+	/* Not a guarantee: without the default cache, fresh ones (said). */
+	if (!r->no_cache && (dir = run_cache_dir(r, &fd, &hide)) == NULL &&
+	    r->cache_dir != NULL)
 		goto out;
 	for (i = 0; i < n; i++)
 		if (add_cache(r, &d[i], dir, fd, err, sizeof(err)) != 0)
@@ -271,7 +276,7 @@ run_plan_home(struct run *r)
 	if (r->verbose)
 		fprintf(stderr, "pinhole: home %s (%s), tool caches %s%s\n",
 		    home, fresh ? "fresh" : "the host's under a per-run layer",
-		    dir ? "in " : "", dir ? dir : "fresh (--no-cache)");
+		    dir ? "in " : "", dir ? dir : "fresh");
 	rc = 0;
 	goto out;
 said:

@@ -98,6 +98,7 @@ cache_paths(const char *home, const char *(*get)(void *, const char *),
     void *arg, struct cache_dir *out)
 {
 	size_t i, n = 0, k = 0;
+	int drop[CACHE_MAX];
 	char *path;
 
 	for (i = 0; i < CACHES && n < CACHE_MAX; i++) {
@@ -106,16 +107,15 @@ cache_paths(const char *home, const char *(*get)(void *, const char *),
 		out[n].name = caches[i].name;
 		out[n++].path = path;
 	}
-	/* Nested ones out, in place. */
-	for (i = 0; i < n; i++) {
-		if (covered(out, n, i)) {
-			free(out[i].path);
-			out[i].path = NULL;
-		}
-	}
+	/* Nested ones out, in place: marked first, then dropped. */
 	for (i = 0; i < n; i++)
-		if (out[i].path != NULL)
+		drop[i] = covered(out, n, i);
+	for (i = 0; i < n; i++) {
+		if (drop[i])
+			free(out[i].path);
+		else
 			out[k++] = out[i];
+	}
 	return k;
 }
 
