@@ -70,11 +70,11 @@ run_usage(FILE *f)
 	    "per decision\n"
 	    "  -h, --help             this text\n\n"
 	    "Defaults: / read-only, the current directory writable, fresh "
-	    "/tmp, /proc\nand /dev, the home writable (writes thrown away but "
-	    "the tool caches'); the environment holds PATH, HOME, USER, "
-	    "LOGNAME, TERM, LANG,\nLC_*, TZ and the proxy variables.  Exit "
-	    "status: the command's; 125 when\npinhole failed before it ran.  "
-	    "If the sandbox will not start: pinhole doctor.\n");
+	    "/tmp, /proc\nand /dev, the home writable (its writes thrown away, "
+	    "but for the tool\ncaches); the environment holds PATH, HOME, "
+	    "USER, LOGNAME, TERM, LANG,\nLC_*, TZ and the proxy variables.  "
+	    "Exit status: the command's; 125 when\npinhole failed before it "
+	    "ran.  If the sandbox will not start: pinhole doctor.\n");
 }
 
 /* --- options -------------------------------------------------------------- */

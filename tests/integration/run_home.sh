@@ -7,7 +7,8 @@
 # same policy, the other writes do not; --no-cache starts empty;
 # --cache DIR keeps them in DIR; the cache directory is not visible
 # inside; hidden credential files stay empty and the git guards hold
-# through the overlay; a user with no home gets a fresh one; --tmpfs of
+# through the overlay; a user with no home gets a fresh one; without an
+# overlay the home stays read-only, said; --tmpfs of
 # a missing path works in the home and says what to do on the read-only /.
 # usage: run_home.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
@@ -178,6 +179,14 @@ equal "no home: status" "$RC" 0
 expect "no home: a fresh one" "$OUT" '^HOME=/tmp/pinhole-home$'
 expect "no home: writable" "$OUT" '^fresh-ok$'
 expect "no home: private" "$OUT" '^drwx------$'
+
+# No overlay: a home overlayfs refuses as its lower layer (procfs) stays
+# the host's, read-only, and the run says so.
+HOME=/proc/sys XDG_CACHE_HOME=$X prun -a example.test -- sh -c '
+	echo "HOME=$HOME"; touch ~/x 2>/dev/null || echo read-only'
+equal "no overlay: status" "$RC" 0
+expect "no overlay: the home stays read-only" "$OUT" '^read-only$'
+expect "no overlay: said" "$ERR" 'the home /proc/sys stays read-only, with no tool cache: overlayfs'
 
 # --- --tmpfs on a missing path ----------------------------------------------
 prun -a example.test --tmpfs "$H/not/there" -- sh -c "touch $H/not/there/f && echo tmpfs-ok"
