@@ -228,6 +228,26 @@ run_cache_dir(struct run *r, int *fd, char **hide)
 	return dir;
 }
 
+/*
+ * Is PATH under one of the N caches of D?  Then a cache bind covers it
+ * and the host's directory there is out of sight already; a hide there
+ * would fall on the sandbox's own cache, where an earlier run could have
+ * put a symbolic link that stops the view.
+ */
+static int
+covered(const char *path, const struct cache_dir *d, size_t n)
+{
+	size_t i, len;
+
+	for (i = 0; i < n; i++) {
+		len = strlen(d[i].path);
+		if (strncmp(path, d[i].path, len) == 0 &&
+		    (path[len] == '/' || path[len] == '\0'))
+			return 1;
+	}
+	return 0;
+}
+
 /* Cache I of D bound from DIR/NAME (DIR NULL: a fresh tmpfs). */
 static int
 add_cache(struct run *r, const struct cache_dir *d, const char *dir, int fd,
@@ -270,8 +290,13 @@ run_plan_home(struct run *r)
 	for (i = 0; i < n; i++)
 		if (add_cache(r, &d[i], dir, fd, err, sizeof(err)) != 0)
 			goto said;
+	/* Hidden before the caches are bound, and after them unless a
+	 * cache covers it (the start directory or a bind may show it). */
 	if (hide != NULL &&
-	    mnt_plan_add(r->plan, MNT_HIDE, NULL, hide, err, sizeof(err)) != 0)
+	    (mnt_plan_cache_root(r->plan, hide, err, sizeof(err)) != 0 ||
+	        (!covered(hide, d, n) &&
+	            mnt_plan_add(
+	                r->plan, MNT_HIDE, NULL, hide, err, sizeof(err)) != 0)))
 		goto said;
 	if (r->verbose)
 		fprintf(stderr, "pinhole: home %s (%s), tool caches %s%s\n",

@@ -43,6 +43,7 @@ struct mnt_plan {
 	char *cwd;
 	char *home; /* mnt_plan_set_home, or NULL */
 	int home_fresh;
+	char *cache_root; /* mnt_plan_cache_root, or NULL */
 	struct mnt_op *ops;
 	size_t nops;
 	int allow_git_config;
@@ -206,6 +207,7 @@ mnt_plan_free(struct mnt_plan *p)
 	free(p->ops);
 	free(p->cwd);
 	free(p->home);
+	free(p->cache_root);
 	free(p);
 }
 
@@ -309,6 +311,23 @@ mnt_plan_set_home(
 	free(p->home);
 	p->home = xstrdup(home);
 	p->home_fresh = fresh;
+	return 0;
+}
+
+int
+mnt_plan_cache_root(
+    struct mnt_plan *p, const char *dir, char *err, size_t errlen)
+{
+	char *real;
+
+	if (dir == NULL || dir[0] != '/' ||
+	    (real = resolve_host(dir, 1)) == NULL) {
+		ph_errf(err, errlen, "%s: %s", dir ? dir : "(none)",
+		    dir && dir[0] == '/' ? strerror(errno) : "not absolute");
+		return -1;
+	}
+	free(p->cache_root);
+	p->cache_root = real;
 	return 0;
 }
 
@@ -1097,6 +1116,8 @@ proc_readonly(struct view *v)
 	return 0;
 }
 
+static int hide(struct view *, const char *);
+
 /*
  * The tool caches (MNT_CACHE), in the writable home: a cache whose mount
  * point cannot be made (a link or a file there, a read-only parent) is
@@ -1137,8 +1158,11 @@ mount_home(struct view *v)
 	const char *home = v->p->home;
 	int t, r;
 
-	if (home == NULL || (v->home < 0 && !v->p->home_fresh))
+	if (home == NULL)
 		return 0;
+	/* Read-only, as the root copy has it (home_note): no cache. */
+	if (v->home < 0 && !v->p->home_fresh)
+		return v->p->cache_root ? hide(v, v->p->cache_root) : 0;
 	if (mountpoint(home, 1) != 0)
 		return failed(v, "make a mount point at", home);
 	if (v->p->home_fresh)
@@ -1149,6 +1173,9 @@ mount_home(struct view *v)
 	r = t < 0 ? -1 : attach_nofollow(t, home);
 	if (r != 0)
 		return failed(v, "mount the home at", home);
+	/* Seen through the home's layer, before a cache bind covers it. */
+	if (v->p->cache_root != NULL && hide(v, v->p->cache_root) != 0)
+		return -1;
 	mount_caches(v);
 	return 0;
 }

@@ -77,6 +77,15 @@ int mnt_plan_add_file(struct mnt_plan *, const char *dst, const void *data,
 int mnt_plan_set_home(
     struct mnt_plan *, const char *home, int fresh, char *err, size_t errlen);
 
+/*
+ * DIR, the directory that holds the tool caches (resolved now), is hidden
+ * right after the home is mounted, before the caches are bound, and also
+ * when the home stays read-only: the sandbox sees only its own caches.
+ * Returns 0, or -1 with ERR.
+ */
+int mnt_plan_cache_root(
+    struct mnt_plan *, const char *dir, char *err, size_t errlen);
+
 /* The home set by mnt_plan_set_home, or NULL. */
 const char *mnt_plan_home(const struct mnt_plan *);
 

@@ -105,6 +105,14 @@ done
 expect "second run: ~/.bashrc is the host's" "$OUT" '^0$'
 equal "second run: the host's home is unchanged" "$(snapshot)" "$before"
 
+# What an earlier run left in its cache cannot stop the next: a link
+# where the host's cache directory would be, seen from inside.
+ln -s /etc "$keydir/xdg-cache/pinhole"
+prun -a example.test -- sh -c 'ls ~/.cache/pinhole/ | grep -cx passwd'
+equal "a planted link in the cache: the run goes on" "$RC" 0
+expect "a planted link in the cache: it is only the sandbox's own" "$OUT" '^1$'
+rm "$keydir/xdg-cache/pinhole"
+
 # Another policy: another cache.
 prun -a other.test -- sh -c "$look"
 equal "another policy: status" "$RC" 0
