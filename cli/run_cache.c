@@ -161,7 +161,7 @@ cache_parent(int *fd)
 	if (base != NULL && cache_mkdirs(base, err, sizeof(err)) == 0 &&
 	    (real = realpath(base, NULL)) != NULL &&
 	    (b = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
-	    (*fd = cache_dir_open(b, "pinhole", err, sizeof(err))) >= 0)
+	    (*fd = cache_dir_open(b, "pinhole", 0, err, sizeof(err))) >= 0)
 		dir = xasprintf("%s/pinhole", real);
 	else {
 		/* No usable home: a private directory of this uid's. */
@@ -171,9 +171,10 @@ cache_parent(int *fd)
 		real = xasprintf("%s/pinhole-%u", tmp, (unsigned)getuid());
 		if (b >= 0)
 			close(b);
-		if ((b = cache_dir_open(AT_FDCWD, real, err, sizeof(err))) >=
+		if ((b = cache_dir_open(AT_FDCWD, real, 1, err, sizeof(err))) >=
 		        0 &&
-		    (*fd = cache_dir_open(b, "cache", err, sizeof(err))) >= 0)
+		    (*fd = cache_dir_open(b, "cache", 0, err, sizeof(err))) >=
+		        0)
 			dir = xasprintf("%s/cache", real);
 		else {
 			log_warnx("run: the tool cache: %s; the caches start "
@@ -205,7 +206,7 @@ run_cache_dir(struct run *r, int *fd, char **hide)
 	if (r->cache_dir != NULL) {
 		if (cache_mkdirs(r->cache_dir, err, sizeof(err)) != 0 ||
 		    (*fd = cache_dir_open(
-		         AT_FDCWD, r->cache_dir, err, sizeof(err))) < 0)
+		         AT_FDCWD, r->cache_dir, 0, err, sizeof(err))) < 0)
 			log_warnx("run: --cache %s: %s", r->cache_dir, err);
 		else if ((dir = realpath(r->cache_dir, NULL)) == NULL)
 			log_warn("run: --cache %s", r->cache_dir);
@@ -217,7 +218,7 @@ run_cache_dir(struct run *r, int *fd, char **hide)
 		fatalx("run: the cache key");
 	if ((parent = cache_parent(&p)) == NULL)
 		return NULL;
-	if ((*fd = cache_dir_open(p, key, err, sizeof(err))) < 0)
+	if ((*fd = cache_dir_open(p, key, 0, err, sizeof(err))) < 0)
 		log_warnx("run: the tool cache in %s: %s; the caches start "
 		          "empty this time (--cache DIR chooses)",
 		    parent, err);
@@ -257,7 +258,7 @@ add_cache(struct run *r, const struct cache_dir *d, const char *dir, int fd,
 	int c, rc;
 
 	if (dir != NULL) {
-		if ((c = cache_dir_open(fd, d->name, err, errlen)) < 0)
+		if ((c = cache_dir_open(fd, d->name, 0, err, errlen)) < 0)
 			return -1;
 		close(c);
 		src = xasprintf("%s/%s", dir, d->name);

@@ -155,7 +155,7 @@ cache_mkdirs(const char *path, char *err, size_t errlen)
 }
 
 int
-cache_dir_open(int at, const char *name, char *err, size_t errlen)
+cache_dir_open(int at, const char *name, int strict, char *err, size_t errlen)
 {
 	struct stat sb;
 	int fd;
@@ -173,9 +173,15 @@ cache_dir_open(int at, const char *name, char *err, size_t errlen)
 		return -1;
 	}
 	if (fstat(fd, &sb) != 0 ||
-	    (sb.st_uid == getuid() && (sb.st_mode & 07777) != 0700 &&
+	    (sb.st_uid == getuid() && !strict && (sb.st_mode & 07777) != 0700 &&
 	        fchmod(fd, 0700) != 0)) {
 		ph_errf(err, errlen, "%s: %s", name, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (sb.st_uid == getuid() && strict && (sb.st_mode & 077) != 0) {
+		ph_errf(err, errlen, "%s: open to others (mode %o)", name,
+		    (unsigned)(sb.st_mode & 07777));
 		close(fd);
 		return -1;
 	}

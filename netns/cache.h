@@ -40,9 +40,12 @@ int cache_mkdirs(const char *path, char *err, size_t errlen);
 /*
  * NAME in directory AT (AT_FDCWD: NAME is a path), made 0700 if missing
  * and opened with no symbolic link followed as its last component: it
- * must be a real directory owned by the caller, and is made 0700.
- * Returns its descriptor, or -1 with ERR.
+ * must be a real directory owned by the caller.  One that exists open to
+ * others is made 0700, or, with STRICT (a directory pinhole shares with
+ * others of its files, such as the private log's), refused.  Returns its
+ * descriptor, or -1 with ERR.
  */
-int cache_dir_open(int at, const char *name, char *err, size_t errlen);
+int
+cache_dir_open(int at, const char *name, int strict, char *err, size_t errlen);
 
 #endif /* PH_CACHE_H */

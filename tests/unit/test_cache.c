@@ -185,14 +185,22 @@ test_dir_open(void **state)
 	assert_int_equal(cache_mkdirs(path, err, sizeof(err)), 0);
 	chmod(path, 0755);
 	assert_true(
-	    (fd = cache_dir_open(AT_FDCWD, path, err, sizeof(err))) >= 0);
+	    (fd = cache_dir_open(AT_FDCWD, path, 0, err, sizeof(err))) >= 0);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_mode & 07777, 0700); /* made private */
-	assert_true((d = cache_dir_open(fd, "npm", err, sizeof(err))) >= 0);
+	assert_true((d = cache_dir_open(fd, "npm", 0, err, sizeof(err))) >= 0);
 	close(d);
 	assert_int_equal(symlinkat("/tmp", fd, "link"), 0);
-	assert_int_equal(cache_dir_open(fd, "link", err, sizeof(err)), -1);
+	assert_int_equal(cache_dir_open(fd, "link", 0, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "symbolic link"));
+	/* Strict: one open to others is refused, not made private. */
+	assert_int_equal(mkdirat(fd, "shared", 0700), 0);
+	assert_int_equal(fchmodat(fd, "shared", 0755, 0), 0);
+	assert_int_equal(cache_dir_open(fd, "shared", 1, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "open to others"));
+	assert_true(
+	    (d = cache_dir_open(fd, "shared", 0, err, sizeof(err))) >= 0);
+	close(d);
 	close(fd);
 	snprintf(path, sizeof(path), "rm -rf '%s'", top);
 	assert_int_equal(system(path), 0);
