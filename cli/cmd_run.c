@@ -229,8 +229,8 @@ prepare(struct run *r, int argc, char **argv)
 	if ((rc = run_parse_opts(r, argc, argv)) != 0)
 		return rc > 0 ? -1 : RUN_FAILED;
 	/* The engine next: the secrets are loaded there, never here. */
-	if (run_check_home(r) != 0 || run_engine_start(r) != 0 ||
-	    run_setup_launcher(r) != 0)
+	if (run_check_home(r) != 0 || run_plan_home(r) != 0 ||
+	    run_engine_start(r) != 0 || run_setup_launcher(r) != 0)
 		return RUN_FAILED;
 	env_set_proxy(r->env, NET_PROXY_PORT);
 	run_java_env(r->env, NET_PROXY_PORT, r->java_store);

@@ -45,6 +45,8 @@ struct run {
 	size_t npolicies;
 	char *allow; /* --allow rules, one per line */
 	const char *log, *dns, *chdir;
+	const char *cache_dir; /* --cache DIR */
+	int no_cache; /* --no-cache */
 	const char *log_limit; /* --log-limit SIZE */
 	const char *keep[RUN_KEEP_MAX];
 	size_t nkeep;
@@ -99,6 +101,23 @@ int run_parse_opts(struct run *r, int argc, char **argv);
  * (said).  The launcher's, before the engine starts.
  */
 int run_check_home(struct run *r);
+
+/*
+ * cli/run_cache.c.  The sandbox's home (HOME set in the sandbox's
+ * environment when pinhole chose it) and its tool caches, in the plan;
+ * the cache directory made.  Before the engine starts (it checks the
+ * plan's writable places).  Returns 0, or -1 (said).
+ */
+int run_plan_home(struct run *r);
+
+/*
+ * The cache key of policies POLICIES (N, as given) and --allow rules
+ * ALLOW (or NULL) into OUT: NAME-HEX, NAME from the first policy's file
+ * name ("allow", "none" without one), HEX 16 digits of the SHA-256 of
+ * the policies' real paths and the rules.  Returns 0, or -1.
+ */
+int run_cache_key(const char *const *policies, size_t n, const char *allow,
+    char *out, size_t len);
 
 /*
  * In the engine: loads into r->load (proxy/engine_load.c: a run id, the

@@ -41,6 +41,12 @@ run_usage(FILE *f)
 	    "stays "
 	    "the\n"
 	    "                         writable one)\n"
+	    "      --cache DIR        keep the tool caches of the home in DIR "
+	    "(default:\n"
+	    "                         ~/.cache/pinhole/KEY, KEY from the "
+	    "policy)\n"
+	    "      --no-cache         tool caches start empty and are thrown "
+	    "away\n"
 	    "      --setenv VAR VALUE set VAR\n"
 	    "      --unsetenv VAR     remove VAR\n"
 	    "      --keep-env VAR     keep VAR from pinhole's environment\n"
@@ -64,10 +70,11 @@ run_usage(FILE *f)
 	    "per decision\n"
 	    "  -h, --help             this text\n\n"
 	    "Defaults: / read-only, the current directory writable, fresh "
-	    "/tmp, /proc\nand /dev; the environment holds PATH, HOME, USER, "
-	    "LOGNAME, TERM, LANG,\nLC_*, TZ and the proxy variables.  Exit "
-	    "status: the command's; 125 when\npinhole failed before it ran.  "
-	    "If the sandbox will not start: pinhole doctor.\n");
+	    "/tmp, /proc\nand /dev, the home writable (its writes thrown away, "
+	    "but for the tool\ncaches); the environment holds PATH, HOME, "
+	    "USER, LOGNAME, TERM, LANG,\nLC_*, TZ and the proxy variables.  "
+	    "Exit status: the command's; 125 when\npinhole failed before it "
+	    "ran.  If the sandbox will not start: pinhole doctor.\n");
 }
 
 /* --- options -------------------------------------------------------------- */
@@ -230,6 +237,10 @@ plain_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 		slot = &r->dns;
 	else if (strcmp(o, "--chdir") == 0)
 		slot = &r->chdir;
+	else if (strcmp(o, "--cache") == 0)
+		slot = &r->cache_dir;
+	else if (strcmp(o, "--no-cache") == 0)
+		r->no_cache = 1;
 	else if (strcmp(o, "-p") == 0 || strcmp(o, "--policy") == 0) {
 		if (r->npolicies == RUN_POLICIES_MAX) {
 			log_warnx(

@@ -599,6 +599,47 @@ fail:
 	return -1;
 }
 
+#define ADVICE_OVERLAY                                                         \
+	"use Linux 5.11 or later with CONFIG_OVERLAY_FS, which can mount "     \
+	"an overlayfs in a user namespace (userxattr, and user.* attributes "  \
+	"on tmpfs: 6.6)"
+
+/*
+ * The home's per-run layer as the mount view makes it (mount.c
+ * capture_home): an overlayfs with userxattr, its layers on the probe's
+ * tmpfs, and a file written through it lands in the upper layer.
+ * Returns 0, or -1 with errno.
+ */
+static int
+overlay_works(void)
+{
+	int fs, mnt = -1, fd;
+
+	if ((mkdir(PROBE_DIR "/l", 0755) != 0 ||
+	        mkdir(PROBE_DIR "/u", 0755) != 0 ||
+	        mkdir(PROBE_DIR "/w", 0755) != 0) ||
+	    (fs = fsopen("overlay", FSOPEN_CLOEXEC)) < 0)
+		return -1;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", PROBE_DIR "/l", 0) ==
+	        0 &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", PROBE_DIR "/u", 0) ==
+	        0 &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", PROBE_DIR "/w", 0) ==
+	        0 &&
+	    fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		mnt = fsmount(fs, FSMOUNT_CLOEXEC, 0);
+	close(fs);
+	if (mnt < 0)
+		return -1;
+	fd = openat(mnt, "f", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	close(mnt);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return access(PROBE_DIR "/u/f", F_OK);
+}
+
 /* Clones / as the mount view does and makes the clone read-only. */
 static void
 readonly_view(struct doctor_result *r)
@@ -621,10 +662,19 @@ readonly_view(struct doctor_result *r)
 		    errno == ENOSYS ? ADVICE_OLD_KERNEL : "",
 		    "fresh /proc works; mount_setattr(MOUNT_ATTR_RDONLY): %s",
 		    strerror(errno));
+	else if (overlay_works() != 0)
+		/* run works without it: its home stays read-only, said. */
+		doctor_verdict(r, DOCTOR_YES, ADVICE_OVERLAY,
+		    "fresh /proc as PID 1, its sys read-only; / cloned "
+		    "read-only (open_tree, mount_setattr); but overlayfs in "
+		    "a user namespace: %s, so the sandbox's home stays "
+		    "read-only, with no tool cache",
+		    strerror(errno));
 	else
 		doctor_verdict(r, DOCTOR_YES, "",
 		    "fresh /proc as PID 1, its sys read-only; / cloned "
-		    "read-only (open_tree, mount_setattr)");
+		    "read-only (open_tree, mount_setattr); the home's "
+		    "writable layer (overlayfs, userxattr)");
 	if (fd != -1)
 		close(fd);
 }

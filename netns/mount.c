@@ -44,6 +44,9 @@ struct mnt_op {
 
 struct mnt_plan {
 	char *cwd;
+	char *home; /* mnt_plan_set_home, or NULL */
+	int home_fresh;
+	char *cache_root; /* mnt_plan_cache_root, or NULL */
 	struct mnt_op *ops;
 	size_t nops;
 	int allow_git_config;
@@ -219,6 +222,8 @@ mnt_plan_free(struct mnt_plan *p)
 	}
 	free(p->ops);
 	free(p->cwd);
+	free(p->home);
+	free(p->cache_root);
 	free(p);
 }
 
@@ -261,7 +266,8 @@ mnt_plan_add(struct mnt_plan *p, enum mnt_kind kind, const char *src,
 {
 	struct mnt_op op = {kind, NULL, NULL, -1, NULL, 0, NULL, 0};
 
-	if (kind == MNT_BIND || kind == MNT_RO_BIND) {
+	if (kind == MNT_BIND || kind == MNT_RO_BIND ||
+	    (kind == MNT_CACHE && src != NULL)) {
 		if ((op.src = realpath(src, NULL)) == NULL) {
 			ph_errf(err, errlen, "%s: %s", src, strerror(errno));
 			return -1;
@@ -357,6 +363,44 @@ mnt_plan_add_tree(struct mnt_plan *p, const char *dst,
 	p->ops = xreallocarray(p->ops, p->nops + 1, sizeof(*p->ops));
 	p->ops[p->nops++] = op;
 	return 0;
+}
+
+int
+mnt_plan_set_home(
+    struct mnt_plan *p, const char *home, int fresh, char *err, size_t errlen)
+{
+	if (home == NULL || home[0] != '/' || strcmp(home, "/") == 0) {
+		ph_errf(err, errlen, "home %s: not an absolute directory",
+		    home ? home : "(none)");
+		return -1;
+	}
+	free(p->home);
+	p->home = xstrdup(home);
+	p->home_fresh = fresh;
+	return 0;
+}
+
+int
+mnt_plan_cache_root(
+    struct mnt_plan *p, const char *dir, char *err, size_t errlen)
+{
+	char *real;
+
+	if (dir == NULL || dir[0] != '/' ||
+	    (real = resolve_host(dir, 1)) == NULL) {
+		ph_errf(err, errlen, "%s: %s", dir ? dir : "(none)",
+		    dir && dir[0] == '/' ? strerror(errno) : "not absolute");
+		return -1;
+	}
+	free(p->cache_root);
+	p->cache_root = real;
+	return 0;
+}
+
+const char *
+mnt_plan_home(const struct mnt_plan *p)
+{
+	return p->home;
 }
 
 void
@@ -459,7 +503,9 @@ mnt_plan_is_writable(const struct mnt_plan *p, const char *path)
 	if (beneath(path, p->cwd))
 		return 1;
 	for (i = 0; i < p->nops; i++)
-		if (p->ops[i].kind == MNT_BIND && beneath(path, p->ops[i].src))
+		if ((p->ops[i].kind == MNT_BIND ||
+		        (p->ops[i].kind == MNT_CACHE && p->ops[i].src)) &&
+		    beneath(path, p->ops[i].src))
 			return 1;
 	return 0;
 }
@@ -682,8 +728,11 @@ mnt_plan_writable_dirs(
 	fn(arg, p->cwd);
 	fn(arg, "/tmp");
 	fn(arg, "/dev/shm");
+	if (p->home != NULL)
+		fn(arg, p->home);
 	for (i = 0; i < p->nops; i++)
-		if (p->ops[i].kind == MNT_BIND || p->ops[i].kind == MNT_TMPFS)
+		if (p->ops[i].kind == MNT_BIND || p->ops[i].kind == MNT_TMPFS ||
+		    p->ops[i].kind == MNT_CACHE)
 			fn(arg, p->ops[i].dst);
 }
 
@@ -784,6 +833,7 @@ attach_nofollow(int tree, const char *dst)
 struct view {
 	const struct mnt_plan *p;
 	int root, cwd, empty; /* detached trees; EMPTY: a read-only tmpfs */
+	int home; /* the detached overlay of the home, or -1 */
 	int dev[DEV_NODES_MAX];
 	int *git; /* per writable bind: hooks, config (or -1) */
 	size_t ngit;
@@ -851,6 +901,84 @@ capture_git(struct view *v, const char *src)
 	return 0;
 }
 
+/* Why the home stayed read-only (mnt_home_note), or "". */
+static char home_note[320];
+
+/*
+ * The overlay itself, its layers named by path: the home through LOW (a
+ * descriptor: the path is covered by now), upper and work on the tmpfs
+ * over it.  userxattr: in a user namespace overlayfs may keep its marks
+ * only in user.* attributes.  Returns the detached overlay, or -1.
+ */
+static int
+overlay_new(int low, const char *upper, const char *work)
+{
+	char lower[64];
+	int fs, mnt = -1;
+
+	snprintf(lower, sizeof(lower), "/proc/self/fd/%d", low);
+	if ((fs = fsopen("overlay", FSOPEN_CLOEXEC)) < 0)
+		return -1;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", lower, 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) == 0 &&
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		mnt = fsmount(
+		    fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	close(fs);
+	return mnt;
+}
+
+/*
+ * The home under a per-run writable layer, built while the host's paths
+ * resolve (the home may lie under /tmp, which the view replaces): a
+ * tmpfs is put over the home for a moment to hold the upper and work
+ * directories (this namespace's own mount, never the host's), the
+ * overlay made, the tmpfs taken off again (the overlay keeps it).  The
+ * upper root takes the home's mode, which the overlay's root shows.  On
+ * failure the home stays the host's, read-only, and home_note says why.
+ */
+static void
+capture_home(struct view *v)
+{
+	const char *home = v->p->home;
+	char upper[PATH_MAX], work[PATH_MAX];
+	struct stat sb;
+	int low, t = -1, covered = 0;
+
+	snprintf(upper, sizeof(upper), "%s/upper", home);
+	snprintf(work, sizeof(work), "%s/work", home);
+	if ((low = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    fstat(low, &sb) != 0 ||
+	    (t = tmpfs_new("0700", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0 ||
+	    move_mount(t, "", AT_FDCWD, home, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+		goto fail;
+	covered = 1;
+	if (mkdir(upper, sb.st_mode & 07777) != 0 ||
+	    chmod(upper, sb.st_mode & 07777) != 0 || mkdir(work, 0700) != 0 ||
+	    (v->home = overlay_new(low, upper, work)) < 0)
+		goto fail;
+	goto out;
+fail:
+	snprintf(home_note, sizeof(home_note),
+	    "the home %s stays read-only, with no tool cache: overlayfs: %s",
+	    home, strerror(errno));
+out:
+	if (covered)
+		(void)umount2(home, MNT_DETACH);
+	if (t >= 0)
+		close(t);
+	if (low >= 0)
+		close(low);
+}
+
+const char *
+mnt_home_note(void)
+{
+	return home_note[0] ? home_note : NULL;
+}
+
 /* A read-only tmpfs holding an empty directory and an empty file. */
 static int
 make_empty(struct view *v)
@@ -892,6 +1020,11 @@ capture(struct view *v)
 	}
 	for (i = 0; i < v->p->nops; i++) {
 		op = &v->p->ops[i];
+		if (op->kind == MNT_CACHE && op->src != NULL) {
+			if ((op->tree = tree_clone(op->src, 0, 1)) < 0)
+				return failed(v, "copy", op->src);
+			continue;
+		}
 		if (op->kind != MNT_BIND && op->kind != MNT_RO_BIND)
 			continue;
 		if ((op->tree = tree_clone(
@@ -900,7 +1033,11 @@ capture(struct view *v)
 		if (op->kind == MNT_BIND && capture_git(v, op->src) != 0)
 			return -1;
 	}
-	return make_empty(v);
+	if (make_empty(v) != 0)
+		return -1;
+	if (v->p->home != NULL && !v->p->home_fresh)
+		capture_home(v);
+	return 0;
 }
 
 /* The read-only copy of "/" becomes the root; the old one goes. */
@@ -917,6 +1054,24 @@ enter_root(struct view *v)
 	    umount2(".", MNT_DETACH) != 0 || chdir("/") != 0)
 		return failed(v, "pivot_root to", "the root copy");
 	return 0;
+}
+
+/*
+ * A mount point for OPT (--bind, --tmpfs) that could not be made: on the
+ * read-only / the user has to make it outside first.
+ */
+static int
+no_mountpoint(struct view *v, const char *opt, const char *dst)
+{
+	if (errno != EROFS)
+		return failed(v, "make a mount point at", dst);
+	ph_errf(v->err, v->errlen,
+	    "%s %s: it does not exist and the sandbox's / is read-only, so "
+	    "no mount point can be made for it; create it outside first "
+	    "(mkdir -p %s), or choose a path under the home, /tmp or the "
+	    "start directory",
+	    opt, dst, dst);
+	return -1;
 }
 
 /* mkdir -p of PATH's parent, where the view is writable (a tmpfs). */
@@ -1048,6 +1203,70 @@ proc_readonly(struct view *v)
 	return 0;
 }
 
+static int hide(struct view *, const char *);
+
+/*
+ * The tool caches (MNT_CACHE), in the writable home: a cache whose mount
+ * point cannot be made (a link or a file there, a read-only parent) is
+ * left out, and the tool writes to the home's per-run layer instead.
+ */
+static void
+mount_caches(struct view *v)
+{
+	struct mnt_op *op;
+	size_t i;
+	int t;
+
+	for (i = 0; i < v->p->nops; i++) {
+		op = &v->p->ops[i];
+		if (op->kind != MNT_CACHE)
+			continue;
+		t = op->src != NULL
+		    ? op->tree
+		    : tmpfs_new("0755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+		op->tree = -1;
+		if (t >= 0 && mountpoint(op->dst, 1) != 0) {
+			close(t);
+			continue;
+		}
+		if (t >= 0)
+			(void)attach_nofollow(t, op->dst);
+	}
+}
+
+/*
+ * The home: the overlay made in capture_home, or a fresh tmpfs; then the
+ * caches in it.  Without the overlay (home_note) it stays as the root
+ * copy has it: the host's, read-only.
+ */
+static int
+mount_home(struct view *v)
+{
+	const char *home = v->p->home;
+	int t, r;
+
+	if (home == NULL)
+		return 0;
+	/* Read-only, as the root copy has it (home_note): no cache. */
+	if (v->home < 0 && !v->p->home_fresh)
+		return v->p->cache_root ? hide(v, v->p->cache_root) : 0;
+	if (mountpoint(home, 1) != 0)
+		return failed(v, "make a mount point at", home);
+	if (v->p->home_fresh)
+		t = tmpfs_new("0700", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	else
+		t = v->home;
+	v->home = -1;
+	r = t < 0 ? -1 : attach_nofollow(t, home);
+	if (r != 0)
+		return failed(v, "mount the home at", home);
+	/* Seen through the home's layer, before a cache bind covers it. */
+	if (v->p->cache_root != NULL && hide(v, v->p->cache_root) != 0)
+		return -1;
+	mount_caches(v);
+	return 0;
+}
+
 static int
 mount_base(struct view *v)
 {
@@ -1062,6 +1281,8 @@ mount_base(struct view *v)
 	        0 ||
 	    attach(tmp, "/tmp") != 0)
 		return failed(v, "mount", "/tmp");
+	if (mount_home(v) != 0)
+		return -1;
 	/* Under /tmp, the start directory needs a mount point again. */
 	if (mountpoint(v->p->cwd, 1) != 0)
 		return failed(v, "make a mount point at", v->p->cwd);
@@ -1125,9 +1346,12 @@ user_step(struct view *v, struct mnt_op *op)
 	case MNT_RO_BIND: {
 		struct stat sb;
 
-		if (fstat(op->tree, &sb) != 0 ||
-		    mountpoint(op->dst, S_ISDIR(sb.st_mode)) != 0)
-			return failed(v, "make a mount point at", op->dst);
+		if (fstat(op->tree, &sb) != 0)
+			return failed(v, "bind", op->dst);
+		if (mountpoint(op->dst, S_ISDIR(sb.st_mode)) != 0)
+			return no_mountpoint(v,
+			    op->kind == MNT_BIND ? "--bind" : "--ro-bind",
+			    op->dst);
 		if (attach_nofollow(op->tree, op->dst) != 0) {
 			op->tree = -1;
 			return failed(v, "bind", op->dst);
@@ -1137,7 +1361,7 @@ user_step(struct view *v, struct mnt_op *op)
 	}
 	case MNT_TMPFS:
 		if (mountpoint(op->dst, 1) != 0)
-			return failed(v, "make a mount point at", op->dst);
+			return no_mountpoint(v, "--tmpfs", op->dst);
 		if ((t = tmpfs_new(
 		         "0755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0 ||
 		    attach_nofollow(t, op->dst) != 0)
@@ -1146,6 +1370,8 @@ user_step(struct view *v, struct mnt_op *op)
 	case MNT_HIDE:
 	case MNT_FILE:
 		return 0; /* after every bind: see mnt_apply */
+	case MNT_CACHE:
+		return 0; /* with the home: mount_home */
 	}
 	return 0;
 }
@@ -1303,6 +1529,8 @@ view_close(struct view *v)
 		close(v->cwd);
 	if (v->empty >= 0)
 		close(v->empty);
+	if (v->home >= 0)
+		close(v->home);
 	for (i = 0; i < DEV_NODES_MAX; i++)
 		if (v->dev[i] >= 0)
 			close(v->dev[i]);
@@ -1326,7 +1554,7 @@ mnt_apply(const struct mnt_plan *p, char *err, size_t errlen)
 
 	memset(&v, 0, sizeof(v));
 	v.p = p;
-	v.root = v.cwd = v.empty = -1;
+	v.root = v.cwd = v.empty = v.home = -1;
 	for (i = 0; i < DEV_NODES_MAX; i++)
 		v.dev[i] = -1;
 	v.err = err;

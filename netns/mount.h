@@ -7,6 +7,12 @@
  *   /dev         tmpfs with null, zero, full, random, urandom, tty,
  *                a private devpts (pts, ptmx) and shm
  *   /tmp         a fresh tmpfs
+ *   HOME         the user's home under a per-run writable layer (an
+ *                overlayfs whose upper layer is a tmpfs thrown away at
+ *                the end: the host's home is read, never written), or a
+ *                fresh empty tmpfs when the user has none
+ *   caches       tool caches in the home, bound from a directory kept
+ *                outside (or fresh tmpfs: --no-cache)
  *   CWD          the start directory, read-write (even under /tmp)
  *   then the user's --bind, --ro-bind, --tmpfs, in order
  *   then hidden paths (they appear empty), then the git guards of
@@ -27,6 +33,9 @@ enum mnt_kind {
 	MNT_TMPFS, /* a fresh tmpfs at DST */
 	MNT_HIDE, /* DST appears empty: a directory or a file */
 	MNT_FILE, /* a read-only file with given contents at DST */
+	MNT_CACHE, /* a tool cache: SRC (NULL: a fresh tmpfs) at DST,
+		      read-write, after the home and before the start
+		      directory; skipped where no mount point can be made */
 };
 
 struct mnt_plan;
@@ -75,6 +84,32 @@ struct mnt_file {
  */
 int mnt_plan_add_tree(struct mnt_plan *, const char *dst,
     const struct mnt_file *files, size_t n, char *err, size_t errlen);
+/*
+ * The sandbox's home at HOME (absolute, resolved, not "/"): the host's
+ * directory there under a per-run writable layer, or, with FRESH, an
+ * empty tmpfs (HOME must then lie where a mount point can be made, such
+ * as under /tmp).  Returns 0, or -1 with ERR.
+ */
+int mnt_plan_set_home(
+    struct mnt_plan *, const char *home, int fresh, char *err, size_t errlen);
+
+/*
+ * DIR, the directory that holds the tool caches (resolved now), is hidden
+ * right after the home is mounted, before the caches are bound, and also
+ * when the home stays read-only: the sandbox sees only its own caches.
+ * Returns 0, or -1 with ERR.
+ */
+int mnt_plan_cache_root(
+    struct mnt_plan *, const char *dir, char *err, size_t errlen);
+
+/* The home set by mnt_plan_set_home, or NULL. */
+const char *mnt_plan_home(const struct mnt_plan *);
+
+/*
+ * After mnt_apply, in the process that ran it: NULL, or why the home
+ * stayed the host's, read-only, with no tool cache (no overlayfs here).
+ */
+const char *mnt_home_note(void);
 
 /* Lets the sandbox write .git/hooks and .git/config (--allow-git-config). */
 void mnt_plan_allow_git_config(struct mnt_plan *);
@@ -102,7 +137,8 @@ int mnt_plan_check_home(
 
 /*
  * Returns 1 when host path PATH (resolved) lies beneath a writable bind
- * of the plan (the start directory included), else 0.
+ * of the plan (the start directory and tool caches included), else 0.
+ * The home is not one: its writes never reach the host.
  */
 int mnt_plan_is_writable(const struct mnt_plan *, const char *path);
 
@@ -146,7 +182,8 @@ int mnt_plan_git_roots(const struct mnt_plan *,
 
 /*
  * The directories the sandbox may write to, as it sees them: the start
- * directory, /tmp, /dev/shm, writable binds and tmpfs.  Calls FN for
+ * directory, /tmp, /dev/shm, the home, tool caches, writable binds and
+ * tmpfs.  Calls FN for
  * each.
  */
 void mnt_plan_writable_dirs(

@@ -375,6 +375,9 @@ child_main(const struct sbx_config *c, int sock)
 	c = sandbox_identity(c, sock);
 	if (mnt_apply(c->plan, err, sizeof(err)) != 0)
 		child_fail(sock, "%s", err);
+	if (mnt_home_note() != NULL)
+		fprintf(stderr, "pinhole: %s; see pinhole doctor\n",
+		    mnt_home_note());
 	/* The roots are opened now: the command could move a path later. */
 	gr.gg = gitguard_new();
 	if (mnt_plan_git_roots(c->plan, git_root, &gr) != 0)

@@ -94,6 +94,9 @@ ph_begin() {
 	fi
 	PATH=$PATH:/usr/sbin:/sbin
 	T=$(mktemp -d "${TMPDIR:-/tmp}/ph-$PH_NAME.XXXXXX") || exit 1
+	# pinhole run's tool caches in the scenario's directory, not in the
+	# home of whoever runs the tests (run_home.sh checks the default).
+	export XDG_CACHE_HOME=$T/xdg-cache
 	trap ph_cleanup EXIT
 	trap 'exit 130' INT TERM HUP
 }

@@ -376,6 +376,33 @@ test_is_writable(void **state)
 	mnt_plan_free(p);
 }
 
+/*
+ * The home's per-run layer never reaches the host: not writable there;
+ * a tool cache is (its source), a fresh one (--no-cache) is not.
+ */
+static void
+test_is_writable_home_cache(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(
+	    mnt_plan_set_home(p, P("nogit"), 0, err, sizeof(err)), 0);
+	assert_string_equal(mnt_plan_home(p), P("nogit"));
+	assert_int_equal(mnt_plan_set_home(p, "/", 0, err, sizeof(err)), -1);
+	assert_int_equal(mnt_plan_set_home(p, "rel", 1, err, sizeof(err)), -1);
+	add(p, MNT_CACHE, P("rw"), P("nogit/.npm"));
+	add(p, MNT_CACHE, NULL, P("nogit/.cache"));
+	assert_int_equal(mnt_plan_is_writable(p, P("nogit")), 0);
+	assert_int_equal(mnt_plan_is_writable(p, P("nogit/.bashrc")), 0);
+	assert_int_equal(mnt_plan_is_writable(p, P("rw/x")), 1);
+	assert_int_equal(mnt_plan_is_writable(p, P("nogit/.cache")), 0);
+	assert_int_equal(mnt_plan_cache_root(p, P("ro"), err, sizeof(err)), 0);
+	assert_int_equal(mnt_plan_cache_root(p, "rel", err, sizeof(err)), -1);
+	mnt_plan_free(p);
+}
+
 /* Every entry on the way to a file is checked, symlinks and all. */
 static void
 test_path_reachable(void **state)
@@ -1092,6 +1119,50 @@ test_apply_tmp_empty(void **state)
 	assert_true(made);
 }
 
+/* The home inside: writable, its cache bound, the cache root hidden. */
+static void
+check_home(void)
+{
+	char got[256];
+
+	CHECK(create_works(P("nogit/new.txt")));
+	CHECK(mkdir(P("nogit/.config"), 0755) == 0);
+	CHECK(create_works(P("nogit/.npm/entry")));
+	CHECK(
+	    strcmp(list_dir(P("nogit/cacheroot"), got, sizeof(got)), "") == 0);
+	CHECK(create_works(P("nogit/tmpfs/made/f"))); /* --tmpfs in it */
+}
+
+/*
+ * The home (under /tmp here, which the view replaces) gets a per-run
+ * layer: what is written there is gone after, but for the tool cache,
+ * which lands in its source; mount points are made in the layer.
+ */
+static void
+test_apply_home(void **state)
+{
+	struct mnt_plan *p = plan_at(P("a"));
+	char err[512] = "";
+
+	(void)state;
+	make_dir("nogit/cacheroot");
+	make_file("nogit/cacheroot/k", "kept");
+	assert_int_equal(
+	    mnt_plan_set_home(p, P("nogit"), 0, err, sizeof(err)), 0);
+	assert_int_equal(
+	    mnt_plan_cache_root(p, P("nogit/cacheroot"), err, sizeof(err)), 0);
+	add(p, MNT_CACHE, P("rw"), P("nogit/.npm"));
+	add(p, MNT_TMPFS, NULL, P("nogit/tmpfs/made"));
+	assert_view(p, check_home);
+	assert_true(exists(P("rw/entry")));
+	assert_false(exists(P("nogit/new.txt")));
+	assert_false(exists(P("nogit/.config")));
+	assert_false(exists(P("nogit/.npm")));
+	assert_false(exists(P("nogit/tmpfs")));
+	assert_true(exists(P("nogit/cacheroot/k")));
+	mnt_plan_free(p);
+}
+
 /*
  * A destination that cannot be made, since it lies in a read-only part
  * of the view (here a read-only bind, so that a broken view cannot
@@ -1596,6 +1667,8 @@ main(void)
 	    T(test_add_accepts),
 	    T(test_is_writable),
 	    T(test_touches),
+	    T(test_is_writable_home_cache),
+	    T(test_apply_home),
 	    T(test_path_reachable),
 	    T(test_is_writable_moved_bind),
 	    T(test_is_writable_root_bind),
