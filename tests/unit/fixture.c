@@ -25,6 +25,7 @@
 
 #include "policy/policy.h"
 #include "policy/secret.h"
+#include "proxy/request.h"
 #include "tests/unit/fixture.h"
 
 int
@@ -213,7 +214,7 @@ fixture_client(struct fixture_proxy *f)
 	nonblock(sv[0]);
 	nonblock(sv[1]);
 	f->cfd = sv[0];
-	assert_non_null(session_new(&f->ctx, sv[1], 1));
+	assert_non_null(request_new(&f->ctx, sv[1], 1));
 }
 
 void

@@ -40,7 +40,7 @@ struct policy *fixture_policy(const char *text, int secrets);
 /*
  * The proxy core under test, with no network: a session context on its
  * own libevent base, the client one end of a socketpair handed to
- * session_new(), and the upstream a listener on 127.0.0.1 that the
+ * request_new(), and the upstream a listener on 127.0.0.1 that the
  * policy's "resolve up.test 127.0.0.1" line names (the static resolver:
  * no DNS).  The default policy allows up.test at the listener's port.
  */

@@ -2,7 +2,7 @@
  * test_forward.c: unit tests of proxy/forward.c, plain-HTTP requests
  * rewritten to origin form and their responses relayed by framing.
  *
- * The client is one end of a socketpair handed to session_new(); the
+ * The client is one end of a socketpair handed to request_new(); the
  * upstream a listener on 127.0.0.1 that the policy's "resolve" line names
  * (no DNS); see fixture_proxy in fixture.h.
  */

@@ -2,7 +2,7 @@
  * test_intercept.c: unit tests of proxy/intercept.c, a CONNECT whose
  * requests the policy must see, with no network.
  *
- * The client is one end of a socketpair handed to session_new(), and
+ * The client is one end of a socketpair handed to request_new(), and
  * speaks TLS over it with OpenSSL, trusting the run CA as the sandbox
  * does.  Requests the policy refuses inside the tunnel are answered
  * there, so no upstream is needed; one loopback listener stands for the
@@ -29,6 +29,7 @@
 
 #include "policy/policy.h"
 #include "proxy/ca.h"
+#include "proxy/request.h"
 #include "proxy/session.h"
 #include "proxy/tls.h"
 #include "tests/unit/fixture.h"
@@ -129,7 +130,7 @@ connect_tunnel(struct fixture *f)
 	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	f->cfd = sv[0];
-	assert_non_null(session_new(&f->ctx, sv[1], 1));
+	assert_non_null(request_new(&f->ctx, sv[1], 1));
 	assert_int_equal(
 	    write(f->cfd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
 	/* Byte by byte: the TLS records that follow are the client's. */

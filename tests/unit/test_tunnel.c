@@ -2,7 +2,7 @@
  * test_tunnel.c: unit tests of proxy/tunnel.c, both relays: the splice
  * relay of a CONNECT tunnel, and the bufferevent relay after a 101.
  *
- * The client is one end of a socketpair handed to session_new(); the
+ * The client is one end of a socketpair handed to request_new(); the
  * upstream a listener on 127.0.0.1 that the policy's "resolve" line names
  * (no DNS); see fixture_proxy in fixture.h.
  */
