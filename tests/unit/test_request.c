@@ -160,20 +160,16 @@ test_client_leaves(void **state)
 	assert_int_equal(f->ended, 1);
 }
 
-#define T(fn)                                                                  \
-	cmocka_unit_test_setup_teardown(                                       \
-	    fn, fixture_proxy_setup, fixture_proxy_teardown)
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(test_connect_denied),
-	    T(test_connect_needs_intercept),
-	    T(test_reload_closes_tunnel),
-	    T(test_reload_keeps_tunnel),
-	    T(test_bad_heads),
-	    T(test_client_leaves),
+	    FIXTURE_PROXY_TEST(test_connect_denied),
+	    FIXTURE_PROXY_TEST(test_connect_needs_intercept),
+	    FIXTURE_PROXY_TEST(test_reload_closes_tunnel),
+	    FIXTURE_PROXY_TEST(test_reload_keeps_tunnel),
+	    FIXTURE_PROXY_TEST(test_bad_heads),
+	    FIXTURE_PROXY_TEST(test_client_leaves),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

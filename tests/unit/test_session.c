@@ -132,18 +132,14 @@ test_head_ready(void **state)
 	evbuffer_free(in);
 }
 
-#define T(fn)                                                                  \
-	cmocka_unit_test_setup_teardown(                                       \
-	    fn, fixture_proxy_setup, fixture_proxy_teardown)
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(test_reply_close),
-	    T(test_reply_close_status),
-	    T(test_close),
-	    T(test_buf_high),
+	    FIXTURE_PROXY_TEST(test_reply_close),
+	    FIXTURE_PROXY_TEST(test_reply_close_status),
+	    FIXTURE_PROXY_TEST(test_close),
+	    FIXTURE_PROXY_TEST(test_buf_high),
 	    cmocka_unit_test(test_head_ready),
 	};
 
