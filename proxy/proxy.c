@@ -26,6 +26,7 @@
 #include "audit/audit.h"
 #include "proxy/proxy.h"
 #include "proxy/scan.h"
+#include "proxy/request.h"
 #include "proxy/session.h"
 
 #define LISTENERS_MAX 8
@@ -105,7 +106,7 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
 	(void)sa;
 	(void)len;
 	px->starved = 0;
-	if (session_new(&px->ctx, fd, ++px->next_conn) == NULL)
+	if (request_new(&px->ctx, fd, ++px->next_conn) == NULL)
 		log_warnx("connection %llu: out of memory",
 		    (unsigned long long)px->next_conn);
 	if (px->ctx.nsessions >= px->max_sessions && !px->full) {
@@ -355,7 +356,7 @@ proxy_set_policy(struct proxy *px, struct policy *p)
 		policy_free(old->p);
 		free(old);
 	}
-	session_policy_reloaded(&px->ctx);
+	request_policy_reloaded(&px->ctx);
 }
 
 static void

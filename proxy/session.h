@@ -1,13 +1,16 @@
 /*
- * session.h: one client connection of the proxy, and the small context the
- * proxy shares with its sessions.  Internal to proxy/.
+ * session.h: one client connection of the proxy, the small context the
+ * proxy shares with its sessions, and what every part of the request
+ * path does to a session.  Internal to proxy/.
  *
- * A session reads a request head from the client, has it decided
- * (decide.c), and becomes either a CONNECT tunnel (tunnel.c, or
+ * A session reads a request head from the client (request.c), has it
+ * decided (decide.c), and becomes either a CONNECT tunnel (tunnel.c, or
  * intercept.c when the policy must see the requests inside) or a
- * plain-HTTP forwarding exchange (forward.c).  Every way out goes through
- * session_close(), which writes the "end" audit record.  struct session
- * is opaque here; the files that carry one share session_int.h.
+ * plain-HTTP forwarding exchange (forward.c).  Those call down into this
+ * module (answers, audit records, timers, the close path), which calls
+ * back up only through the context's session_ops.  Every way out goes
+ * through session_close(), which writes the "end" audit record.  struct
+ * session is opaque here; the files that carry one share session_int.h.
  */
 #ifndef PH_SESSION_H
 #define PH_SESSION_H
@@ -40,12 +43,27 @@ struct proxy_policy {
 struct session;
 TAILQ_HEAD(session_list, session);
 
+/*
+ * What this module asks of the one above it (request.c), which knows the
+ * relays: set in the context, like libevent's callbacks, so that the
+ * session layer includes no relay and nothing here calls back up by name.
+ */
+struct session_ops {
+	/* Waits for the next request head on S, parses what is there. */
+	void (*next_request)(struct session *s);
+	/* Frees what the relays hold for S (upstream, forward, tunnels). */
+	void (*release)(struct session *s);
+	/* Is S's request sent upstream with no response head back yet? */
+	int (*awaiting_response)(const struct session *s);
+};
+
 struct session_ctx {
 	struct event_base *base;
 	struct dns *dns;
 	struct audit *audit;
 	const char *run_id;
 	struct proxy_policy *policy; /* for every new request */
+	const struct session_ops *ops; /* request.c's (request_new) */
 	struct session_list sessions;
 	size_t nsessions;
 	uint64_t audit_failures;
@@ -67,7 +85,11 @@ struct session_ctx {
 	const struct inject_standins *standins; /* placeholder stand-ins */
 };
 
-/* Starts a session on accepted socket FD, connection number CONN. */
+/*
+ * Makes a session on accepted socket FD, connection number CONN, holding
+ * the context's policy; request_new() then waits for its head.  Returns
+ * NULL (FD closed) when out of memory.
+ */
 struct session *session_new(struct session_ctx *, int fd, uint64_t conn);
 
 /*
@@ -78,13 +100,6 @@ void session_close(struct session *s, const char *error);
 
 /* Closes S once its output to the client is written. */
 void session_finish(struct session *s);
-
-/*
- * The policy in the context was replaced: every open tunnel that the new
- * policy would not allow is closed.  Other sessions take the new policy
- * at their next request head.
- */
-void session_policy_reloaded(struct session_ctx *);
 
 /* Closes every session (shutdown). */
 void session_close_all(struct session_ctx *);
@@ -110,6 +125,12 @@ int session_audit_request(struct session *s);
 /* Writes an "end" record for the current request (forward keeps going). */
 void session_audit_end(struct session *s, const char *error);
 
+/*
+ * A refused request that never reached the policy still gets a
+ * "request" record (deny, REASON; STATUS when > 0), once per request.
+ */
+void session_audit_refused(struct session *s, int status, const char *reason);
+
 /* Marks activity now (idle timer). */
 void session_touch(struct session *s);
 
@@ -123,6 +144,9 @@ int64_t session_ms_since(const struct timespec *ts);
 void session_note_target(struct session *s, const char *method, size_t mlen,
     const struct target_host *host, uint16_t port);
 
+/* Arms the head timer (policy "timeout head"); then 408. */
+void session_start_head_timer(struct session *s);
+
 /* Arms the idle timer (policy "timeout idle"). */
 void session_start_idle(struct session *s);
 
@@ -131,9 +155,20 @@ void session_start_handshake_timer(struct session *s);
 
 /*
  * Waits for the next request head on the client connection, and parses
- * what is already there.  S may be gone when this returns.
+ * what is already there (ctx->ops->next_request).  S may be gone when
+ * this returns.
  */
 void session_next_request(struct session *s);
+
+/* S's unfinished head no longer counts against ctx->head_budget. */
+void session_head_release(struct session *s);
+
+/*
+ * A whole head was read: S takes the context's current policy (a reload
+ * applies from the next request on) and drops an idle upstream connection
+ * checked under the old one.
+ */
+void session_follow_policy(struct session *s);
 
 /*
  * Is it worth parsing the head in IN again?  Only when bytes that arrived

@@ -1,12 +1,12 @@
 /*
  * session_int.h: the insides of a session, for the files that carry one
- * (session.c, forward.c, tunnel.c, intercept.c).  Internal to them: the
- * session reads heads and closes, forward.c serves requests, tunnel.c and
- * intercept.c move its bytes, and all of them read and write its two
- * directions, counters and current request in place; accessors for each
- * of those would only hide a shared struct behind forty functions.  Every
- * other file (proxy.c, upstream.c) sees struct session opaque through
- * session.h.
+ * (session.c, request.c, forward.c, tunnel.c, intercept.c).  Internal to
+ * them: request.c reads heads, session.c answers and closes, forward.c
+ * serves requests, tunnel.c and intercept.c move its bytes, and all of
+ * them read and write its two directions, counters and current request
+ * in place; accessors for each of those would only hide a shared struct
+ * behind forty functions.  Every other file (proxy.c, upstream.c) sees
+ * struct session opaque through session.h.
  */
 #ifndef PH_SESSION_INT_H
 #define PH_SESSION_INT_H

@@ -21,6 +21,8 @@ cp -r conf "$stage"/conf
 mkdir -p "$stage"/tests
 cp -r tests/integration "$stage"/tests/integration
 [ ! -d tests/clients ] || cp -r tests/clients "$stage"/tests/clients
+# The sources, for layers.sh (who includes whom).
+cp -r common policy proxy audit netns cli "$stage"/
 run_as() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
 		env -i PATH=/usr/bin:/bin TMPDIR=/tmp PH_SRCDIR="$stage" "$@"

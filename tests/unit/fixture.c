@@ -3,10 +3,12 @@
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <fcntl.h>
 
 #include <ftw.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +27,7 @@
 
 #include "policy/policy.h"
 #include "policy/secret.h"
+#include "proxy/request.h"
 #include "tests/unit/fixture.h"
 
 int
@@ -65,8 +68,139 @@ fixture_write_file(const char *path, const char *text)
 		fail_msg("cannot write %s", path);
 }
 
-static void
-on_diag(void *arg, const struct policy_diag *d)
+/* --- scratch trees -------------------------------------------------------- */
+
+static const char *tree_top;
+static char pathbuf[16][PATH_MAX + 64];
+static unsigned pathnext;
+
+void
+fixture_tree_top(const char *top)
+{
+	tree_top = top;
+}
+
+const char *
+fixture_path(const char *name)
+{
+	char *b = pathbuf[pathnext++ % 16];
+
+	snprintf(b, sizeof(pathbuf[0]), "%s/%s", tree_top, name);
+	return b;
+}
+
+void
+fixture_mkdir(const char *name)
+{
+	assert_int_equal(mkdir(fixture_path(name), 0755), 0);
+}
+
+void
+fixture_mkfile(const char *name, const char *text)
+{
+	int fd = open(
+	    fixture_path(name), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+int
+fixture_exists(const char *path)
+{
+	struct stat sb;
+
+	return lstat(path, &sb) == 0;
+}
+
+/* --- children -------------------------------------------------------------- */
+
+int
+fixture_in_child(void (*fn)(void))
+{
+	pid_t pid;
+	int w;
+
+	fflush(NULL);
+	if ((pid = fork()) < 0)
+		return -1;
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	while (waitpid(pid, &w, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return w;
+}
+
+void
+fixture_child_ok(void (*fn)(void))
+{
+	int w = fixture_in_child(fn);
+
+	assert_true(WIFEXITED(w));
+	assert_int_equal(WEXITSTATUS(w), 0);
+}
+
+#if defined(__x86_64__) && defined(__LP64__)
+long
+fixture_int80(long nr, long a, long b, long c)
+{
+	long ret;
+
+	__asm__ volatile("int $0x80"
+	                 : "=a"(ret)
+	                 : "a"(nr), "b"(a), "c"(b), "d"(c)
+	                 : "memory", "r8", "r9", "r10", "r11");
+	return ret;
+}
+#endif
+
+/* --- doctor rows ------------------------------------------------------------ */
+
+const char *const fixture_kernel_features[FIXTURE_KERNEL_FEATURES] = {
+    "userns", "namespaces", "network", "mounts", "landlock", "seccomp"};
+
+/* A fabricated set: one of each status, one required failure. */
+const struct doctor_result fixture_doctor_fake[FIXTURE_DOCTOR_FAKE] = {
+    {"userns", 1, DOCTOR_YES, "unshare(CLONE_NEWUSER) and uid/gid maps work",
+        ""},
+    {"network", 1, DOCTOR_NO, "bringing lo up: socket: Operation not permitted",
+        "an outer seccomp filter or LSM may refuse netlink sockets: allow "
+        "socket(AF_NETLINK)"},
+    {"landlock", 0, DOCTOR_PARTIAL, "landlock_restrict_self: EPERM",
+        "boot with lsm=landlock"},
+};
+
+void
+fixture_doctor_well_formed(const struct doctor_result *r)
+{
+	assert_non_null(r->feature);
+	assert_true(r->status == DOCTOR_YES || r->status == DOCTOR_PARTIAL ||
+	    r->status == DOCTOR_NO);
+	assert_non_null(memchr(r->detail, '\0', sizeof(r->detail)));
+	assert_non_null(memchr(r->advice, '\0', sizeof(r->advice)));
+	assert_true(r->detail[0] != '\0');
+	/* Whatever fails says what to do about it. */
+	if (r->status != DOCTOR_YES && r->required)
+		assert_true(r->advice[0] != '\0');
+}
+
+void
+fixture_doctor_yes(const struct doctor_result *r)
+{
+	fixture_doctor_well_formed(r);
+	if (r->status != DOCTOR_YES)
+		fail_msg("%s: %s: %s (advice: %s)", r->feature,
+		    doctor_status_name(r->status), r->detail, r->advice);
+}
+
+/* --- policies ---------------------------------------------------------------- */
+
+void
+fixture_diag(void *arg, const struct policy_diag *d)
 {
 	size_t *nerr = arg;
 
@@ -87,11 +221,17 @@ on_report(void *arg, const char *msg)
 struct policy *
 fixture_policy(const char *text, int secrets)
 {
+	return fixture_policy_as("p.conf", text, secrets);
+}
+
+struct policy *
+fixture_policy_as(const char *name, const char *text, int secrets)
+{
 	struct policy *p = NULL;
 	size_t nerr = 0;
 
 	if (policy_load_string(
-	        "p.conf", text, strlen(text), on_diag, &nerr, &p) != 0 ||
+	        name, text, strlen(text), fixture_diag, &nerr, &p) != 0 ||
 	    nerr != 0)
 		fail_msg("policy does not load:\n%s", text);
 	if (secrets &&
@@ -149,25 +289,38 @@ nonblock(int fd)
 }
 
 int
+fixture_listen(uint16_t *port)
+{
+	struct sockaddr_in sin = {0};
+	socklen_t len = sizeof(sin);
+	int fd;
+
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+	    listen(fd, 8) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0) {
+		close(fd);
+		return -1;
+	}
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+int
 fixture_proxy_setup(void **state)
 {
 	struct fixture_proxy *f = calloc(1, sizeof(*f));
-	struct sockaddr_in sin = {0};
-	socklen_t len = sizeof(sin);
 
 	if (f == NULL || (f->base = event_base_new()) == NULL)
 		return -1;
 	*state = f;
 	f->cfd = f->ufd = -1;
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if ((f->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
-	    bind(f->lfd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(f->lfd, 8) != 0 ||
-	    getsockname(f->lfd, (struct sockaddr *)&sin, &len) != 0)
+	if ((f->lfd = fixture_listen(&f->port)) < 0)
 		return -1;
 	nonblock(f->lfd);
-	f->port = ntohs(sin.sin_port);
 	f->ctx.base = f->base;
 	f->ctx.run_id = "test";
 	TAILQ_INIT(&f->ctx.sessions);
@@ -213,7 +366,22 @@ fixture_client(struct fixture_proxy *f)
 	nonblock(sv[0]);
 	nonblock(sv[1]);
 	f->cfd = sv[0];
-	assert_non_null(session_new(&f->ctx, sv[1], 1));
+	assert_non_null(request_new(&f->ctx, sv[1], 1));
+}
+
+void
+fixture_get(struct fixture_proxy *f, const char *path, const char *headers)
+{
+	char req[512];
+
+	snprintf(req, sizeof(req),
+	    "GET http://up.test:%u%s HTTP/1.1\r\nHost: up.test\r\n%s\r\n",
+	    f->port, path, headers);
+	f->nugot = 0;
+	f->ugot[0] = '\0';
+	fixture_send(f->cfd, req);
+	f->want = "\r\n\r\n";
+	assert_true(fixture_pump(f, fixture_upstream_has));
 }
 
 void

@@ -31,45 +31,7 @@
 #include <cmocka.h>
 
 #include "netns/caps.h"
-
-/* In a child: ends it with status 1 when C is false, saying which. */
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "%s:%d: %s (errno: %s)\n", __FILE__,   \
-			    __LINE__, #c, strerror(errno));                    \
-			_exit(1);                                              \
-		}                                                              \
-	} while (0)
-
-/* Runs FN in a child; returns the child's wait status. */
-static int
-in_child(void (*fn)(void))
-{
-	pid_t pid;
-	int w;
-
-	fflush(NULL);
-	if ((pid = fork()) < 0)
-		return -1;
-	if (pid == 0) {
-		fn();
-		_exit(0);
-	}
-	while (waitpid(pid, &w, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return w;
-}
-
-static void
-assert_child_ok(void (*fn)(void))
-{
-	int w = in_child(fn);
-
-	assert_true(WIFEXITED(w));
-	assert_int_equal(WEXITSTATUS(w), 0);
-}
+#include "tests/unit/fixture.h"
 
 /*
  * The value of field NAME ("CapEff") in /proc/self/status, read as hex
@@ -145,7 +107,7 @@ static void
 test_drop_in_userns(void **state)
 {
 	(void)state;
-	assert_child_ok(child_drop_in_userns);
+	fixture_child_ok(child_drop_in_userns);
 }
 
 /* An ambient capability raised before the drop is gone after it. */
@@ -173,7 +135,7 @@ static void
 test_drop_ambient(void **state)
 {
 	(void)state;
-	assert_child_ok(child_drop_ambient);
+	fixture_child_ok(child_drop_ambient);
 }
 
 /*
@@ -195,7 +157,7 @@ static void
 test_drop_twice_userns(void **state)
 {
 	(void)state;
-	assert_child_ok(child_drop_twice_userns);
+	fixture_child_ok(child_drop_twice_userns);
 }
 
 /*
@@ -227,7 +189,7 @@ static void
 test_drop_twice_here(void **state)
 {
 	(void)state;
-	assert_child_ok(child_drop_twice_here);
+	fixture_child_ok(child_drop_twice_here);
 }
 
 /*
@@ -267,7 +229,7 @@ test_exec_as_root(void **state)
 	int w;
 
 	(void)state;
-	w = in_child(child_exec_as_root);
+	w = fixture_in_child(child_exec_as_root);
 	assert_true(WIFEXITED(w));
 	assert_int_equal(WEXITSTATUS(w), 0);
 }
@@ -322,9 +284,9 @@ child_any_high_effective(void)
 static void
 child_any(void)
 {
-	assert_child_ok(child_any_low_permitted);
-	assert_child_ok(child_any_high_permitted);
-	assert_child_ok(child_any_high_effective);
+	fixture_child_ok(child_any_low_permitted);
+	fixture_child_ok(child_any_high_permitted);
+	fixture_child_ok(child_any_high_effective);
 }
 
 static void

@@ -44,6 +44,7 @@
 
 #define DNS_INTERNAL
 #include "proxy/dns.h"
+#include "tests/unit/fixture.h"
 
 #define TIMEOUT_MS 2000 /* resolver against dnsmasq */
 #define GUARD_MS 5000 /* no single wait in a test may take longer */
@@ -71,15 +72,6 @@ static pid_t dnsmasq_pid = -1;
 static int guard_fired;
 
 /* ---- helpers ------------------------------------------------------- */
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void
 record(
@@ -329,9 +321,9 @@ show_log(const char *log)
 static int
 wait_dnsmasq(pid_t pid, unsigned port, int *wstatus)
 {
-	uint64_t deadline = now_ms() + START_MS;
+	int64_t deadline = fixture_now_ms() + START_MS;
 
-	while (now_ms() < deadline) {
+	while (fixture_now_ms() < deadline) {
 		if (waitpid(pid, wstatus, WNOHANG) == pid)
 			return 0;
 		if (ping(port))
@@ -398,13 +390,13 @@ static int
 group_teardown(void **state)
 {
 	char path[PATH_MAX + 16];
-	uint64_t deadline = now_ms() + 2000;
+	int64_t deadline = fixture_now_ms() + 2000;
 
 	(void)state;
 	if (dnsmasq_pid != -1) {
 		kill(dnsmasq_pid, SIGTERM);
 		while (waitpid(dnsmasq_pid, NULL, WNOHANG) == 0) {
-			if (now_ms() > deadline)
+			if (fixture_now_ms() > deadline)
 				kill(dnsmasq_pid, SIGKILL);
 			poll(NULL, 0, 10);
 		}
@@ -621,15 +613,15 @@ timed_out(struct event_base *base, const char *csv, unsigned timeout_ms,
 	struct answer a = {0}, b = {0};
 	struct dns *d;
 	char err[256];
-	uint64_t t0, ms;
+	int64_t t0, ms;
 
 	d = dns_new(base, csv, timeout_ms, err, sizeof(err));
 	if (d == NULL)
 		fail_msg("dns_new: %s", err);
-	t0 = now_ms();
+	t0 = fixture_now_ms();
 	assert_non_null(dns_resolve(d, "a.test", record, &a));
 	wait_answer(base, &a);
-	ms = now_ms() - t0;
+	ms = fixture_now_ms() - t0;
 	assert_int_equal(a.status, DNS_TIMEOUT);
 	assert_int_equal(a.n, 0);
 	/* Not cached: a second query asks again. */

@@ -27,32 +27,6 @@
 
 #define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const kernel_features[] = {
-    "userns", "namespaces", "network", "mounts", "landlock", "seccomp"};
-
-static void
-assert_well_formed(const struct doctor_result *r)
-{
-	assert_non_null(r->feature);
-	assert_true(r->status == DOCTOR_YES || r->status == DOCTOR_PARTIAL ||
-	    r->status == DOCTOR_NO);
-	assert_non_null(memchr(r->detail, '\0', sizeof(r->detail)));
-	assert_non_null(memchr(r->advice, '\0', sizeof(r->advice)));
-	assert_true(r->detail[0] != '\0');
-	/* Whatever fails says what to do about it. */
-	if (r->status != DOCTOR_YES && r->required)
-		assert_true(r->advice[0] != '\0');
-}
-
-static void
-assert_yes(const struct doctor_result *r)
-{
-	assert_well_formed(r);
-	if (r->status != DOCTOR_YES)
-		fail_msg("%s: %s: %s (advice: %s)", r->feature,
-		    doctor_status_name(r->status), r->detail, r->advice);
-}
-
 /* Every kernel probe, alone: each works on this machine. */
 static void
 test_probes_yes(void **state)
@@ -61,11 +35,12 @@ test_probes_yes(void **state)
 	size_t i;
 
 	(void)state;
-	for (i = 0; i < NITEMS(kernel_features); i++) {
+	for (i = 0; i < FIXTURE_KERNEL_FEATURES; i++) {
 		memset(&r, 0xa5, sizeof(r));
-		assert_int_equal(doctor_probe(kernel_features[i], &r), 0);
-		assert_string_equal(r.feature, kernel_features[i]);
-		assert_yes(&r);
+		assert_int_equal(
+		    doctor_probe(fixture_kernel_features[i], &r), 0);
+		assert_string_equal(r.feature, fixture_kernel_features[i]);
+		fixture_doctor_yes(&r);
 	}
 	assert_int_equal(doctor_probe("nonesuch", &r), -1);
 	assert_int_equal(doctor_probe("secrets", &r), -1);
@@ -103,11 +78,12 @@ test_run_no_leak(void **state)
 	assert_true(n > 0);
 	before[n] = '\0';
 	rows = doctor_run(res, DOCTOR_NKERNEL);
-	assert_int_equal(rows, NITEMS(kernel_features));
+	assert_int_equal(rows, FIXTURE_KERNEL_FEATURES);
 	for (i = 0; i < rows; i++) {
-		assert_string_equal(res[i].feature, kernel_features[i]);
-		assert_string_equal(doctor_feature(i), kernel_features[i]);
-		assert_yes(&res[i]);
+		assert_string_equal(res[i].feature, fixture_kernel_features[i]);
+		assert_string_equal(
+		    doctor_feature(i), fixture_kernel_features[i]);
+		fixture_doctor_yes(&res[i]);
 	}
 	assert_int_equal(doctor_exit_status(res, rows), 0);
 	n = readlink("/proc/self/ns/user", after, sizeof(after) - 1);
@@ -119,17 +95,6 @@ test_run_no_leak(void **state)
 	assert_int_equal(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 1);
 	assert_null(doctor_feature(100));
 }
-
-/* A fabricated set: one of each status, one required failure. */
-static const struct doctor_result fake[] = {
-    {"userns", 1, DOCTOR_YES, "unshare(CLONE_NEWUSER) and uid/gid maps work",
-        ""},
-    {"network", 1, DOCTOR_NO, "bringing lo up: socket: Operation not permitted",
-        "an outer seccomp filter or LSM may refuse netlink sockets: allow "
-        "socket(AF_NETLINK)"},
-    {"landlock", 0, DOCTOR_PARTIAL, "landlock_restrict_self: EPERM",
-        "boot with lsm=landlock"},
-};
 
 /* Child bodies for test_in_child. */
 static void
@@ -234,8 +199,9 @@ test_status_names(void **state)
 	assert_string_equal(doctor_status_name(DOCTOR_YES), "yes");
 	assert_string_equal(doctor_status_name(DOCTOR_PARTIAL), "partial");
 	assert_string_equal(doctor_status_name(DOCTOR_NO), "no");
-	assert_int_equal(doctor_exit_status(fake, 1), 0);
-	assert_int_equal(doctor_exit_status(fake, NITEMS(fake)), 1);
+	assert_int_equal(doctor_exit_status(fixture_doctor_fake, 1), 0);
+	assert_int_equal(
+	    doctor_exit_status(fixture_doctor_fake, FIXTURE_DOCTOR_FAKE), 1);
 	assert_int_equal(doctor_exit_status(NULL, 0), 0);
 }
 

@@ -13,7 +13,6 @@
 #include <sys/types.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,41 +28,26 @@
 
 #include "cli/doctor_policy.h"
 #include "cli/doctor_print.h"
+#include "tests/unit/fixture.h"
 
 #define NITEMS(a) (sizeof(a) / sizeof((a)[0]))
 /* Distinctive, so that strstr finds it wherever it leaks. */
 #define VALUE "pH-d0ct0r-Zq9x"
 
-static const char *const kernel_features[] = {
-    "userns", "namespaces", "network", "mounts", "landlock", "seccomp"};
-
 static char tmpdir[PATH_MAX];
-
-static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(path);
-}
 
 static int
 group_setup(void **state)
 {
-	const char *t = getenv("TMPDIR");
-
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/test_doctor_policy.XXXXXX",
-	    t != NULL && *t != '\0' ? t : "/tmp");
-	return mkdtemp(tmpdir) == NULL ? -1 : 0;
+	return fixture_tmpdir(tmpdir, sizeof(tmpdir), "test_doctor_policy");
 }
 
 static int
 group_teardown(void **state)
 {
 	(void)state;
-	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return fixture_rmtree(tmpdir);
 }
 
 /* Writes TEXT to tmpdir/NAME with MODE; returns the path (static). */
@@ -93,29 +77,6 @@ row(const struct doctor_result *res, size_t n, const char *feature)
 			return &res[i];
 	fail_msg("no row %s", feature);
 	return NULL;
-}
-
-static void
-assert_well_formed(const struct doctor_result *r)
-{
-	assert_non_null(r->feature);
-	assert_true(r->status == DOCTOR_YES || r->status == DOCTOR_PARTIAL ||
-	    r->status == DOCTOR_NO);
-	assert_non_null(memchr(r->detail, '\0', sizeof(r->detail)));
-	assert_non_null(memchr(r->advice, '\0', sizeof(r->advice)));
-	assert_true(r->detail[0] != '\0');
-	/* Whatever fails says what to do about it. */
-	if (r->status != DOCTOR_YES && r->required)
-		assert_true(r->advice[0] != '\0');
-}
-
-static void
-assert_yes(const struct doctor_result *r)
-{
-	assert_well_formed(r);
-	if (r->status != DOCTOR_YES)
-		fail_msg("%s: %s: %s (advice: %s)", r->feature,
-		    doctor_status_name(r->status), r->detail, r->advice);
 }
 
 /* Runs doctor with the policy at PATH (and LOG); returns the row count. */
@@ -161,14 +122,14 @@ test_policy_secret_mode(void **state)
 	    log, tmpdir);
 	snprintf(conf, sizeof(conf), "%s", put_file("mode.conf", text, 0644));
 	n = run_policy(conf, NULL, res);
-	assert_yes(row(res, n, "policy"));
+	fixture_doctor_yes(row(res, n, "policy"));
 	r = row(res, n, "secrets");
 	assert_int_equal(r->status, DOCTOR_NO);
 	assert_non_null(strstr(r->detail, "secret tok: "));
 	assert_non_null(strstr(r->detail, "is mode 0644"));
 	assert_true(r->advice[0] != '\0');
 	r = row(res, n, "log");
-	assert_yes(r);
+	fixture_doctor_yes(r);
 	assert_non_null(strstr(r->detail, "will be created"));
 	/* Checking the log created nothing. */
 	assert_int_equal(stat(log, &sb), -1);
@@ -178,7 +139,7 @@ test_policy_secret_mode(void **state)
 	put_file("tok", VALUE "\n", 0600);
 	n = run_policy(conf, NULL, res);
 	r = row(res, n, "secrets");
-	assert_yes(r);
+	fixture_doctor_yes(r);
 	assert_string_equal(r->detail, "1 loaded: tok");
 	assert_int_equal(doctor_exit_status(res, n), 0);
 	assert_no_value(res, n);
@@ -233,9 +194,9 @@ test_log_paths(void **state)
 	(void)state;
 	o.log = put_file("old.jsonl", "{}\n", 0600);
 	n = doctor_policy_run(&o, res, DOCTOR_MAX);
-	assert_int_equal(n, NITEMS(kernel_features) + 1);
+	assert_int_equal(n, FIXTURE_KERNEL_FEATURES + 1);
 	r = row(res, n, "log");
-	assert_yes(r);
+	fixture_doctor_yes(r);
 	assert_non_null(strstr(r->detail, "is writable"));
 	assert_int_equal(stat(o.log, &sb), 0);
 	assert_int_equal(sb.st_size, 3);
@@ -258,17 +219,6 @@ test_log_paths(void **state)
 	assert_int_equal(doctor_exit_status(res, n), 1);
 }
 
-/* A fabricated set: one of each status, one required failure. */
-static const struct doctor_result fake[] = {
-    {"userns", 1, DOCTOR_YES, "unshare(CLONE_NEWUSER) and uid/gid maps work",
-        ""},
-    {"network", 1, DOCTOR_NO, "bringing lo up: socket: Operation not permitted",
-        "an outer seccomp filter or LSM may refuse netlink sockets: allow "
-        "socket(AF_NETLINK)"},
-    {"landlock", 0, DOCTOR_PARTIAL, "landlock_restrict_self: EPERM",
-        "boot with lsm=landlock"},
-};
-
 /* Prints FAKE (its first N rows) with FN; returns the text (free it). */
 static char *
 printed(int (*fn)(FILE *, const struct doctor_result *, size_t), size_t n)
@@ -278,7 +228,7 @@ printed(int (*fn)(FILE *, const struct doctor_result *, size_t), size_t n)
 	FILE *f;
 
 	assert_non_null(f = open_memstream(&buf, &len));
-	assert_int_equal(fn(f, fake, n), 0);
+	assert_int_equal(fn(f, fixture_doctor_fake, n), 0);
 	fclose(f);
 	return buf;
 }
@@ -309,7 +259,7 @@ line_of(char *const *lines, int n, const char *word)
 static void
 test_table(void **state)
 {
-	char *text = printed(doctor_print_table, NITEMS(fake));
+	char *text = printed(doctor_print_table, FIXTURE_DOCTOR_FAKE);
 	char *lines[32], *save = NULL, *l;
 	int n = 0, cw, cd, ca, i, u, k;
 
@@ -358,8 +308,8 @@ test_verdict_partial(void **state)
 	FILE *f;
 
 	(void)state;
-	memcpy(&res[0], &fake[0], sizeof(res[0]));
-	memcpy(&res[1], &fake[2], sizeof(res[1]));
+	memcpy(&res[0], &fixture_doctor_fake[0], sizeof(res[0]));
+	memcpy(&res[1], &fixture_doctor_fake[2], sizeof(res[1]));
 	assert_int_equal(doctor_exit_status(res, 2), 0);
 	assert_non_null(f = open_memstream(&buf, &len));
 	assert_int_equal(doctor_print_table(f, res, 2), 0);
@@ -374,7 +324,7 @@ test_json(void **state)
 {
 	static const char *const keys[] = {
 	    "feature", "status", "detail", "advice"};
-	char *text = printed(doctor_print_json, NITEMS(fake));
+	char *text = printed(doctor_print_json, FIXTURE_DOCTOR_FAKE);
 	json_error_t jerr;
 	json_t *arr, *o;
 	size_t i, k;
@@ -384,8 +334,8 @@ test_json(void **state)
 	if (arr == NULL)
 		fail_msg("not JSON: %s", jerr.text);
 	assert_true(json_is_array(arr));
-	assert_int_equal(json_array_size(arr), NITEMS(fake));
-	for (i = 0; i < NITEMS(fake); i++) {
+	assert_int_equal(json_array_size(arr), FIXTURE_DOCTOR_FAKE);
+	for (i = 0; i < FIXTURE_DOCTOR_FAKE; i++) {
 		o = json_array_get(arr, i);
 		assert_int_equal(json_object_size(o), NITEMS(keys));
 		for (k = 0; k < NITEMS(keys); k++)
@@ -393,16 +343,16 @@ test_json(void **state)
 			    json_is_string(json_object_get(o, keys[k])));
 		assert_string_equal(
 		    json_string_value(json_object_get(o, "feature")),
-		    fake[i].feature);
+		    fixture_doctor_fake[i].feature);
 		assert_string_equal(
 		    json_string_value(json_object_get(o, "status")),
-		    doctor_status_name(fake[i].status));
+		    doctor_status_name(fixture_doctor_fake[i].status));
 		assert_string_equal(
 		    json_string_value(json_object_get(o, "detail")),
-		    fake[i].detail);
+		    fixture_doctor_fake[i].detail);
 		assert_string_equal(
 		    json_string_value(json_object_get(o, "advice")),
-		    fake[i].advice);
+		    fixture_doctor_fake[i].advice);
 	}
 	assert_string_equal(json_string_value(json_object_get(
 	                        json_array_get(arr, 1), "status")),

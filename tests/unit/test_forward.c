@@ -2,7 +2,7 @@
  * test_forward.c: unit tests of proxy/forward.c, plain-HTTP requests
  * rewritten to origin form and their responses relayed by framing.
  *
- * The client is one end of a socketpair handed to session_new(); the
+ * The client is one end of a socketpair handed to request_new(); the
  * upstream a listener on 127.0.0.1 that the policy's "resolve" line names
  * (no DNS); see fixture_proxy in fixture.h.
  */
@@ -29,16 +29,9 @@ static void
 test_forward(void **state)
 {
 	struct fixture_proxy *f = *state;
-	char req[160];
 
 	fixture_client(f);
-	snprintf(req, sizeof(req),
-	    "GET http://up.test:%u/a?b HTTP/1.1\r\nHost: up.test\r\n"
-	    "Proxy-Connection: keep-alive\r\n\r\n",
-	    f->port);
-	fixture_send(f->cfd, req);
-	f->want = "\r\n\r\n";
-	assert_true(fixture_pump(f, fixture_upstream_has));
+	fixture_get(f, "/a?b", "Proxy-Connection: keep-alive\r\n");
 	assert_non_null(strstr(f->ugot, "GET /a?b HTTP/1.1\r\n"));
 	assert_null(strstr(f->ugot, "Proxy-Connection"));
 	fixture_send(f->ufd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi");
@@ -46,22 +39,6 @@ test_forward(void **state)
 	assert_true(fixture_pump(f, fixture_client_has));
 	assert_non_null(strstr(f->got, "HTTP/1.1 200 OK\r\n"));
 	assert_int_equal(f->ctx.nsessions, 1); /* keep-alive */
-}
-
-/* Sends a GET for PATH to up.test and reads it at the upstream. */
-static void
-get(struct fixture_proxy *f, const char *path)
-{
-	char req[160];
-
-	snprintf(req, sizeof(req),
-	    "GET http://up.test:%u%s HTTP/1.1\r\nHost: up.test\r\n\r\n",
-	    f->port, path);
-	f->nugot = 0;
-	f->ugot[0] = '\0';
-	fixture_send(f->cfd, req);
-	f->want = "\r\n\r\n";
-	assert_true(fixture_pump(f, fixture_upstream_has));
 }
 
 /* A second request to the same place reuses the upstream connection. */
@@ -72,12 +49,12 @@ test_reuse(void **state)
 	int first;
 
 	fixture_client(f);
-	get(f, "/one");
+	fixture_get(f, "/one", "");
 	first = f->ufd;
 	fixture_send(f->ufd, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none");
 	f->want = "one";
 	assert_true(fixture_pump(f, fixture_client_has));
-	get(f, "/two");
+	fixture_get(f, "/two", "");
 	assert_int_equal(f->ufd, first);
 	assert_non_null(strstr(f->ugot, "GET /two HTTP/1.1\r\n"));
 }
@@ -89,7 +66,7 @@ test_chunked(void **state)
 	struct fixture_proxy *f = *state;
 
 	fixture_client(f);
-	get(f, "/c");
+	fixture_get(f, "/c", "");
 	fixture_send(f->ufd,
 	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
 	    "\r\n3\r\nabc\r\n0\r\n\r\n");
@@ -106,7 +83,7 @@ test_upstream_gone(void **state)
 	struct fixture_proxy *f = *state;
 
 	fixture_client(f);
-	get(f, "/x");
+	fixture_get(f, "/x", "");
 	close(f->ufd);
 	f->ufd = -1;
 	f->want = "HTTP/1.1 502 ";
@@ -114,18 +91,14 @@ test_upstream_gone(void **state)
 	assert_non_null(strstr(f->got, "HTTP/1.1 502 "));
 }
 
-#define T(fn)                                                                  \
-	cmocka_unit_test_setup_teardown(                                       \
-	    fn, fixture_proxy_setup, fixture_proxy_teardown)
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(test_forward),
-	    T(test_reuse),
-	    T(test_chunked),
-	    T(test_upstream_gone),
+	    FIXTURE_PROXY_TEST(test_forward),
+	    FIXTURE_PROXY_TEST(test_reuse),
+	    FIXTURE_PROXY_TEST(test_chunked),
+	    FIXTURE_PROXY_TEST(test_upstream_gone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "netns/gitguard.h"
+#include "tests/unit/fixture.h"
 
 #define QUARANTINE ".pinhole-quarantine-"
 
@@ -40,34 +41,8 @@ struct fixture {
 	int fails;
 };
 
-static const char *topdir;
-static char pathbuf[16][PATH_MAX + 64];
-static unsigned pathnext;
-
-static const char *
-P(const char *name)
-{
-	char *b = pathbuf[pathnext++ % 16];
-
-	snprintf(b, sizeof(pathbuf[0]), "%s/%s", topdir, name);
-	return b;
-}
-
-static void
-make_dir(const char *name)
-{
-	assert_int_equal(mkdir(P(name), 0755), 0);
-}
-
-static void
-make_file(const char *name, const char *text)
-{
-	int fd = open(P(name), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-}
+/* TOP/NAME of the scratch tree (fixture.h). */
+#define P(name) fixture_path(name)
 
 static void
 append(const char *name, const char *text)
@@ -77,14 +52,6 @@ append(const char *name, const char *text)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
-}
-
-static int
-exists(const char *path)
-{
-	struct stat sb;
-
-	return lstat(path, &sb) == 0;
 }
 
 /* The one entry of DIR named NAME.pinhole-quarantine-<16 hex>, or "". */
@@ -128,7 +95,7 @@ assert_moved(const char *dir, const char *name)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (exists(P(path)))
+	if (fixture_exists(P(path)))
 		fail_msg("%s is still there", path);
 	if (quarantined(dir, name)[0] == '\0')
 		fail_msg("%s was not moved aside", path);
@@ -137,7 +104,7 @@ assert_moved(const char *dir, const char *name)
 static void
 assert_kept(const char *path)
 {
-	if (!exists(P(path)))
+	if (!fixture_exists(P(path)))
 		fail_msg("%s was moved", path);
 }
 
@@ -167,38 +134,38 @@ setup(void **state)
 		return -1;
 	snprintf(f->top, sizeof(f->top), "%s", real);
 	free(real);
-	topdir = f->top;
-	make_dir(".git");
-	make_file(".git/HEAD", "ref: refs/heads/main\n");
-	make_file(".git/config", "[core]\n");
-	make_file(".git/index", "DIRC");
-	make_dir(".git/hooks");
-	make_dir(".git/objects");
-	make_dir(".git/refs");
-	make_dir(".git/info");
-	make_file(".git/info/exclude", "# nothing\n");
-	make_dir(".git/modules");
-	make_dir(".git/modules/m");
-	make_file(".git/modules/m/HEAD", "ref: refs/heads/main\n");
-	make_file(".git/modules/m/config", "[core]\n");
-	make_dir(".git/modules/m/hooks");
-	make_dir(".git/worktrees");
-	make_dir("old");
-	make_dir("old/.git");
-	make_file("old/.git/HEAD", "ref: refs/heads/main\n");
-	make_file("old/.git/config", "[core]\n");
-	make_dir("old/.git/hooks");
-	make_file("old/.git/hooks/pre-commit.sample", "#!/bin/sh\n");
-	make_dir("mod");
-	make_dir("mod/.git");
-	make_file("mod/.git/HEAD", "ref: refs/heads/main\n");
-	make_file("mod/.git/config", "[core]\n");
-	make_dir("mod/.git/hooks");
-	make_file("mod/.git/hooks/pre-commit", "#!/bin/sh\n");
-	make_dir("sub");
-	make_file("sub/.git", "gitdir: ../.git/modules/m\n");
-	make_dir("src");
-	make_file("src/main.c", "int main(void) { return 0; }\n");
+	fixture_tree_top(f->top);
+	fixture_mkdir(".git");
+	fixture_mkfile(".git/HEAD", "ref: refs/heads/main\n");
+	fixture_mkfile(".git/config", "[core]\n");
+	fixture_mkfile(".git/index", "DIRC");
+	fixture_mkdir(".git/hooks");
+	fixture_mkdir(".git/objects");
+	fixture_mkdir(".git/refs");
+	fixture_mkdir(".git/info");
+	fixture_mkfile(".git/info/exclude", "# nothing\n");
+	fixture_mkdir(".git/modules");
+	fixture_mkdir(".git/modules/m");
+	fixture_mkfile(".git/modules/m/HEAD", "ref: refs/heads/main\n");
+	fixture_mkfile(".git/modules/m/config", "[core]\n");
+	fixture_mkdir(".git/modules/m/hooks");
+	fixture_mkdir(".git/worktrees");
+	fixture_mkdir("old");
+	fixture_mkdir("old/.git");
+	fixture_mkfile("old/.git/HEAD", "ref: refs/heads/main\n");
+	fixture_mkfile("old/.git/config", "[core]\n");
+	fixture_mkdir("old/.git/hooks");
+	fixture_mkfile("old/.git/hooks/pre-commit.sample", "#!/bin/sh\n");
+	fixture_mkdir("mod");
+	fixture_mkdir("mod/.git");
+	fixture_mkfile("mod/.git/HEAD", "ref: refs/heads/main\n");
+	fixture_mkfile("mod/.git/config", "[core]\n");
+	fixture_mkdir("mod/.git/hooks");
+	fixture_mkfile("mod/.git/hooks/pre-commit", "#!/bin/sh\n");
+	fixture_mkdir("sub");
+	fixture_mkfile("sub/.git", "gitdir: ../.git/modules/m\n");
+	fixture_mkdir("src");
+	fixture_mkfile("src/main.c", "int main(void) { return 0; }\n");
 	f->g = gitguard_new();
 	*state = f;
 	return 0;
@@ -271,7 +238,7 @@ test_quiet_run(void **state)
 	struct fixture *f = *state;
 
 	start_run(f);
-	make_file("src/new.c", "\n");
+	fixture_mkfile("src/new.c", "\n");
 	append("src/main.c", "/* edited */\n");
 	assert_int_equal(sweep(f), 0);
 	assert_string_equal(f->said, "");
@@ -291,10 +258,10 @@ test_top_plants(void **state)
 	struct fixture *f = *state;
 
 	start_run(f);
-	make_file(".git/commondir", "../evil\n");
-	make_file(".git/config.worktree", "[core]\n\tfsmonitor = evil\n");
-	make_file(".git/objects/ab", "blob");
-	make_file(".git/hooks/pre-commit", "#!/bin/sh\nevil\n");
+	fixture_mkfile(".git/commondir", "../evil\n");
+	fixture_mkfile(".git/config.worktree", "[core]\n\tfsmonitor = evil\n");
+	fixture_mkfile(".git/objects/ab", "blob");
+	fixture_mkfile(".git/hooks/pre-commit", "#!/bin/sh\nevil\n");
 	append(".git/index", "more");
 	assert_int_equal(sweep(f), 0);
 	assert_moved(".git", "commondir");
@@ -317,18 +284,19 @@ test_nested_new(void **state)
 	struct fixture *f = *state;
 
 	start_run(f);
-	make_dir("vendor");
-	make_dir("vendor/lib");
-	make_dir("vendor/lib/.git");
-	make_file("vendor/lib/.git/HEAD", "ref: refs/heads/main\n");
-	make_file("vendor/lib/.git/config", "[core]\n\tfsmonitor = evil\n");
-	make_dir("vendor/lib/.git/hooks");
-	make_file("vendor/lib/.git/hooks/pre-commit", "evil");
-	make_dir("vendor/lib/.git/objects");
-	make_dir("deep");
-	make_dir("deep/er");
-	make_file("deep/er/.git", "gitdir: ../../elsewhere\n");
-	make_file("deep/.GIT", "gitdir: ../elsewhere\n");
+	fixture_mkdir("vendor");
+	fixture_mkdir("vendor/lib");
+	fixture_mkdir("vendor/lib/.git");
+	fixture_mkfile("vendor/lib/.git/HEAD", "ref: refs/heads/main\n");
+	fixture_mkfile(
+	    "vendor/lib/.git/config", "[core]\n\tfsmonitor = evil\n");
+	fixture_mkdir("vendor/lib/.git/hooks");
+	fixture_mkfile("vendor/lib/.git/hooks/pre-commit", "evil");
+	fixture_mkdir("vendor/lib/.git/objects");
+	fixture_mkdir("deep");
+	fixture_mkdir("deep/er");
+	fixture_mkfile("deep/er/.git", "gitdir: ../../elsewhere\n");
+	fixture_mkfile("deep/.GIT", "gitdir: ../elsewhere\n");
 	assert_int_equal(symlink("../mod/.git", P("src/.git")), 0);
 	assert_int_equal(sweep(f), 0);
 	assert_moved("vendor/lib/.git", "config");
@@ -367,14 +335,14 @@ test_bare_new(void **state)
 	struct fixture *f = *state;
 
 	start_run(f);
-	make_dir("src/b");
-	make_file("src/b/HEAD", "ref: refs/heads/main\n");
-	make_dir("src/b/objects");
-	make_dir("src/b/refs");
-	make_file("src/b/config", "[core]\n\tfsmonitor = evil\n");
-	make_dir("src/b/hooks");
-	make_file("src/b/hooks/post-checkout", "#!/bin/sh\nevil\n");
-	make_dir("src/b/refs/.git");
+	fixture_mkdir("src/b");
+	fixture_mkfile("src/b/HEAD", "ref: refs/heads/main\n");
+	fixture_mkdir("src/b/objects");
+	fixture_mkdir("src/b/refs");
+	fixture_mkfile("src/b/config", "[core]\n\tfsmonitor = evil\n");
+	fixture_mkdir("src/b/hooks");
+	fixture_mkfile("src/b/hooks/post-checkout", "#!/bin/sh\nevil\n");
+	fixture_mkdir("src/b/refs/.git");
 	assert_int_equal(sweep(f), 0);
 	assert_moved("src/b", "config");
 	assert_moved("src/b", "hooks");
@@ -393,22 +361,22 @@ test_hooks_samples(void **state)
 	struct fixture *f = *state;
 
 	start_run(f);
-	make_dir("c1");
-	make_dir("c1/.git");
-	make_dir("c1/.git/objects");
-	make_dir("c1/.git/refs");
-	make_dir("c1/.git/hooks");
-	make_file("c1/.git/HEAD", "ref: refs/heads/main\n");
-	make_file("c1/.git/hooks/pre-commit.sample", "#!/bin/sh\n");
-	make_file("c1/.git/hooks/update.sample", "#!/bin/sh\n");
-	make_dir("c2");
-	make_dir("c2/.git");
-	make_dir("c2/.git/objects");
-	make_dir("c2/.git/refs");
-	make_dir("c2/.git/hooks");
-	make_file("c2/.git/HEAD", "ref: refs/heads/main\n");
-	make_file("c2/.git/hooks/pre-commit.sample", "#!/bin/sh\n");
-	make_dir("c2/.git/hooks/x.sample");
+	fixture_mkdir("c1");
+	fixture_mkdir("c1/.git");
+	fixture_mkdir("c1/.git/objects");
+	fixture_mkdir("c1/.git/refs");
+	fixture_mkdir("c1/.git/hooks");
+	fixture_mkfile("c1/.git/HEAD", "ref: refs/heads/main\n");
+	fixture_mkfile("c1/.git/hooks/pre-commit.sample", "#!/bin/sh\n");
+	fixture_mkfile("c1/.git/hooks/update.sample", "#!/bin/sh\n");
+	fixture_mkdir("c2");
+	fixture_mkdir("c2/.git");
+	fixture_mkdir("c2/.git/objects");
+	fixture_mkdir("c2/.git/refs");
+	fixture_mkdir("c2/.git/hooks");
+	fixture_mkfile("c2/.git/HEAD", "ref: refs/heads/main\n");
+	fixture_mkfile("c2/.git/hooks/pre-commit.sample", "#!/bin/sh\n");
+	fixture_mkdir("c2/.git/hooks/x.sample");
 	assert_int_equal(sweep(f), 0);
 	assert_kept("c1/.git/hooks/pre-commit.sample");
 	assert_kept("c1/.git/hooks/update.sample");
@@ -422,10 +390,10 @@ test_bare_commondir(void **state)
 	struct fixture *f = *state;
 
 	start_run(f);
-	make_dir("src/w");
-	make_file("src/w/HEAD", "ref: refs/heads/main\n");
-	make_file("src/w/commondir", "../../evil\n");
-	make_file("src/w/config.worktree", "[core]\n\tpager = evil\n");
+	fixture_mkdir("src/w");
+	fixture_mkfile("src/w/HEAD", "ref: refs/heads/main\n");
+	fixture_mkfile("src/w/commondir", "../../evil\n");
+	fixture_mkfile("src/w/config.worktree", "[core]\n\tpager = evil\n");
 	assert_int_equal(sweep(f), 0);
 	assert_moved("src/w", "commondir");
 	assert_moved("src/w", "config.worktree");
@@ -443,16 +411,16 @@ test_modules_worktrees(void **state)
 
 	start_run(f);
 	append(".git/modules/m/config", "[core]\n\tfsmonitor = evil\n");
-	make_file(".git/modules/m/hooks/post-checkout", "evil");
-	make_dir(".git/modules/a");
-	make_dir(".git/modules/a/b");
-	make_file(".git/modules/a/b/HEAD", "ref: refs/heads/main\n");
-	make_file(".git/modules/a/b/config", "[core]\n");
-	make_dir(".git/worktrees/w");
-	make_file(".git/worktrees/w/HEAD", "ref: refs/heads/w\n");
-	make_file(".git/worktrees/w/commondir", "../..\n");
-	make_file(".git/worktrees/w/gitdir", "/elsewhere/.git\n");
-	make_file(".git/worktrees/w/config.worktree", "[core]\n");
+	fixture_mkfile(".git/modules/m/hooks/post-checkout", "evil");
+	fixture_mkdir(".git/modules/a");
+	fixture_mkdir(".git/modules/a/b");
+	fixture_mkfile(".git/modules/a/b/HEAD", "ref: refs/heads/main\n");
+	fixture_mkfile(".git/modules/a/b/config", "[core]\n");
+	fixture_mkdir(".git/worktrees/w");
+	fixture_mkfile(".git/worktrees/w/HEAD", "ref: refs/heads/w\n");
+	fixture_mkfile(".git/worktrees/w/commondir", "../..\n");
+	fixture_mkfile(".git/worktrees/w/gitdir", "/elsewhere/.git\n");
+	fixture_mkfile(".git/worktrees/w/config.worktree", "[core]\n");
 	assert_int_equal(sweep(f), 0);
 	assert_moved(".git/modules/m", "config");
 	assert_moved(".git/modules/m", "hooks");
@@ -477,10 +445,10 @@ test_renamed_into_place(void **state)
 {
 	struct fixture *f = *state;
 
-	make_dir("stash");
-	make_dir("stash/x");
-	make_file("stash/x/HEAD", "ref: refs/heads/main\n");
-	make_file("stash/x/config", "[core]\n\tfsmonitor = evil\n");
+	fixture_mkdir("stash");
+	fixture_mkdir("stash/x");
+	fixture_mkfile("stash/x/HEAD", "ref: refs/heads/main\n");
+	fixture_mkfile("stash/x/config", "[core]\n\tfsmonitor = evil\n");
 	start_run(f);
 	assert_int_equal(rename(P("stash/x"), P(".git/modules/x")), 0);
 	assert_int_equal(sweep(f), 0);
@@ -499,20 +467,21 @@ test_unforgeable_names(void **state)
 	char first[NAME_MAX + 1];
 
 	start_run(f);
-	make_file("mod/.git/commondir", "../evil\n");
-	make_dir("mod/.git/commondir.pinhole-quarantine");
-	make_file("mod/.git/commondir.pinhole-quarantine/x", "full");
-	make_dir("mod/.git/commondir.pinhole-quarantine-0000000000000000");
-	make_file(
+	fixture_mkfile("mod/.git/commondir", "../evil\n");
+	fixture_mkdir("mod/.git/commondir.pinhole-quarantine");
+	fixture_mkfile("mod/.git/commondir.pinhole-quarantine/x", "full");
+	fixture_mkdir("mod/.git/commondir.pinhole-quarantine-0000000000000000");
+	fixture_mkfile(
 	    "mod/.git/commondir.pinhole-quarantine-0000000000000000/x", "full");
 	assert_int_equal(sweep(f), 0);
-	assert_false(exists(P("mod/.git/commondir")));
+	assert_false(fixture_exists(P("mod/.git/commondir")));
 	/*
 	 * The old fixed name is an unknown name: aside too.  The forged new
 	 * form stays (git never reads it) and took nothing's place.
 	 */
-	assert_false(exists(P("mod/.git/commondir.pinhole-quarantine")));
-	assert_true(exists(
+	assert_false(
+	    fixture_exists(P("mod/.git/commondir.pinhole-quarantine")));
+	assert_true(fixture_exists(
 	    P("mod/.git/commondir.pinhole-quarantine-0000000000000000/x")));
 	snprintf(
 	    first, sizeof(first), "%s", quarantined("mod/.git", "commondir"));
@@ -520,9 +489,9 @@ test_unforgeable_names(void **state)
 	assert_string_not_equal(
 	    first, "commondir.pinhole-quarantine-0000000000000000");
 	/* A second plant gets another name. */
-	make_file("mod/.git/commondir", "../evil\n");
+	fixture_mkfile("mod/.git/commondir", "../evil\n");
 	assert_int_equal(sweep(f), 0);
-	assert_false(exists(P("mod/.git/commondir")));
+	assert_false(fixture_exists(P("mod/.git/commondir")));
 	assert_int_equal(f->fails, 0);
 	/* What was moved aside is not moved again (its ctime is new). */
 	assert_int_equal(sweep(f), 0);
@@ -539,13 +508,13 @@ test_depth_bound(void **state)
 
 	start_run(f);
 	gitguard_set_limits(f->g, 4, GITGUARD_ENTRIES_MAX);
-	make_dir(path);
+	fixture_mkdir(path);
 	for (i = 0; i < 6; i++) {
 		strcat(path, "/d");
-		make_dir(path);
+		fixture_mkdir(path);
 	}
 	strcat(path, "/.git");
-	make_file(path, "gitdir: /evil\n");
+	fixture_mkfile(path, "gitdir: /evil\n");
 	assert_int_equal(sweep(f), -1);
 	assert_true(f->fails >= 1);
 	assert_non_null(strstr(f->said, "F more than 4 directories deep"));
@@ -572,12 +541,12 @@ test_unreadable(void **state)
 {
 	struct fixture *f = *state;
 
-	make_dir("closed");
+	fixture_mkdir("closed");
 	assert_int_equal(chmod(P("closed"), 0600), 0);
 	start_run(f);
-	make_dir("locked");
-	make_dir("locked/r");
-	make_file("locked/r/.git", "gitdir: /evil\n");
+	fixture_mkdir("locked");
+	fixture_mkdir("locked/r");
+	fixture_mkfile("locked/r/.git", "gitdir: /evil\n");
 	assert_int_equal(chmod(P("locked"), 0), 0);
 	if (geteuid() == 0) {
 		/* CAP_DAC_OVERRIDE: the sweep reads it and moves it. */
@@ -600,9 +569,9 @@ test_unreadable_dotgit(void **state)
 	struct fixture *f = *state;
 
 	start_run(f);
-	make_dir("n");
-	make_dir("n/.git");
-	make_file("n/.git/config", "[core]\n\tfsmonitor = evil\n");
+	fixture_mkdir("n");
+	fixture_mkdir("n/.git");
+	fixture_mkfile("n/.git/config", "[core]\n\tfsmonitor = evil\n");
 	assert_int_equal(chmod(P("n/.git"), 0), 0);
 	assert_int_equal(sweep(f), 0);
 	assert_int_equal(f->fails, 0);

@@ -31,18 +31,9 @@
 #include <cmocka.h>
 
 #include "netns/init.h"
+#include "tests/unit/fixture.h"
 
 #define LIMIT_S 10 /* how long an init child may take, at most */
-
-/* In a child: ends it with status 1 when C is false, saying which. */
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "%s:%d: %s (errno: %s)\n", __FILE__,   \
-			    __LINE__, #c, strerror(errno));                    \
-			_exit(1);                                              \
-		}                                                              \
-	} while (0)
 
 /* In the init child: ends it with status 200 + N when C is false. */
 #define INIT_CHECK(n, c)                                                       \

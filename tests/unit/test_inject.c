@@ -25,6 +25,7 @@
 #include "policy/policy.h"
 #include "proxy/http.h"
 #include "proxy/inject.h"
+#include "tests/unit/fixture.h"
 
 #define ALNUM "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 #define HEADLEN 4096
@@ -64,36 +65,11 @@ teardown(void **state)
 	return 0;
 }
 
-static void
-print_diag(void *arg, const struct policy_diag *d)
-{
-	struct fixture *f = arg;
-
-	if (d->warning)
-		return;
-	f->nerr++;
-	fprintf(stderr, "  %s:%u:%u: %s\n", d->file ? d->file : "-", d->line,
-	    d->col, d->msg);
-}
-
-static void
-print_report(void *arg, const char *msg)
-{
-	(void)arg;
-	fprintf(stderr, "  %s\n", msg);
-}
-
 /* Loads TEXT; with LOAD, reads the secrets' values too. */
 static void
 load_as(struct fixture *f, const char *text, int load)
 {
-	if (policy_load_string(
-	        "p.conf", text, strlen(text), print_diag, f, &f->p) != 0 ||
-	    f->nerr != 0)
-		fail_msg("policy does not load:\n%s", text);
-	if (load &&
-	    secret_store_load(policy_secrets(f->p), print_report, NULL) != 0)
-		fail_msg("secrets do not load:\n%s", text);
+	f->p = fixture_policy(text, load);
 	if ((f->si = inject_standins_new(f->p)) == NULL)
 		fail_msg("inject_standins_new");
 }
@@ -1023,8 +999,8 @@ test_placeholder_headers_syntax(void **state)
 		snprintf(text, sizeof(text),
 		    "secret npm env PH_TEST_INJECT_NPM\n%s", bad[i]);
 		f->nerr = 0;
-		if (policy_load_string(
-		        "p.conf", text, strlen(text), print_diag, f, &p) == 0 &&
+		if (policy_load_string("p.conf", text, strlen(text),
+		        fixture_diag, &f->nerr, &p) == 0 &&
 		    f->nerr == 0)
 			fail_msg("accepted: %s", bad[i]);
 		policy_free(p);

@@ -2,7 +2,7 @@
  * test_intercept.c: unit tests of proxy/intercept.c, a CONNECT whose
  * requests the policy must see, with no network.
  *
- * The client is one end of a socketpair handed to session_new(), and
+ * The client is one end of a socketpair handed to request_new(), and
  * speaks TLS over it with OpenSSL, trusting the run CA as the sandbox
  * does.  Requests the policy refuses inside the tunnel are answered
  * there, so no upstream is needed; one loopback listener stands for the
@@ -29,6 +29,7 @@
 
 #include "policy/policy.h"
 #include "proxy/ca.h"
+#include "proxy/request.h"
 #include "proxy/session.h"
 #include "proxy/tls.h"
 #include "tests/unit/fixture.h"
@@ -95,15 +96,6 @@ teardown(void **state)
 	return 0;
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Turns the loop once, briefly. */
 static void
 turn(struct fixture *f)
@@ -122,18 +114,18 @@ connect_tunnel(struct fixture *f)
 	char buf[sizeof(ok)];
 	size_t n = 0;
 	ssize_t r;
-	int64_t end = now_ms() + 2000;
+	int64_t end = fixture_now_ms() + 2000;
 	int sv[2];
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	f->cfd = sv[0];
-	assert_non_null(session_new(&f->ctx, sv[1], 1));
+	assert_non_null(request_new(&f->ctx, sv[1], 1));
 	assert_int_equal(
 	    write(f->cfd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
 	/* Byte by byte: the TLS records that follow are the client's. */
-	while (n < sizeof(ok) - 1 && now_ms() < end) {
+	while (n < sizeof(ok) - 1 && fixture_now_ms() < end) {
 		turn(f);
 		while (n < sizeof(ok) - 1 && (r = read(f->cfd, buf + n, 1)) > 0)
 			n++;
@@ -170,10 +162,10 @@ client_tls(struct fixture *f, const char *sni)
 static int
 handshake(struct fixture *f)
 {
-	int64_t end = now_ms() + 3000;
+	int64_t end = fixture_now_ms() + 3000;
 	int r, e;
 
-	while (now_ms() < end) {
+	while (fixture_now_ms() < end) {
 		if ((r = SSL_connect(f->ssl)) == 1)
 			return 1;
 		e = SSL_get_error(f->ssl, r);
@@ -188,12 +180,12 @@ handshake(struct fixture *f)
 static void
 request(struct fixture *f, const char *req)
 {
-	int64_t end = now_ms() + 3000;
+	int64_t end = fixture_now_ms() + 3000;
 	int r, e;
 
 	assert_int_equal(
 	    SSL_write(f->ssl, req, (int)strlen(req)), (int)strlen(req));
-	while (!f->eof && now_ms() < end) {
+	while (!f->eof && fixture_now_ms() < end) {
 		turn(f);
 		while ((r = SSL_read(f->ssl, f->got + f->ngot,
 		            (int)(sizeof(f->got) - 1 - f->ngot))) > 0)
@@ -235,8 +227,8 @@ test_sni_differs(void **state)
 	connect_tunnel(f);
 	client_tls(f, "other.test");
 	assert_false(handshake(f));
-	end = now_ms() + 2000;
-	while (f->ctx.nsessions > 0 && now_ms() < end)
+	end = fixture_now_ms() + 2000;
+	while (f->ctx.nsessions > 0 && fixture_now_ms() < end)
 		turn(f);
 	assert_int_equal(f->ctx.nsessions, 0);
 }

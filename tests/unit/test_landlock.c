@@ -42,8 +42,6 @@
 #include "netns/landlock.h"
 #include "tests/unit/fixture.h"
 
-#define NPATHBUF 8
-
 struct fixture {
 	char dir[PATH_MAX];
 	int abi;
@@ -52,20 +50,8 @@ struct fixture {
 	socklen_t sunlen;
 };
 
-/* The ring of buffers that P() returns: enough for one check's paths. */
-static char pathbuf[NPATHBUF][PATH_MAX + 64];
-static unsigned pathnext;
-static const char *topdir;
-
-/* Returns topdir/NAME, in one of NPATHBUF static buffers. */
-static const char *
-P(const char *name)
-{
-	char *buf = pathbuf[pathnext++ % NPATHBUF];
-
-	snprintf(buf, sizeof(pathbuf[0]), "%s/%s", topdir, name);
-	return buf;
-}
+/* TOP/NAME of the scratch tree (fixture.h). */
+#define P(name) fixture_path(name)
 
 /* 0 when CALL succeeded, else its errno. */
 #define ERR(call) ((call) == -1 ? errno : 0)
@@ -227,7 +213,7 @@ setup(void **state)
 	f->abi = ll_abi();
 	if (fixture_tmpdir(f->dir, sizeof(f->dir), "test_landlock") != 0)
 		return -1;
-	topdir = f->dir;
+	fixture_tree_top(f->dir);
 	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir(P(dirs[i]), 0700) == -1)
 			return -1;
@@ -344,7 +330,7 @@ test_sandbox_writes(void **state)
 
 	need_abi(f, 1, __func__);
 	run(child_sandbox_writes, f, 0);
-	topdir = f->dir;
+	fixture_tree_top(f->dir);
 	assert_int_equal(try_read(P("o/existing"), "other\n"), 0);
 	assert_int_equal(try_read(P("w/f"), "g\n"), 0);
 }

@@ -50,17 +50,6 @@
 #include "netns/mount.h"
 #include "tests/unit/fixture.h"
 
-/* In a child: ends it with status 1 when C is false, saying which. */
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "%s:%d: %s (errno: %s)\n", __FILE__,   \
-			    __LINE__, #c, strerror(errno));                    \
-			_exit(1);                                              \
-		}                                                              \
-	} while (0)
-
-#define NPATHBUF 16
 #define MAXDIRS 16
 
 struct fixture {
@@ -70,35 +59,8 @@ struct fixture {
 /* The tree's top, for P(). */
 static const char *topdir;
 
-/* The ring of buffers P() returns: enough for one check's paths. */
-static char pathbuf[NPATHBUF][PATH_MAX + 64];
-static unsigned pathnext;
-
-/* Returns TOP/NAME, in one of NPATHBUF static buffers. */
-static const char *
-P(const char *name)
-{
-	char *b = pathbuf[pathnext++ % NPATHBUF];
-
-	snprintf(b, sizeof(pathbuf[0]), "%s/%s", topdir, name);
-	return b;
-}
-
-static void
-make_dir(const char *name)
-{
-	assert_int_equal(mkdir(P(name), 0755), 0);
-}
-
-static void
-make_file(const char *name, const char *text)
-{
-	int fd = open(P(name), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-}
+/* TOP/NAME of the scratch tree (fixture.h). */
+#define P(name) fixture_path(name)
 
 static int
 setup(void **state)
@@ -114,28 +76,29 @@ setup(void **state)
 	snprintf(f->top, sizeof(f->top), "%s", real);
 	free(real);
 	topdir = f->top;
-	make_dir("a");
-	make_dir("a/.git");
-	make_file("a/.git/config", "[core]\n");
-	make_file("a/.git/HEAD", "ref: refs/heads/main\n");
-	make_dir("a/sub");
-	make_dir("a/secret");
-	make_file("a/secret/key", "KEY");
-	make_file("a/secret.txt", "s3cret");
-	make_dir("a/home");
-	make_dir("a/home/.ssh");
-	make_file("a/home/.ssh/id", "ID");
-	make_file("a/home/.netrc", "machine x password y");
-	make_dir("ab");
+	fixture_tree_top(topdir);
+	fixture_mkdir("a");
+	fixture_mkdir("a/.git");
+	fixture_mkfile("a/.git/config", "[core]\n");
+	fixture_mkfile("a/.git/HEAD", "ref: refs/heads/main\n");
+	fixture_mkdir("a/sub");
+	fixture_mkdir("a/secret");
+	fixture_mkfile("a/secret/key", "KEY");
+	fixture_mkfile("a/secret.txt", "s3cret");
+	fixture_mkdir("a/home");
+	fixture_mkdir("a/home/.ssh");
+	fixture_mkfile("a/home/.ssh/id", "ID");
+	fixture_mkfile("a/home/.netrc", "machine x password y");
+	fixture_mkdir("ab");
 	assert_int_equal(symlink("a", P("link")), 0);
-	make_dir("ro");
-	make_file("ro/f", "ro-data");
-	make_dir("rw");
-	make_dir("rw/.git");
-	make_file("rw/.git/config", "[core]\n");
-	make_dir("nogit");
-	make_dir("wt");
-	make_file("wt/.git", "gitdir: /elsewhere\n");
+	fixture_mkdir("ro");
+	fixture_mkfile("ro/f", "ro-data");
+	fixture_mkdir("rw");
+	fixture_mkdir("rw/.git");
+	fixture_mkfile("rw/.git/config", "[core]\n");
+	fixture_mkdir("nogit");
+	fixture_mkdir("wt");
+	fixture_mkfile("wt/.git", "gitdir: /elsewhere\n");
 	*state = f;
 	return 0;
 }
@@ -149,14 +112,6 @@ teardown(void **state)
 	free(f);
 	topdir = NULL;
 	return 0;
-}
-
-static int
-exists(const char *path)
-{
-	struct stat sb;
-
-	return lstat(path, &sb) == 0;
 }
 
 static int
@@ -569,12 +524,12 @@ test_prepare_git(void **state)
 	add(p, MNT_BIND, P("rw"), NULL);
 	add(p, MNT_BIND, P("nogit"), NULL);
 	add(p, MNT_BIND, P("wt"), NULL);
-	assert_false(exists(P("a/.git/hooks")));
+	assert_false(fixture_exists(P("a/.git/hooks")));
 	assert_int_equal(mnt_plan_prepare_git(p, err, sizeof(err)), 0);
 	assert_true(is_dir(P("a/.git/hooks")));
 	assert_true(is_dir(P("rw/.git/hooks")));
 	/* No repository: nothing made.  A worktree's .git file stays. */
-	assert_false(exists(P("nogit/.git")));
+	assert_false(fixture_exists(P("nogit/.git")));
 	assert_false(is_dir(P("wt/.git")));
 	/* Again: the hooks are there already, which is fine. */
 	assert_int_equal(mnt_plan_prepare_git(p, err, sizeof(err)), 0);
@@ -591,7 +546,7 @@ test_prepare_git_ro_bind(void **state)
 	(void)state;
 	add(p, MNT_RO_BIND, P("rw"), NULL);
 	assert_int_equal(mnt_plan_prepare_git(p, err, sizeof(err)), 0);
-	assert_false(exists(P("rw/.git/hooks")));
+	assert_false(fixture_exists(P("rw/.git/hooks")));
 	mnt_plan_free(p);
 }
 
@@ -605,8 +560,8 @@ test_prepare_git_allowed(void **state)
 	add(p, MNT_BIND, P("rw"), NULL);
 	mnt_plan_allow_git_config(p);
 	assert_int_equal(mnt_plan_prepare_git(p, err, sizeof(err)), 0);
-	assert_false(exists(P("a/.git/hooks")));
-	assert_false(exists(P("rw/.git/hooks")));
+	assert_false(fixture_exists(P("a/.git/hooks")));
+	assert_false(fixture_exists(P("rw/.git/hooks")));
 	mnt_plan_free(p);
 }
 
@@ -916,7 +871,7 @@ check_tmp(const char *want_top)
 	if (strcmp(got, want_top) != 0)
 		fprintf(stderr, "%s: %s\n", topdir, got);
 	CHECK(strcmp(got, want_top) == 0);
-	CHECK(!exists(P("ab")));
+	CHECK(!fixture_exists(P("ab")));
 	CHECK(create_works("/tmp/pinhole-test"));
 	CHECK(unlink("/tmp/pinhole-test") == 0);
 }
@@ -962,13 +917,13 @@ check_full_view(void)
 	CHECK(mkdir(P("a/sub/d"), 0755) == 0);
 	/* Hidden: an empty directory, an empty file, both read-only. */
 	CHECK(strcmp(list_dir(P("a/secret"), got, sizeof(got)), "") == 0);
-	CHECK(!exists(P("a/secret/key")));
+	CHECK(!fixture_exists(P("a/secret/key")));
 	CHECK(create_fails(P("a/secret/new"), EROFS));
 	CHECK(file_is(P("a/secret.txt"), ""));
 	CHECK(open(P("a/secret.txt"), O_WRONLY | O_CLOEXEC) == -1 &&
 	    errno == EROFS);
 	/* Not there: skipped, and still not there. */
-	CHECK(!exists(P("a/nothere")));
+	CHECK(!fixture_exists(P("a/nothere")));
 	/* What mnt_plan_hide_defaults names under HOME. */
 	CHECK(strcmp(list_dir(P("a/home/.ssh"), got, sizeof(got)), "") == 0);
 	CHECK(file_is(P("a/home/.netrc"), ""));
@@ -1007,13 +962,13 @@ test_apply(void **state)
 	assert_int_equal(mnt_plan_prepare_git(p, err, sizeof(err)), 0);
 	assert_view(p, check_full_view);
 	/* What the view wrote is on the host; what it hid is untouched. */
-	assert_true(exists(P("a/from-view")));
+	assert_true(fixture_exists(P("a/from-view")));
 	assert_true(is_dir(P("a/sub/d")));
-	assert_true(exists(P("rw/from-view")));
+	assert_true(fixture_exists(P("rw/from-view")));
 	assert_true(file_is(P("a/secret/key"), "KEY"));
 	assert_true(file_is(P("a/secret.txt"), "s3cret"));
-	assert_false(exists(P("ro/new")));
-	assert_false(exists(P("t")));
+	assert_false(fixture_exists(P("ro/new")));
+	assert_false(fixture_exists(P("t")));
 	mnt_plan_free(p);
 }
 
@@ -1038,7 +993,7 @@ test_apply_git_allowed(void **state)
 	assert_int_equal(mkdir(P("a/.git/hooks"), 0755), 0);
 	mnt_plan_allow_git_config(p);
 	assert_view(p, check_git_allowed);
-	assert_true(exists(P("a/.git/hooks/pre-commit")));
+	assert_true(fixture_exists(P("a/.git/hooks/pre-commit")));
 	mnt_plan_free(p);
 }
 
@@ -1066,7 +1021,7 @@ test_apply_git_not_replaceable(void **state)
 	(void)state;
 	assert_int_equal(mnt_plan_prepare_git(p, err, sizeof(err)), 0);
 	assert_view(p, check_git_not_replaceable);
-	assert_false(exists(P("a/.git/hooks/pre-commit")));
+	assert_false(fixture_exists(P("a/.git/hooks/pre-commit")));
 	mnt_plan_free(p);
 }
 
@@ -1145,8 +1100,8 @@ test_apply_home(void **state)
 	char err[512] = "";
 
 	(void)state;
-	make_dir("nogit/cacheroot");
-	make_file("nogit/cacheroot/k", "kept");
+	fixture_mkdir("nogit/cacheroot");
+	fixture_mkfile("nogit/cacheroot/k", "kept");
 	assert_int_equal(
 	    mnt_plan_set_home(p, P("nogit"), 0, err, sizeof(err)), 0);
 	assert_int_equal(
@@ -1154,12 +1109,12 @@ test_apply_home(void **state)
 	add(p, MNT_CACHE, P("rw"), P("nogit/.npm"));
 	add(p, MNT_TMPFS, NULL, P("nogit/tmpfs/made"));
 	assert_view(p, check_home);
-	assert_true(exists(P("rw/entry")));
-	assert_false(exists(P("nogit/new.txt")));
-	assert_false(exists(P("nogit/.config")));
-	assert_false(exists(P("nogit/.npm")));
-	assert_false(exists(P("nogit/tmpfs")));
-	assert_true(exists(P("nogit/cacheroot/k")));
+	assert_true(fixture_exists(P("rw/entry")));
+	assert_false(fixture_exists(P("nogit/new.txt")));
+	assert_false(fixture_exists(P("nogit/.config")));
+	assert_false(fixture_exists(P("nogit/.npm")));
+	assert_false(fixture_exists(P("nogit/tmpfs")));
+	assert_true(fixture_exists(P("nogit/cacheroot/k")));
 	mnt_plan_free(p);
 }
 
@@ -1180,7 +1135,7 @@ test_apply_bad_destination(void **state)
 	w = in_view(p, NULL, P("ro/new/x"));
 	assert_true(WIFEXITED(w));
 	assert_int_equal(WEXITSTATUS(w), 0);
-	assert_false(exists(P("ro/new")));
+	assert_false(fixture_exists(P("ro/new")));
 	mnt_plan_free(p);
 }
 
@@ -1239,7 +1194,7 @@ test_check_home(void **state)
 	char err[1024];
 
 	(void)state;
-	make_dir("a/home/proj");
+	fixture_mkdir("a/home/proj");
 	/* The home itself, and a directory holding it. */
 	p = plan_at(P("a/home"));
 	err[0] = '\0';
@@ -1479,7 +1434,7 @@ check_proc_ro(void)
 	int fd;
 
 	for (i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
-		if (!exists(ro[i]))
+		if (!fixture_exists(ro[i]))
 			continue;
 		CHECK(statvfs(ro[i], &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0);
 	}
@@ -1493,7 +1448,7 @@ check_proc_ro(void)
 	/* The rest of /proc is as before. */
 	CHECK(statvfs("/proc", &sv) == 0 && (sv.f_flag & ST_RDONLY) == 0);
 	CHECK(file_is("/proc/self/comm", "test_mount\n") ||
-	    exists("/proc/self/comm"));
+	    fixture_exists("/proc/self/comm"));
 }
 
 static void
@@ -1523,7 +1478,7 @@ test_apply_hide_link(void **state)
 	struct mnt_plan *p = plan_at(P("a"));
 
 	(void)state;
-	make_file("ro/real-secret", "SECRET");
+	fixture_mkfile("ro/real-secret", "SECRET");
 	assert_int_equal(symlink("../ro/real-secret", P("a/secret-link")), 0);
 	add(p, MNT_RO_BIND, P("ro"), NULL);
 	/* And a dangling one: nothing to hide, no failure. */
@@ -1613,7 +1568,7 @@ test_apply_bind_dst_link(void **state)
 	w = in_view(p, NULL, P("a/dst2"));
 	assert_true(WIFEXITED(w));
 	assert_int_equal(WEXITSTATUS(w), 0);
-	assert_false(exists(P("made-here")));
+	assert_false(fixture_exists(P("made-here")));
 	mnt_plan_free(p);
 }
 
@@ -1642,8 +1597,8 @@ test_apply_hide_eacces(void **state)
 		              "another owner (runs as root in CI)\n");
 		skip();
 	}
-	make_dir("a/closed");
-	make_file("a/closed/secret", "SECRET");
+	fixture_mkdir("a/closed");
+	fixture_mkfile("a/closed/secret", "SECRET");
 	assert_int_equal(chown(P("a/closed/secret"), 12345, 12345), 0);
 	assert_int_equal(chown(P("a/closed"), 12345, 12345), 0);
 	assert_int_equal(chmod(P("a/closed"), 0700), 0);

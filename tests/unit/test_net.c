@@ -34,38 +34,9 @@
 
 #include "netns/net.h"
 #include "proxy/dnsstub.h"
-
-/* In a child: ends it with status 1 when C is false, saying which. */
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "%s:%d: %s (errno: %s)\n", __FILE__,   \
-			    __LINE__, #c, strerror(errno));                    \
-			_exit(1);                                              \
-		}                                                              \
-	} while (0)
+#include "tests/unit/fixture.h"
 
 #define PORT NET_PROXY_PORT
-
-/* Runs FN in a child; asserts it ended with status 0. */
-static void
-assert_child_ok(void (*fn)(void))
-{
-	pid_t pid;
-	int w;
-
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		fn();
-		_exit(0);
-	}
-	while (waitpid(pid, &w, 0) < 0)
-		assert_int_equal(errno, EINTR);
-	assert_true(WIFEXITED(w));
-	assert_int_equal(WEXITSTATUS(w), 0);
-}
 
 /* A blocking connect to ADDR (text) port PORT; returns the fd or -1. */
 static int
@@ -143,7 +114,7 @@ static void
 test_lo_up(void **state)
 {
 	(void)state;
-	assert_child_ok(child_lo_up);
+	fixture_child_ok(child_lo_up);
 }
 
 /* Nothing but loopback: an outside address has no route, at once. */
@@ -165,7 +136,7 @@ static void
 test_no_route_out(void **state)
 {
 	(void)state;
-	assert_child_ok(child_no_route_out);
+	fixture_child_ok(child_no_route_out);
 }
 
 /* --- net_listen_loopback -------------------------------------------------- */
@@ -252,7 +223,7 @@ static void
 test_listen(void **state)
 {
 	(void)state;
-	assert_child_ok(child_listen);
+	fixture_child_ok(child_listen);
 }
 
 /* The DNS stub's sockets: UDP and TCP on port 53 of each loopback. */
@@ -288,7 +259,7 @@ static void
 test_listen_dns(void **state)
 {
 	(void)state;
-	assert_child_ok(child_listen_dns);
+	fixture_child_ok(child_listen_dns);
 }
 
 /* Open descriptors of the calling process. */
@@ -349,7 +320,7 @@ test_listen_v6_taken(void **state)
 		print_message("skipped: this kernel has no IPv6\n");
 		skip();
 	}
-	assert_child_ok(child_listen_v6_taken);
+	fixture_child_ok(child_listen_v6_taken);
 }
 
 /* --- net_send_fds, net_recv_fds ------------------------------------------- */

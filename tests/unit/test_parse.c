@@ -16,7 +16,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,6 +33,7 @@
 #include "common/xmalloc.h"
 #include "policy/parse.h"
 #include "policy/policy.h"
+#include "tests/unit/fixture.h"
 
 /* The name string policies are loaded under. */
 #define NAME "t.conf"
@@ -97,35 +97,17 @@ reset(struct fixture *f)
 }
 
 static int
-rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)sb;
-	(void)type;
-	(void)ftw;
-	return remove(path);
-}
-
-static int
 group_setup(void **state)
 {
-	const char *t = getenv("TMPDIR");
-
 	(void)state;
-	if (t == NULL || *t == '\0')
-		t = "/tmp";
-	snprintf(tmproot, sizeof(tmproot), "%s/test_parse.XXXXXX", t);
-	if (mkdtemp(tmproot) == NULL) {
-		fprintf(stderr, "mkdtemp %s: %s\n", tmproot, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return fixture_tmpdir(tmproot, sizeof(tmproot), "test_parse");
 }
 
 static int
 group_teardown(void **state)
 {
 	(void)state;
-	return nftw(tmproot, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return fixture_rmtree(tmproot);
 }
 
 static int
@@ -154,7 +136,7 @@ teardown(void **state)
 	reset(f);
 	for (i = 0; i < f->npaths; i++)
 		free(f->paths[i]);
-	r = nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	r = fixture_rmtree(f->dir);
 	free(f);
 	return r;
 }

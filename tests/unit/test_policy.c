@@ -24,6 +24,7 @@
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "policy/policy.h"
+#include "tests/unit/fixture.h"
 
 #define NAME "p.conf"
 
@@ -81,18 +82,6 @@ teardown(void **state)
 	return 0;
 }
 
-static void
-print_diag(void *arg, const struct policy_diag *d)
-{
-	struct fixture *f = arg;
-
-	if (d->warning)
-		return;
-	f->nerr++;
-	fprintf(stderr, "  %s:%u:%u: %s\n", d->file ? d->file : "-", d->line,
-	    d->col, d->msg);
-}
-
 /* Loads TEXT as NAME (unless already loaded); it must have no errors. */
 static void
 use_policy_as(struct fixture *f, const char *name, const char *text)
@@ -102,11 +91,7 @@ use_policy_as(struct fixture *f, const char *name, const char *text)
 	policy_free(f->p);
 	f->p = NULL;
 	f->text = NULL;
-	f->nerr = 0;
-	if (policy_load_string(
-	        name, text, strlen(text), print_diag, f, &f->p) != 0 ||
-	    f->nerr != 0)
-		fail_msg("policy does not load:\n%s", text);
+	f->p = fixture_policy_as(name, text, 0);
 	f->text = text;
 }
 
@@ -1029,7 +1014,7 @@ test_large_policy(void **state)
 
 	f->nerr = 0;
 	if (policy_load_string(
-	        NAME, text, strlen(text), print_diag, f, &f->p) != 0)
+	        NAME, text, strlen(text), fixture_diag, &f->nerr, &f->p) != 0)
 		fail_msg("the generated policy does not load");
 	free(text);
 	assert_int_equal(policy_rule_count(f->p), 10000);

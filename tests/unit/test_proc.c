@@ -26,20 +26,12 @@
 #include <cmocka.h>
 
 #include "common/proc.h"
+#include "tests/unit/fixture.h"
 
 #define CAP 65536
 
 static char marker[PATH_MAX];
 static uint8_t buf[2 * 1024 * 1024];
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static char *const minimal_env[] = {"PATH=/usr/bin:/bin", NULL};
 
@@ -61,7 +53,7 @@ run_sh(const char *script, int timeout_ms, int grace_ms, size_t cap,
 	    .out = buf,
 	    .cap = cap,
 	};
-	int64_t t0 = now_ms();
+	int64_t t0 = fixture_now_ms();
 	int r;
 
 	snprintf(mk, sizeof(mk), "M=%s", marker);
@@ -69,7 +61,7 @@ run_sh(const char *script, int timeout_ms, int grace_ms, size_t cap,
 	strcpy(scr, script);
 	r = proc_run(&spec, res);
 	if (elapsed != NULL)
-		*elapsed = now_ms() - t0;
+		*elapsed = fixture_now_ms() - t0;
 	return r;
 }
 
@@ -363,10 +355,10 @@ test_cancel(void **state)
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(write(p[1], "x", 1), 1);
 	spec.cancel_fd = p[0];
-	t0 = now_ms();
+	t0 = fixture_now_ms();
 	assert_int_equal(proc_run(&spec, &res), -1);
 	assert_int_equal(res.end, PROC_CANCELLED);
-	assert_true(now_ms() - t0 < 5000);
+	assert_true(fixture_now_ms() - t0 < 5000);
 	close(p[0]);
 	close(p[1]);
 	/* It may have been killed before it wrote the marker. */

@@ -22,7 +22,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -47,16 +46,7 @@
 #include "netns/net.h"
 #include "netns/sandbox.h"
 #include "proxy/dnsstub.h"
-
-/* In a child: ends it with status 1 when C is false, saying which. */
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "%s:%d: %s (errno: %s)\n", __FILE__,   \
-			    __LINE__, #c, strerror(errno));                    \
-			_exit(1);                                              \
-		}                                                              \
-	} while (0)
+#include "tests/unit/fixture.h"
 
 #define LIMIT_MS 10000 /* how long a sandbox may take to end */
 
@@ -92,20 +82,11 @@ setup(void **state)
 }
 
 static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(path);
-}
-
-static int
 teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fixture_rmtree(f->dir);
 	mnt_plan_free(f->plan);
 	unsetenv("PH_TEST_SECRET");
 	free(f);

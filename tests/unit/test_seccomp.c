@@ -37,6 +37,7 @@
 #include <seccomp.h>
 
 #include "netns/seccomp.h"
+#include "tests/unit/fixture.h"
 
 #define BARE 0
 #define FILTERED 1
@@ -327,19 +328,6 @@ probe_personality_sweep(long arg)
 }
 
 #if defined(__x86_64__) && defined(__LP64__)
-/* An i386 system call from this 64-bit process.  Returns -errno or >= 0. */
-static long
-int80(long nr, long a, long b, long c)
-{
-	long ret;
-
-	__asm__ volatile("int $0x80"
-	                 : "=a"(ret)
-	                 : "a"(nr), "b"(a), "c"(b), "d"(c)
-	                 : "memory", "r8", "r9", "r10", "r11");
-	return ret;
-}
-
 #define I386_GETPID 20
 #define I386_SOCKETCALL 102
 #define I386_SOCKET 359
@@ -352,7 +340,7 @@ int80(long nr, long a, long b, long c)
 static int
 probe_int80_getpid(long arg)
 {
-	long r = int80(I386_GETPID, 0, 0, 0);
+	long r = fixture_int80(I386_GETPID, 0, 0, 0);
 
 	(void)arg;
 	return r == getpid() ? 0 : (int)-r;
@@ -361,7 +349,7 @@ probe_int80_getpid(long arg)
 static int
 probe_int80_keyctl(long arg)
 {
-	long r = int80(
+	long r = fixture_int80(
 	    I386_KEYCTL, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
 
 	(void)arg;
@@ -384,7 +372,7 @@ probe_int80_socketcall(long family)
 	args[0] = (unsigned int)family;
 	args[1] = SOCK_STREAM;
 	args[2] = 0;
-	r = int80(I386_SOCKETCALL, SYS_SOCKET_SUB, (long)args, 0);
+	r = fixture_int80(I386_SOCKETCALL, SYS_SOCKET_SUB, (long)args, 0);
 
 	if (r >= 0)
 		close((int)r);
@@ -395,7 +383,7 @@ probe_int80_socketcall(long family)
 static int
 probe_int80_socket(long family)
 {
-	long r = int80(I386_SOCKET, family, SOCK_STREAM, 0);
+	long r = fixture_int80(I386_SOCKET, family, SOCK_STREAM, 0);
 
 	if (r >= 0)
 		close((int)r);
@@ -405,7 +393,7 @@ probe_int80_socket(long family)
 static int
 probe_int80_socketpair(long family)
 {
-	long r = int80(I386_SOCKETPAIR, family, SOCK_STREAM, 0);
+	long r = fixture_int80(I386_SOCKETPAIR, family, SOCK_STREAM, 0);
 
 	return r < 0 ? (int)-r : 0; /* a NULL vector: EFAULT past the filter */
 }

@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -30,6 +29,7 @@
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "policy/secret.h"
+#include "tests/unit/fixture.h"
 
 /* Distinctive, so that strstr finds it in any message that leaks it. */
 #define VALUE "pH-s3cr3t-Zq9x"
@@ -62,35 +62,17 @@ collect(void *arg, const char *msg)
 }
 
 static int
-rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)sb;
-	(void)type;
-	(void)ftw;
-	return remove(path);
-}
-
-static int
 group_setup(void **state)
 {
-	const char *t = getenv("TMPDIR");
-
 	(void)state;
-	if (t == NULL || *t == '\0')
-		t = "/tmp";
-	snprintf(tmpdir, sizeof(tmpdir), "%s/test_secret.XXXXXX", t);
-	if (mkdtemp(tmpdir) == NULL) {
-		fprintf(stderr, "mkdtemp %s: %s\n", tmpdir, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return fixture_tmpdir(tmpdir, sizeof(tmpdir), "test_secret");
 }
 
 static int
 group_teardown(void **state)
 {
 	(void)state;
-	return nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return fixture_rmtree(tmpdir);
 }
 
 static int

@@ -1,10 +1,12 @@
 /*
- * test_session.c: unit tests of proxy/session.c: request heads, the
- * CONNECT decision and its answers, policy reloads, the close path.
+ * test_session.c: unit tests of proxy/session.c, what every part of the
+ * request path does to a session: proxy-made answers (one printable
+ * reason line, the 403 told to the context), the close path and the
+ * context's callbacks, the relay budget, and when a head is worth
+ * parsing again.
  *
- * The client is one end of a socketpair handed to session_new(); the
- * upstream a listener on 127.0.0.1 that the policy's "resolve" line names
- * (no DNS); see fixture_proxy in fixture.h.
+ * The session comes from request_new() on one end of a socketpair (see
+ * fixture_proxy in fixture.h); the tests then act on it directly.
  */
 #include <sys/socket.h>
 
@@ -18,160 +20,127 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "policy/policy.h"
 #include "proxy/session.h"
 #include "tests/unit/fixture.h"
 
-/* --- CONNECT ----------------------------------------------------------------- */
-
-/* A CONNECT no rule allows: 403 with the reason, and told. */
-static void
-test_connect_denied(void **state)
+/* The one session of F. */
+static struct session *
+only_session(struct fixture_proxy *f)
 {
-	struct fixture_proxy *f = *state;
-
-	fixture_client(f);
-	fixture_send(f->cfd,
-	    "CONNECT other.test:443 HTTP/1.1\r\n"
-	    "Host: other.test\r\n\r\n");
-	assert_true(fixture_pump(f, fixture_client_eof));
-	if (strstr(f->got, "HTTP/1.1 403 ") == NULL)
-		fail_msg("got \"%s\"", f->got);
-	assert_non_null(strstr(f->got, "X-Pinhole-Reason: "));
-	assert_int_equal(f->denied, 1);
-	assert_true(f->ufd < 0);
-	assert_true(fixture_pump(f, fixture_no_session));
-}
-
-/* A rule that needs interception, in a proxy without TLS: 501. */
-static void
-test_connect_needs_intercept(void **state)
-{
-	struct fixture_proxy *f = *state;
-	char req[128];
-
-	fixture_proxy_use(f,
-	    "resolve up.test 127.0.0.1\n"
-	    "allow up.test:@PORT@ { private paths /a/* }\n");
-	fixture_client(f);
-	snprintf(req, sizeof(req),
-	    "CONNECT up.test:%u HTTP/1.1\r\nHost: up.test\r\n\r\n", f->port);
-	fixture_send(f->cfd, req);
-	assert_true(fixture_pump(f, fixture_client_eof));
-	assert_non_null(strstr(f->got, "HTTP/1.1 501 "));
-	assert_true(f->ufd < 0);
-}
-
-/* --- reload ------------------------------------------------------------------ */
-
-/* A reload closes the tunnels the new policy would not open. */
-static void
-test_reload_closes_tunnel(void **state)
-{
-	struct fixture_proxy *f = *state;
-	struct proxy_policy *old = f->ctx.policy;
-
-	fixture_tunnel(f);
-	/* The session holds the old policy: it goes when the session ends. */
-	f->ctx.policy = fixture_proxy_policy(f, "allow elsewhere.test\n");
-	old->refs--;
-	session_policy_reloaded(&f->ctx);
-	assert_true(fixture_pump(f, fixture_client_eof));
-	assert_true(fixture_pump(f, fixture_upstream_eof));
-	assert_int_equal(f->ctx.nsessions, 0);
-}
-
-/* A reload that still allows the tunnel leaves it open. */
-static void
-test_reload_keeps_tunnel(void **state)
-{
-	struct fixture_proxy *f = *state;
-	struct proxy_policy *old = f->ctx.policy;
-
-	fixture_tunnel(f);
-	f->ctx.policy = fixture_proxy_policy(f,
-	    "resolve up.test 127.0.0.1\n"
-	    "allow up.test:@PORT@ { private }\n"
-	    "allow other.test\n");
-	old->refs--;
-	session_policy_reloaded(&f->ctx);
-	fixture_send(f->cfd, "still");
-	f->want = "still";
-	assert_true(fixture_pump(f, fixture_upstream_has));
 	assert_int_equal(f->ctx.nsessions, 1);
-	session_close_all(&f->ctx); /* frees OLD with its last session */
+	return TAILQ_FIRST(&f->ctx.sessions);
 }
 
-/* --- heads ------------------------------------------------------------------- */
-
-struct bad_case {
-	const char *head;
-	const char *status;
-};
-
-/* Heads the proxy answers itself, and then closes. */
+/* A 403 made here: status line, reason header made printable, told. */
 static void
-test_bad_heads(void **state)
-{
-	static const struct bad_case cases[] = {
-	    {"GET /x HTTP/1.1\r\nHost: up.test\r\n\r\n", "HTTP/1.1 400 "},
-	    {"CONNECT up.test HTTP/1.1\r\n\r\n", "HTTP/1.1 400 "},
-	    {"GET https://up.test/ HTTP/1.1\r\nHost: up.test\r\n\r\n",
-	        "HTTP/1.1 400 "},
-	    {"GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\n\r\n",
-	        "HTTP/1.1 403 "},
-	    {"\x01\x02 nonsense\r\n\r\n", "HTTP/1.1 400 "},
-	};
-	struct fixture_proxy *f = *state;
-	size_t i;
-
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		f->ngot = 0;
-		f->got[0] = '\0';
-		f->ceof = 0;
-		fixture_client(f);
-		fixture_send(f->cfd, cases[i].head);
-		assert_true(fixture_pump(f, fixture_client_eof));
-		if (strncmp(f->got, cases[i].status, strlen(cases[i].status)) !=
-		    0)
-			fail_msg("case %zu: got \"%.60s\"", i, f->got);
-		close(f->cfd);
-		f->cfd = -1;
-		assert_true(fixture_pump(f, fixture_no_session));
-	}
-	assert_true(f->ufd < 0);
-}
-
-/* A client that leaves before a whole head ends the session. */
-static void
-test_client_leaves(void **state)
+test_reply_close(void **state)
 {
 	struct fixture_proxy *f = *state;
+	struct target_host host;
+	uint16_t port;
+	struct session *s;
 
 	fixture_client(f);
-	fixture_send(f->cfd, "GET http://up.te");
-	close(f->cfd);
-	f->cfd = -1;
+	s = only_session(f);
+	assert_int_equal(
+	    target_authority_parse("up.test:80", 10, &host, &port), 0);
+	session_note_target(s, "GET", 3, &host, port);
+	session_reply_close(s, 403, "no rule\r\nX-Evil: 1");
+	assert_true(fixture_pump(f, fixture_client_eof));
+	if (strncmp(f->got, "HTTP/1.1 403 Forbidden\r\n", 24) != 0)
+		fail_msg("got \"%.60s\"", f->got);
+	assert_non_null(
+	    strstr(f->got, "X-Pinhole-Reason: no rule??X-Evil: 1\r\n"));
+	assert_null(strstr(f->got, "\r\nX-Evil"));
+	assert_int_equal(f->denied, 1);
 	assert_true(fixture_pump(f, fixture_no_session));
 	assert_int_equal(f->ended, 1);
 }
 
-#define T(fn)                                                                  \
-	cmocka_unit_test_setup_teardown(                                       \
-	    fn, fixture_proxy_setup, fixture_proxy_teardown)
+/* Another status is not a denial; the reason phrase follows the status. */
+static void
+test_reply_close_status(void **state)
+{
+	struct fixture_proxy *f = *state;
+
+	fixture_client(f);
+	session_reply_close(only_session(f), 502, "upstream gone");
+	assert_true(fixture_pump(f, fixture_client_eof));
+	assert_int_equal(
+	    strncmp(f->got, "HTTP/1.1 502 Bad Gateway\r\n", 26), 0);
+	assert_non_null(strstr(f->got, "\r\n\r\nupstream gone\n"));
+	assert_int_equal(f->denied, 0);
+	assert_string_equal(
+	    session_status_text(431), "Request Header Fields Too Large");
+	assert_string_equal(session_status_text(299), "Error");
+}
+
+/* session_close frees the session at once and tells the context. */
+static void
+test_close(void **state)
+{
+	struct fixture_proxy *f = *state;
+
+	fixture_client(f);
+	session_close(only_session(f), "a test ends it");
+	assert_int_equal(f->ctx.nsessions, 0);
+	assert_int_equal(f->ended, 1);
+	assert_int_equal(f->ctx.head_bytes, 0);
+	assert_true(fixture_pump(f, fixture_client_eof));
+}
+
+/* The relay budget: 256 KiB at most, shared, never under 16 KiB. */
+static void
+test_buf_high(void **state)
+{
+	struct fixture_proxy *f = *state;
+
+	f->ctx.buf_budget = 64 << 20;
+	f->ctx.nsessions = 0;
+	assert_int_equal(session_buf_high(&f->ctx), 256 * 1024);
+	f->ctx.nsessions = 1;
+	assert_int_equal(session_buf_high(&f->ctx), 256 * 1024);
+	f->ctx.nsessions = 200;
+	assert_int_equal(session_buf_high(&f->ctx), (64 << 20) / 400);
+	f->ctx.nsessions = 100000;
+	assert_int_equal(session_buf_high(&f->ctx), 16 * 1024);
+	f->ctx.nsessions = 0;
+}
+
+/* A head is parsed again only when new bytes hold a LF. */
+static void
+test_head_ready(void **state)
+{
+	struct evbuffer *in = evbuffer_new();
+	size_t seen = 0;
+
+	(void)state;
+	assert_non_null(in);
+	evbuffer_add(in, "GET http://a", 12);
+	assert_false(session_head_ready(in, &seen));
+	assert_int_equal(seen, 12);
+	assert_false(session_head_ready(in, &seen));
+	evbuffer_add(in, "/ HTTP/1.1\r", 11);
+	assert_false(session_head_ready(in, &seen));
+	evbuffer_add(in, "\n", 1);
+	assert_true(session_head_ready(in, &seen));
+	assert_int_equal(seen, 24);
+	evbuffer_free(in);
+}
 
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(test_connect_denied),
-	    T(test_connect_needs_intercept),
-	    T(test_reload_closes_tunnel),
-	    T(test_reload_keeps_tunnel),
-	    T(test_bad_heads),
-	    T(test_client_leaves),
+	    FIXTURE_PROXY_TEST(test_reply_close),
+	    FIXTURE_PROXY_TEST(test_reply_close_status),
+	    FIXTURE_PROXY_TEST(test_close),
+	    FIXTURE_PROXY_TEST(test_buf_high),
+	    cmocka_unit_test(test_head_ready),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,6 +38,7 @@
 #define SOCKGUARD_INTERNAL
 #include "netns/seccomp.h"
 #include "netns/sockguard.h"
+#include "tests/unit/fixture.h"
 
 static char dir[64];
 static pid_t host_pid = -1;
@@ -628,18 +629,6 @@ test_interrupted(void **state)
 }
 
 #if defined(__x86_64__) && defined(__LP64__)
-static long
-int80(long nr, long a, long b, long c)
-{
-	long ret;
-
-	__asm__ volatile("int $0x80"
-	                 : "=a"(ret)
-	                 : "a"(nr), "b"(a), "c"(b), "d"(c)
-	                 : "memory", "r8", "r9", "r10", "r11");
-	return ret;
-}
-
 /*
  * The i386 ABI: socketcall(SYS_CONNECT) fails with ENOSYS (its arguments
  * are out of the filter's sight); the direct connect is emulated like the
@@ -661,14 +650,14 @@ child_i386(const char *path)
 	v[0] = (unsigned)fd;
 	v[1] = (unsigned)(uintptr_t)a;
 	v[2] = len;
-	if (int80(102, 3, (long)v, 0) != -ENOSYS)
+	if (fixture_int80(102, 3, (long)v, 0) != -ENOSYS)
 		return 11;
-	if (int80(362, fd, (long)a, len) != 0)
+	if (fixture_int80(362, fd, (long)a, len) != 0)
 		return 12;
-	if (int80(370, fd, (long)v, 0) != -ENOSYS)
+	if (fixture_int80(370, fd, (long)v, 0) != -ENOSYS)
 		return 13;
 	mkaddr(a, "/proc/self/cwd/../nothere");
-	if (int80(362, socket(AF_UNIX, SOCK_STREAM, 0), (long)a, len) !=
+	if (fixture_int80(362, socket(AF_UNIX, SOCK_STREAM, 0), (long)a, len) !=
 	    -ENOENT)
 		return 14;
 	return 0;

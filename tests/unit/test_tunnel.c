@@ -2,7 +2,7 @@
  * test_tunnel.c: unit tests of proxy/tunnel.c, both relays: the splice
  * relay of a CONNECT tunnel, and the bufferevent relay after a 101.
  *
- * The client is one end of a socketpair handed to session_new(); the
+ * The client is one end of a socketpair handed to request_new(); the
  * upstream a listener on 127.0.0.1 that the policy's "resolve" line names
  * (no DNS); see fixture_proxy in fixture.h.
  */
@@ -84,16 +84,9 @@ static void
 test_upgrade_relay(void **state)
 {
 	struct fixture_proxy *f = *state;
-	char req[192];
 
 	fixture_client(f);
-	snprintf(req, sizeof(req),
-	    "GET http://up.test:%u/ws HTTP/1.1\r\nHost: up.test\r\n"
-	    "Connection: upgrade\r\nUpgrade: websocket\r\n\r\n",
-	    f->port);
-	fixture_send(f->cfd, req);
-	f->want = "\r\n\r\n";
-	assert_true(fixture_pump(f, fixture_upstream_has));
+	fixture_get(f, "/ws", "Connection: upgrade\r\nUpgrade: websocket\r\n");
 	assert_non_null(strstr(f->ugot, "Upgrade: websocket\r\n"));
 	f->nugot = 0;
 	f->ugot[0] = '\0';
@@ -116,17 +109,13 @@ test_upgrade_relay(void **state)
 	assert_true(fixture_pump(f, fixture_no_session));
 }
 
-#define T(fn)                                                                  \
-	cmocka_unit_test_setup_teardown(                                       \
-	    fn, fixture_proxy_setup, fixture_proxy_teardown)
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(test_connect_tunnel),
-	    T(test_connect_bulk),
-	    T(test_upgrade_relay),
+	    FIXTURE_PROXY_TEST(test_connect_tunnel),
+	    FIXTURE_PROXY_TEST(test_connect_bulk),
+	    FIXTURE_PROXY_TEST(test_upgrade_relay),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,20 +45,12 @@ static int
 setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct sockaddr_in sin = {0};
-	socklen_t len = sizeof(sin);
 
 	if (f == NULL || (f->base = event_base_new()) == NULL)
 		return -1;
 	*state = f;
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if ((f->lfd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
-	    bind(f->lfd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(f->lfd, 8) != 0 ||
-	    getsockname(f->lfd, (struct sockaddr *)&sin, &len) != 0)
+	if ((f->lfd = fixture_listen(&f->port)) < 0)
 		return -1;
-	f->port = ntohs(sin.sin_port);
 	f->ctx.base = f->base;
 	TAILQ_INIT(&f->ctx.sessions);
 	f->p = fixture_policy("resolve up.test 127.0.0.1\n"
