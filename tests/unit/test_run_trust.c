@@ -59,11 +59,27 @@ write_in(struct fixture *f, const char *name, const char *text)
 	free(p);
 }
 
+/*
+ * A new, empty environment and run_trust with system.pem as the system
+ * bundle (the old ones freed): setup's, and a fresh start within a test.
+ */
+static void
+fresh(struct fixture *f)
+{
+	char *sys = path_in(f, "system.pem");
+
+	run_trust_free(f->t);
+	env_free(f->env);
+	f->env = env_new((char *[]){NULL});
+	f->t = run_trust_new();
+	run_trust_set_system(f->t, sys);
+	free(sys);
+}
+
 static int
 setup(void **state)
 {
 	struct fixture *f = xcalloc(1, sizeof(*f));
-	char *sys;
 
 	assert_int_equal(fixture_tmpdir(f->dir, sizeof(f->dir), "trust"), 0);
 	f->sys = fixture_cert_pem("system root", 1);
@@ -74,11 +90,7 @@ setup(void **state)
 	    fixture_cert_pem("pinhole run CA", 5); /* same subject as ca */
 	write_in(f, "system.pem", f->sys);
 	write_in(f, "user.pem", f->user);
-	sys = path_in(f, "system.pem");
-	f->env = env_new((char *[]){NULL});
-	f->t = run_trust_new();
-	run_trust_set_system(f->t, sys);
-	free(sys);
+	fresh(f);
 	*state = f;
 	return 0;
 }
@@ -338,13 +350,7 @@ test_user_certs_only(void **state)
 	free(text);
 	free(p);
 	/* A file with no certificate at all: refused, said why. */
-	run_trust_free(f->t);
-	env_free(f->env);
-	f->env = env_new((char *[]){NULL});
-	f->t = run_trust_new();
-	p = path_in(f, "system.pem");
-	run_trust_set_system(f->t, p);
-	free(p);
+	fresh(f);
 	run_trust_set_ca(f->t, f->ca);
 	p = path_in(f, "creds");
 	env_set(f->env, "AWS_CA_BUNDLE", p);
@@ -352,13 +358,7 @@ test_user_certs_only(void **state)
 	assert_non_null(strstr(err, "holds no PEM certificate"));
 	free(p);
 	/* Nor a FIFO, which would hang the launcher. */
-	run_trust_free(f->t);
-	env_free(f->env);
-	f->env = env_new((char *[]){NULL});
-	f->t = run_trust_new();
-	p = path_in(f, "system.pem");
-	run_trust_set_system(f->t, p);
-	free(p);
+	fresh(f);
 	run_trust_set_ca(f->t, f->ca);
 	p = path_in(f, "fifo");
 	assert_int_equal(mkfifo(p, 0600), 0);
