@@ -85,6 +85,33 @@ test_parse_types(void **state)
 	assert_int_equal(q.qend, n);
 }
 
+/*
+ * dnsstub_parse's verdict on the query B (N bytes) with byte AT set to
+ * BYTE; B is left as it was.
+ */
+static int
+poke(uint8_t *b, size_t n, size_t at, uint8_t byte)
+{
+	struct dnsstub_query q;
+	uint8_t was = b[at];
+	int r;
+
+	b[at] = byte;
+	r = dnsstub_parse(b, n, &q);
+	b[at] = was;
+	return r;
+}
+
+/* dnsstub_parse's verdict on an A query for NAME. */
+static int
+parse_name(const char *name)
+{
+	struct dnsstub_query q;
+	uint8_t b[1200];
+
+	return dnsstub_parse(b, query(b, 7, name, 1), &q);
+}
+
 static void
 test_parse_bad(void **state)
 {
@@ -103,50 +130,33 @@ test_parse_bad(void **state)
 	/* trailing bytes without an additional record */
 	assert_int_equal(dnsstub_parse(b, n + 1, &q), DNSSTUB_E_COUNTS);
 	/* a response, another opcode, two questions, an answer */
-	b[2] |= 0x80;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_RESPONSE);
-	b[2] = 0x01 | (2 << 3);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_OPCODE);
-	b[2] = 0x01;
-	b[5] = 2;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_COUNTS);
-	b[5] = 1;
-	b[7] = 1;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_COUNTS);
-	b[7] = 0;
+	assert_int_equal(poke(b, n, 2, 0x81), DNSSTUB_E_RESPONSE);
+	assert_int_equal(poke(b, n, 2, 0x01 | (2 << 3)), DNSSTUB_E_OPCODE);
+	assert_int_equal(poke(b, n, 5, 2), DNSSTUB_E_COUNTS);
+	assert_int_equal(poke(b, n, 7, 1), DNSSTUB_E_COUNTS);
 	/* a compression pointer, to itself or forward: never followed */
-	b[12] = 0xc0;
 	b[13] = 12;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_POINTER);
-	b[12] = 0x40;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
+	assert_int_equal(poke(b, n, 12, 0xc0), DNSSTUB_E_POINTER);
+	assert_int_equal(poke(b, n, 12, 0x40), DNSSTUB_E_LABEL);
 	/* bad bytes in a label: space, dot, NUL, non-ASCII */
-	n = query(b, 7, "a b.test", 1);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
+	assert_int_equal(parse_name("a b.test"), DNSSTUB_E_LABEL);
 	n = query(b, 7, "ab.test", 1);
-	b[14] = '.';
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
-	b[14] = 0;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
-	b[14] = 0xc3;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
+	assert_int_equal(poke(b, n, 14, '.'), DNSSTUB_E_LABEL);
+	assert_int_equal(poke(b, n, 14, 0), DNSSTUB_E_LABEL);
+	assert_int_equal(poke(b, n, 14, 0xc3), DNSSTUB_E_LABEL);
 	/* the root, an address, a name over 253 bytes */
-	n = query(b, 7, "", 1);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_NAME);
-	n = query(b, 7, "127.0.0.1", 1);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_NAME);
+	assert_int_equal(parse_name(""), DNSSTUB_E_NAME);
+	assert_int_equal(parse_name("127.0.0.1"), DNSSTUB_E_NAME);
 	/* a label of 64 bytes, a name of 5 x 63 */
 	memset(name, 'a', 64);
 	strcpy(name + 64, ".test");
-	n = query(b, 7, name, 1);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
+	assert_int_equal(parse_name(name), DNSSTUB_E_LABEL);
 	for (size_t i = 0; i < 5; i++) {
 		memset(name + i * 64, 'a', 63);
 		name[i * 64 + 63] = '.';
 	}
 	name[5 * 64 - 1] = '\0';
-	n = query(b, 7, name, 1);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_NAME);
+	assert_int_equal(parse_name(name), DNSSTUB_E_NAME);
 	/* oversized */
 	n = query(b, 7, "a.test", 1);
 	assert_int_equal(
