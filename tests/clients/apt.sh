@@ -51,47 +51,22 @@ APT_TOKEN=$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')
 printf 'apt:%s\n' "$(printf '%s\n' "$APT_TOKEN" | openssl passwd -apr1 -stdin)" \
 	>"$T/htpasswd"
 start_deb_server() {
-	local d=$T/deb-nginx i
-	mkdir -p "$d"
-	for ((i = 0; i < 10; i++)); do
-		DEB_PORT=$(rand_port) || return 1
-		cat >"$d/nginx.conf" <<-EOF
-			daemon off;
-			master_process off;
-			pid $d/nginx.pid;
-			error_log $d/error.log warn;
-			events { worker_connections 64; }
-			http {
-				access_log $d/access.log;
-				client_body_temp_path $d/body;
-				proxy_temp_path $d/proxy;
-				fastcgi_temp_path $d/fastcgi;
-				uwsgi_temp_path $d/uwsgi;
-				scgi_temp_path $d/scgi;
-				default_type application/octet-stream;
-				server {
-					listen 127.0.0.1:$DEB_PORT ssl;
-					server_name deb.test;
-					ssl_certificate $T/deb.test.pem;
-					ssl_certificate_key $T/deb.test.key;
-					root $R;
-					auth_basic "debian";
-					auth_basic_user_file $T/htpasswd;
-				}
-			}
-		EOF
-		spawn deb-nginx nginx -e "$d/stderr" -p "$d" -c "$d/nginx.conf"
-		DEB_NGINX_PID=$SPAWNED
-		wait_for 10 deb_up
-		port_listening "$DEB_PORT" && ! pid_done "$DEB_NGINX_PID" && return 0
-		kill -- "-$DEB_NGINX_PID" 2>/dev/null
-		grep -q 'in use' "$d/stderr" "$d/error.log" 2>/dev/null || break
-	done
-	echo "$PH_NAME: nginx did not start:"
-	cat "$d/stderr" "$d/error.log" 2>/dev/null | tail -20
-	return 1
+	nginx_serve deb-nginx DEB_NGINX_PID DEB_PORT deb_conf
 }
-deb_up() { port_listening "$DEB_PORT" || pid_done "$DEB_NGINX_PID"; }
+deb_conf() {
+	cat <<-EOF
+		default_type application/octet-stream;
+		server {
+			listen 127.0.0.1:$DEB_PORT ssl;
+			server_name deb.test;
+			ssl_certificate $T/deb.test.pem;
+			ssl_certificate_key $T/deb.test.key;
+			root $R;
+			auth_basic "debian";
+			auth_basic_user_file $T/htpasswd;
+		}
+	EOF
+}
 start_deb_server || exit 1
 URL=https://deb.test:$DEB_PORT
 

@@ -121,51 +121,23 @@ make_repo() {
 # start_repo: nginx on 127.0.0.1:$REPO_PORT serving $R over TLS as
 # repo.test, 401 without "Authorization: Bearer $TOKEN".
 start_repo() {
-	local d=$T/repo-nginx i
-	mkdir -p "$d"
-	for ((i = 0; i < 10; i++)); do
-		REPO_PORT=$(rand_port) || return 1
-		cat >"$d/nginx.conf" <<-NGX
-			daemon off;
-			master_process off;
-			pid $d/nginx.pid;
-			error_log $d/error.log warn;
-			events { worker_connections 256; }
-			http {
-				access_log $d/access.log;
-				client_body_temp_path $d/body;
-				proxy_temp_path $d/proxy;
-				fastcgi_temp_path $d/fastcgi;
-				uwsgi_temp_path $d/uwsgi;
-				scgi_temp_path $d/scgi;
-				default_type application/octet-stream;
-				server {
-					listen 127.0.0.1:$REPO_PORT ssl;
-					server_name repo.test;
-					ssl_certificate $T/repo.test.pem;
-					ssl_certificate_key $T/repo.test.key;
-					root $R;
-					if (\$http_authorization != "Bearer $TOKEN") {
-						return 401 "a token is needed\n";
-					}
-				}
-			}
-		NGX
-		spawn repo-nginx nginx -e "$d/stderr" -p "$d" -c "$d/nginx.conf"
-		REPO_PID=$SPAWNED
-		wait_for 10 repo_up
-		if port_listening "$REPO_PORT" && ! pid_done "$REPO_PID"; then
-			return 0
-		fi
-		kill -- "-$REPO_PID" 2>/dev/null
-		grep -q 'in use' "$d/stderr" "$d/error.log" "$T/repo-nginx.err" \
-			2>/dev/null || break
-	done
-	echo "java: nginx for the repository did not start:"
-	cat "$d/stderr" "$d/error.log" "$T/repo-nginx.err" 2>/dev/null | tail -20
-	return 1
+	nginx_serve repo-nginx REPO_PID REPO_PORT repo_conf
 }
-repo_up() { port_listening "$REPO_PORT" || pid_done "$REPO_PID"; }
+repo_conf() {
+	cat <<-EOF
+		default_type application/octet-stream;
+		server {
+			listen 127.0.0.1:$REPO_PORT ssl;
+			server_name repo.test;
+			ssl_certificate $T/repo.test.pem;
+			ssl_certificate_key $T/repo.test.key;
+			root $R;
+			if (\$http_authorization != "Bearer $TOKEN") {
+				return 401 "a token is needed\n";
+			}
+		}
+	EOF
+}
 
 make_repo || { echo "java: the repository was not made"; exit 1; }
 mkdir -p "$R/files"

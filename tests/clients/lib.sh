@@ -401,64 +401,33 @@ reg_port() {
 	[ -n "${REG_PORT:-}" ] || REG_PORT=$(rand_port)
 }
 start_registries() {
-	local d=$T/reg-nginx i b64
-	mkdir -p "$d"
 	TOK_PYPI=$(token pypi)
 	TOK_NPM=$(token npm)
 	TOK_CRATES=$(token crates)
 	TOK_GO=$(token goproxy)
 	TOK_FILES=$(token files)
-	for ((i = 0; i < 10; i++)); do
-		{
-			cat <<-EOF
-				daemon off;
-				master_process off;
-				pid $d/nginx.pid;
-				error_log $d/error.log warn;
-				events { worker_connections 1024; }
-				http {
-					access_log $d/access.log;
-					client_body_temp_path $d/body;
-					proxy_temp_path $d/proxy;
-					fastcgi_temp_path $d/fastcgi;
-					uwsgi_temp_path $d/uwsgi;
-					scgi_temp_path $d/scgi;
-					default_type application/octet-stream;
-					types { text/html html; application/json json; }
-					keepalive_requests 100000;
-					${REG_RATE:+limit_rate $REG_RATE;}
-			EOF
-			b64=$(printf '__token__:%s' "$TOK_PYPI" | base64 -w0)
-			reg_server pypi.test "$T/reg/pypi" "Basic $b64"
-			reg_server npm.test "$T/reg/npm" "Bearer $TOK_NPM" '
-				location ~ "^/([a-z0-9][a-z0-9._-]*)$" {
-					default_type application/json;
-					try_files /meta/$1.json =404;
-				}'
-			reg_server crates.test "$T/reg/crates" "Bearer $TOK_CRATES"
-			b64=$(printf 'gouser:%s' "$TOK_GO" | base64 -w0)
-			reg_server goproxy.test "$T/reg/go" "Basic $b64"
-			reg_server files.test "$T/reg/files" "Bearer $TOK_FILES"
-			echo "}"
-		} >"$d/nginx.conf"
-		spawn reg-nginx nginx -e "$d/stderr" -p "$d" -c "$d/nginx.conf"
-		REG_NGINX_PID=$SPAWNED
-		wait_for 10 reg_nginx_up
-		if port_listening "$REG_PORT" && ! pid_done "$REG_NGINX_PID"; then
-			return 0
-		fi
-		kill -- "-$REG_NGINX_PID" 2>/dev/null
-		grep -q 'in use' "$d/stderr" "$d/error.log" "$T/reg-nginx.err" \
-			2>/dev/null || break
-		# Another port: every URL written so far names the old one.
-		echo "$PH_NAME: port $REG_PORT taken; the registries name it, giving up"
-		break
-	done
-	echo "$PH_NAME: the registries' nginx did not start:"
-	cat "$d/stderr" "$d/error.log" "$T/reg-nginx.err" 2>/dev/null | tail -20
-	return 1
+	nginx_serve -k reg-nginx REG_NGINX_PID REG_PORT reg_conf
 }
-reg_nginx_up() { port_listening "$REG_PORT" || pid_done "$REG_NGINX_PID"; }
+reg_conf() {
+	local b64
+	cat <<-EOF
+		default_type application/octet-stream;
+		types { text/html html; application/json json; }
+		keepalive_requests 100000;
+		${REG_RATE:+limit_rate $REG_RATE;}
+	EOF
+	b64=$(printf '__token__:%s' "$TOK_PYPI" | base64 -w0)
+	reg_server pypi.test "$T/reg/pypi" "Basic $b64"
+	reg_server npm.test "$T/reg/npm" "Bearer $TOK_NPM" '
+		location ~ "^/([a-z0-9][a-z0-9._-]*)$" {
+			default_type application/json;
+			try_files /meta/$1.json =404;
+		}'
+	reg_server crates.test "$T/reg/crates" "Bearer $TOK_CRATES"
+	b64=$(printf 'gouser:%s' "$TOK_GO" | base64 -w0)
+	reg_server goproxy.test "$T/reg/go" "Basic $b64"
+	reg_server files.test "$T/reg/files" "Bearer $TOK_FILES"
+}
 
 # reg_requests PATH-REGEX: how many requests the registries' nginx
 # answered with 200 whose path matches (its access log).

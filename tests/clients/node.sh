@@ -26,52 +26,25 @@ gen_host_cert api.test || exit 1
 TOKEN=tok$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 (umask 077 && printf '%s\n' "$TOKEN" >"$T/token")
 start_origin() {
-	local d=$T/origin i
-	mkdir -p "$d"
-	for ((i = 0; i < 10; i++)); do
-		API_PORT=$(rand_port) || return 1
-		cat >"$d/nginx.conf" <<-EOF
-			daemon off;
-			master_process off;
-			pid $d/nginx.pid;
-			error_log $d/error.log warn;
-			events { worker_connections 64; }
-			http {
-				access_log $d/access.log;
-				client_body_temp_path $d/body;
-				proxy_temp_path $d/proxy;
-				fastcgi_temp_path $d/fastcgi;
-				uwsgi_temp_path $d/uwsgi;
-				scgi_temp_path $d/scgi;
-				default_type text/plain;
-				server {
-					listen 127.0.0.1:$API_PORT ssl;
-					server_name api.test;
-					ssl_certificate $T/api.test.pem;
-					ssl_certificate_key $T/api.test.key;
-					location /api/ {
-						if (\$http_authorization != "Bearer $TOKEN") {
-							return 401 "no token\n";
-						}
-						return 200 "served \$uri\n";
-					}
-				}
-			}
-		EOF
-		spawn origin nginx -e "$d/stderr" -p "$d" -c "$d/nginx.conf"
-		ORIGIN_PID=$SPAWNED
-		wait_for 10 origin_up
-		if port_listening "$API_PORT" && ! pid_done "$ORIGIN_PID"; then
-			return 0
-		fi
-		kill -- "-$ORIGIN_PID" 2>/dev/null
-		grep -q 'in use' "$d/stderr" "$d/error.log" 2>/dev/null || break
-	done
-	echo "node: the origin did not start:"
-	cat "$d/stderr" "$d/error.log" 2>/dev/null | tail -20
-	return 1
+	nginx_serve origin ORIGIN_PID API_PORT origin_conf
 }
-origin_up() { port_listening "$API_PORT" || pid_done "$ORIGIN_PID"; }
+origin_conf() {
+	cat <<-EOF
+		default_type text/plain;
+		server {
+			listen 127.0.0.1:$API_PORT ssl;
+			server_name api.test;
+			ssl_certificate $T/api.test.pem;
+			ssl_certificate_key $T/api.test.key;
+			location /api/ {
+				if (\$http_authorization != "Bearer $TOKEN") {
+					return 401 "no token\n";
+				}
+				return 200 "served \$uri\n";
+			}
+		}
+	EOF
+}
 start_origin || exit 1
 : >"$T/origin/access.log"
 

@@ -227,73 +227,119 @@ gen_certs() {
 
 # --- nginx --------------------------------------------------------------------
 
-# start_nginx: static HTTP on 127.0.0.1:$H_PORT (and [::1] when there is
-# IPv6), HTTPS on 127.0.0.1:$S_PORT with $T/server.pem, serving $T/www.
-# /whoami answers "host=HOST uri=REQUEST-URI"; /upload/ stores PUT bodies
-# under $T/up/upload/.  Needs gen_certs first.  nginx runs in the
-# foreground as one process of the calling user (master_process off), so
-# as root and as anyone else, and stays a child of the test.
-start_nginx() {
-	local d=$T/nginx i v6=
-	mkdir -p "$d" "$T/www" "$T/up"
-	[ -e "$T/www/index.html" ] || echo "hello from nginx" >"$T/www/index.html"
+# nginx_serve [-k] NAME PIDVAR PORTVARS CONF-FN: nginx in the foreground
+# as one process of the calling user (master_process off), so as root and
+# as anyone else, and a child of the test (spawn NAME, its pid in PIDVAR),
+# its files in $T/NAME (nginx.conf, error.log, access.log, stderr, temp
+# directories).  Each variable named in PORTVARS (space-separated) gets a
+# free port (rand_port, all different); CONF-FN DIR then prints what
+# follows the preamble inside http { } (directives, server blocks) for
+# those ports.  A bind that loses the race for a port is retried with
+# others, 10 times at most; -k: the ports are set already (URLs name
+# them), so that is a failure.  Fails, with nginx's messages, when nginx
+# did not serve every port.
+nginx_serve() {
+	local keep='' name d pidvar conf_fn i v p pid taken
+	local -a vars ports
+	[ "$1" != -k ] || { keep=1 && shift; }
+	name=$1 d=$T/$1 pidvar=$2 conf_fn=$4
+	read -ra vars <<<"$3"
+	mkdir -p "$d"
 	for ((i = 0; i < 10; i++)); do
-		H_PORT=$(rand_port) && S_PORT=$(rand_port) || return 1
-		[ "$H_PORT" != "$S_PORT" ] || continue
-		have_ipv6 && v6="listen [::1]:$H_PORT;"
-		cat >"$d/nginx.conf" <<-EOF
-			daemon off;
-			master_process off;
-			pid $d/nginx.pid;
-			error_log $d/error.log warn;
-			events { worker_connections 1024; }
-			http {
-				access_log off;
-				client_body_temp_path $d/body;
-				proxy_temp_path $d/proxy;
-				fastcgi_temp_path $d/fastcgi;
-				uwsgi_temp_path $d/uwsgi;
-				scgi_temp_path $d/scgi;
-				default_type application/octet-stream;
-				keepalive_requests 100000;
-				large_client_header_buffers 8 32k;
-				server {
-					listen 127.0.0.1:$H_PORT;
-					$v6
-					listen 127.0.0.1:$S_PORT ssl;
-					ssl_certificate $T/server.pem;
-					ssl_certificate_key $T/server.key;
-					root $T/www;
-					location /whoami { return 200 "host=\$host uri=\$request_uri\n"; }
-					location /upload/ {
-						root $T/up;
-						dav_methods PUT;
-						create_full_put_path on;
-						client_max_body_size 100m;
-					}
-				}
-			}
-		EOF
-		spawn nginx nginx -e "$d/stderr" -p "$d" -c "$d/nginx.conf"
-		NGINX_PID=$SPAWNED
-		wait_for 10 nginx_up
-		if port_listening "$H_PORT" && port_listening "$S_PORT" &&
-			! pid_done "$NGINX_PID"; then
+		ports=()
+		for v in "${vars[@]}"; do
+			[ -n "$keep" ] || { p=$(rand_port) && printf -v "$v" %s "$p"; } ||
+				return 1
+			ports+=("${!v}")
+		done
+		taken=$(printf '%s\n' "${ports[@]}" | sort | uniq -d)
+		[ -z "$taken" ] || continue
+		{
+			cat <<-EOF
+				daemon off;
+				master_process off;
+				pid $d/nginx.pid;
+				error_log $d/error.log warn;
+				events { worker_connections 1024; }
+				http {
+					access_log $d/access.log;
+					client_body_temp_path $d/body;
+					proxy_temp_path $d/proxy;
+					fastcgi_temp_path $d/fastcgi;
+					uwsgi_temp_path $d/uwsgi;
+					scgi_temp_path $d/scgi;
+			EOF
+			"$conf_fn" "$d"
+			echo "}"
+		} >"$d/nginx.conf" || return 1
+		spawn "$name" nginx -e "$d/stderr" -p "$d" -c "$d/nginx.conf"
+		pid=$SPAWNED
+		printf -v "$pidvar" %s "$pid"
+		wait_for 10 nginx_up "$pid" "${ports[@]}"
+		if ports_listening "${ports[@]}" && ! pid_done "$pid"; then
 			return 0
 		fi
-		kill -- "-$NGINX_PID" 2>/dev/null
-		grep -q 'in use' "$d/stderr" "$d/error.log" "$T/nginx.err" \
+		kill -- "-$pid" 2>/dev/null
+		grep -q 'in use' "$d/stderr" "$d/error.log" "$T/$name.err" \
 			2>/dev/null || break
+		if [ -n "$keep" ]; then
+			echo "$PH_NAME: port ${ports[*]} taken; URLs name it, giving up"
+			break
+		fi
 	done
-	echo "$PH_NAME: nginx did not start:"
-	cat "$d/stderr" "$d/error.log" "$T/nginx.err" 2>/dev/null | tail -20
+	echo "$PH_NAME: nginx $name did not start:"
+	cat "$d/stderr" "$d/error.log" "$T/$name.err" 2>/dev/null | tail -20
 	return 1
 }
 
-# nginx_up: are both ports listening (or has nginx died)?
+# ports_listening PORT...: does each PORT have a listener?
+ports_listening() {
+	local p
+	for p; do port_listening "$p" || return 1; done
+}
+
+# nginx_up PID PORT...: are all the ports listening, or has PID died?
 nginx_up() {
-	{ port_listening "$H_PORT" && port_listening "$S_PORT"; } ||
-		pid_done "$NGINX_PID"
+	local pid=$1
+	shift
+	ports_listening "$@" || pid_done "$pid"
+}
+
+# start_nginx: static HTTP on 127.0.0.1:$H_PORT (and [::1] when there is
+# IPv6), HTTPS on 127.0.0.1:$S_PORT with $T/server.pem, serving $T/www.
+# /whoami answers "host=HOST uri=REQUEST-URI"; /upload/ stores PUT bodies
+# under $T/up/upload/.  Needs gen_certs first.  nginx_serve runs it; its
+# pid is NGINX_PID.
+start_nginx() {
+	mkdir -p "$T/www" "$T/up"
+	[ -e "$T/www/index.html" ] || echo "hello from nginx" >"$T/www/index.html"
+	nginx_serve nginx NGINX_PID "H_PORT S_PORT" nginx_conf
+}
+nginx_conf() {
+	local v6=
+	have_ipv6 && v6="listen [::1]:$H_PORT;"
+	# The benches load it: no access log (the last access_log wins here).
+	cat <<-EOF
+		access_log off;
+		default_type application/octet-stream;
+		keepalive_requests 100000;
+		large_client_header_buffers 8 32k;
+		server {
+			listen 127.0.0.1:$H_PORT;
+			$v6
+			listen 127.0.0.1:$S_PORT ssl;
+			ssl_certificate $T/server.pem;
+			ssl_certificate_key $T/server.key;
+			root $T/www;
+			location /whoami { return 200 "host=\$host uri=\$request_uri\n"; }
+			location /upload/ {
+				root $T/up;
+				dav_methods PUT;
+				create_full_put_path on;
+				client_max_body_size 100m;
+			}
+		}
+	EOF
 }
 
 # --- ad-hoc servers -----------------------------------------------------------

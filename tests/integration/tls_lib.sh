@@ -124,7 +124,7 @@ git_seed_repos() (
 # GIT_TOKEN_FILE ($T/git-token: the token and a newline, mode 600),
 # GIT_AUTH_HEADER ("Authorization: Basic ..."), GIT_NGINX_PID, FCGIWRAP_PID.
 start_git_server() {
-	local d=$T/git-nginx i hash
+	local d=$T/git-nginx hash
 	mkdir -p "$d" "$T/home"
 	[ -s "$T/git.test.pem" ] || gen_host_cert git.test || return 1
 	[ -d "$T/git/allowed.git" ] || git_seed_repos >"$d/seed.log" 2>&1 ||
@@ -159,71 +159,47 @@ start_git_server() {
 		fi
 	fi
 
-	for ((i = 0; i < 10; i++)); do
-		GIT_PORT=$(rand_port) || return 1
-		cat >"$d/nginx.conf" <<-EOF
-			daemon off;
-			master_process off;
-			pid $d/nginx.pid;
-			error_log $d/error.log warn;
-			events { worker_connections 1024; }
-			http {
-				access_log $d/access.log;
-				client_body_temp_path $d/body;
-				proxy_temp_path $d/proxy;
-				fastcgi_temp_path $d/fastcgi;
-				uwsgi_temp_path $d/uwsgi;
-				scgi_temp_path $d/scgi;
-				default_type text/plain;
-				client_max_body_size 0;
-				server {
-					listen 127.0.0.1:$GIT_PORT ssl;
-					server_name git.test;
-					ssl_certificate $T/git.test.pem;
-					ssl_certificate_key $T/git.test.key;
-					location = /echo-auth { return 200 "\$http_authorization\n"; }
-					location ~ ^/[^/]+\.git(/.*)?\$ {
-						auth_basic "git";
-						auth_basic_user_file $d/htpasswd;
-						fastcgi_pass unix:$T/fcgiwrap.sock;
-						fastcgi_param SCRIPT_FILENAME $GIT_HTTP_BACKEND;
-						fastcgi_param GIT_PROJECT_ROOT $T/git;
-						fastcgi_param GIT_HTTP_EXPORT_ALL 1;
-						fastcgi_param GIT_CONFIG_NOSYSTEM 1;
-						fastcgi_param HOME $T/home;
-						fastcgi_param PATH /usr/bin:/bin;
-						fastcgi_param GIT_PROTOCOL \$http_git_protocol;
-						fastcgi_param PATH_INFO \$uri;
-						fastcgi_param REMOTE_USER \$remote_user;
-						fastcgi_param REMOTE_ADDR \$remote_addr;
-						fastcgi_param REQUEST_METHOD \$request_method;
-						fastcgi_param QUERY_STRING \$query_string;
-						fastcgi_param CONTENT_TYPE \$content_type;
-						fastcgi_param CONTENT_LENGTH \$content_length;
-						fastcgi_param SERVER_PROTOCOL \$server_protocol;
-						fastcgi_param GATEWAY_INTERFACE CGI/1.1;
-					}
-					location / { return 404 "no such repository\n"; }
-				}
+	nginx_serve git-nginx GIT_NGINX_PID GIT_PORT git_nginx_conf
+}
+
+# git_nginx_conf DIR: start_git_server's server block.
+git_nginx_conf() {
+	cat <<-EOF
+		default_type text/plain;
+		client_max_body_size 0;
+		server {
+			listen 127.0.0.1:$GIT_PORT ssl;
+			server_name git.test;
+			ssl_certificate $T/git.test.pem;
+			ssl_certificate_key $T/git.test.key;
+			location = /echo-auth { return 200 "\$http_authorization\n"; }
+			location ~ ^/[^/]+\.git(/.*)?\$ {
+				auth_basic "git";
+				auth_basic_user_file $1/htpasswd;
+				fastcgi_pass unix:$T/fcgiwrap.sock;
+				fastcgi_param SCRIPT_FILENAME $GIT_HTTP_BACKEND;
+				fastcgi_param GIT_PROJECT_ROOT $T/git;
+				fastcgi_param GIT_HTTP_EXPORT_ALL 1;
+				fastcgi_param GIT_CONFIG_NOSYSTEM 1;
+				fastcgi_param HOME $T/home;
+				fastcgi_param PATH /usr/bin:/bin;
+				fastcgi_param GIT_PROTOCOL \$http_git_protocol;
+				fastcgi_param PATH_INFO \$uri;
+				fastcgi_param REMOTE_USER \$remote_user;
+				fastcgi_param REMOTE_ADDR \$remote_addr;
+				fastcgi_param REQUEST_METHOD \$request_method;
+				fastcgi_param QUERY_STRING \$query_string;
+				fastcgi_param CONTENT_TYPE \$content_type;
+				fastcgi_param CONTENT_LENGTH \$content_length;
+				fastcgi_param SERVER_PROTOCOL \$server_protocol;
+				fastcgi_param GATEWAY_INTERFACE CGI/1.1;
 			}
-		EOF
-		spawn git-nginx nginx -e "$d/stderr" -p "$d" -c "$d/nginx.conf"
-		GIT_NGINX_PID=$SPAWNED
-		wait_for 10 git_nginx_up
-		if port_listening "$GIT_PORT" && ! pid_done "$GIT_NGINX_PID"; then
-			return 0
-		fi
-		kill -- "-$GIT_NGINX_PID" 2>/dev/null
-		grep -q 'in use' "$d/stderr" "$d/error.log" "$T/git-nginx.err" \
-			2>/dev/null || break
-	done
-	echo "$PH_NAME: nginx for git did not start:"
-	cat "$d/stderr" "$d/error.log" "$T/git-nginx.err" 2>/dev/null | tail -20
-	return 1
+			location / { return 404 "no such repository\n"; }
+		}
+	EOF
 }
 
 fcgiwrap_up() { [ -S "$T/fcgiwrap.sock" ] || pid_done "$FCGIWRAP_PID"; }
-git_nginx_up() { port_listening "$GIT_PORT" || pid_done "$GIT_NGINX_PID"; }
 
 # --- the echo server ----------------------------------------------------------
 

@@ -24,6 +24,9 @@
 
 #include <cmocka.h>
 #include <event2/event.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "policy/policy.h"
 #include "policy/secret.h"
@@ -112,6 +115,35 @@ fixture_exists(const char *path)
 	struct stat sb;
 
 	return lstat(path, &sb) == 0;
+}
+
+char *
+fixture_cert_pem(const char *cn, long serial)
+{
+	EVP_PKEY *k = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	BIO *b = BIO_new(BIO_s_mem());
+	char *p, *s;
+	long n;
+
+	assert_non_null(k);
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), serial);
+	X509_gmtime_adj(X509_getm_notBefore(x), 0);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+	    (const unsigned char *)cn, -1, -1, 0);
+	X509_set_issuer_name(x, X509_get_subject_name(x));
+	X509_set_pubkey(x, k);
+	assert_true(X509_sign(x, k, EVP_sha256()) > 0);
+	assert_true(PEM_write_bio_X509(b, x));
+	n = BIO_get_mem_data(b, &p);
+	s = strndup(p, (size_t)n);
+	assert_non_null(s);
+	BIO_free(b);
+	X509_free(x);
+	EVP_PKEY_free(k);
+	return s;
 }
 
 /* --- children -------------------------------------------------------------- */

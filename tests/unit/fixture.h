@@ -1,10 +1,11 @@
 /*
  * fixture.h: what several unit tests need and used to copy: a scratch
  * directory under $TMPDIR (or /tmp) and its removal, files and trees
- * written into it, checks in a forked child, a loopback listener, a
- * policy loaded from a string with its secrets' values, the rows of
- * pinhole doctor, and the proxy core between a socketpair and a loopback
- * upstream.  Linked into every unit test (ph_unit_test in CMakeLists.txt).
+ * written into it, checks in a forked child, a self-signed certificate,
+ * a loopback listener, a policy loaded from a string with its secrets'
+ * values, the rows of pinhole doctor, and the proxy core between a
+ * socketpair and a loopback upstream.  Linked into every unit test
+ * (ph_unit_test in CMakeLists.txt).
  */
 #ifndef PH_TEST_FIXTURE_H
 #define PH_TEST_FIXTURE_H
@@ -69,6 +70,12 @@ void fixture_mkfile(const char *name, const char *text);
 
 /* Is there an entry at PATH (a dangling link counts)? */
 int fixture_exists(const char *path);
+
+/*
+ * A self-signed EC (P-256) X.509 v3 certificate for CN with SERIAL, valid
+ * for an hour, as PEM text (malloc'd).  Fails the test if it can't.
+ */
+char *fixture_cert_pem(const char *cn, long serial);
 
 /*
  * A TCP listener on 127.0.0.1 at a port the kernel picks, written to

@@ -85,6 +85,33 @@ test_parse_types(void **state)
 	assert_int_equal(q.qend, n);
 }
 
+/*
+ * dnsstub_parse's verdict on the query B (N bytes) with byte AT set to
+ * BYTE; B is left as it was.
+ */
+static int
+poke(uint8_t *b, size_t n, size_t at, uint8_t byte)
+{
+	struct dnsstub_query q;
+	uint8_t was = b[at];
+	int r;
+
+	b[at] = byte;
+	r = dnsstub_parse(b, n, &q);
+	b[at] = was;
+	return r;
+}
+
+/* dnsstub_parse's verdict on an A query for NAME. */
+static int
+parse_name(const char *name)
+{
+	struct dnsstub_query q;
+	uint8_t b[1200];
+
+	return dnsstub_parse(b, query(b, 7, name, 1), &q);
+}
+
 static void
 test_parse_bad(void **state)
 {
@@ -103,50 +130,33 @@ test_parse_bad(void **state)
 	/* trailing bytes without an additional record */
 	assert_int_equal(dnsstub_parse(b, n + 1, &q), DNSSTUB_E_COUNTS);
 	/* a response, another opcode, two questions, an answer */
-	b[2] |= 0x80;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_RESPONSE);
-	b[2] = 0x01 | (2 << 3);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_OPCODE);
-	b[2] = 0x01;
-	b[5] = 2;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_COUNTS);
-	b[5] = 1;
-	b[7] = 1;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_COUNTS);
-	b[7] = 0;
+	assert_int_equal(poke(b, n, 2, 0x81), DNSSTUB_E_RESPONSE);
+	assert_int_equal(poke(b, n, 2, 0x01 | (2 << 3)), DNSSTUB_E_OPCODE);
+	assert_int_equal(poke(b, n, 5, 2), DNSSTUB_E_COUNTS);
+	assert_int_equal(poke(b, n, 7, 1), DNSSTUB_E_COUNTS);
 	/* a compression pointer, to itself or forward: never followed */
-	b[12] = 0xc0;
 	b[13] = 12;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_POINTER);
-	b[12] = 0x40;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
+	assert_int_equal(poke(b, n, 12, 0xc0), DNSSTUB_E_POINTER);
+	assert_int_equal(poke(b, n, 12, 0x40), DNSSTUB_E_LABEL);
 	/* bad bytes in a label: space, dot, NUL, non-ASCII */
-	n = query(b, 7, "a b.test", 1);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
+	assert_int_equal(parse_name("a b.test"), DNSSTUB_E_LABEL);
 	n = query(b, 7, "ab.test", 1);
-	b[14] = '.';
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
-	b[14] = 0;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
-	b[14] = 0xc3;
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
+	assert_int_equal(poke(b, n, 14, '.'), DNSSTUB_E_LABEL);
+	assert_int_equal(poke(b, n, 14, 0), DNSSTUB_E_LABEL);
+	assert_int_equal(poke(b, n, 14, 0xc3), DNSSTUB_E_LABEL);
 	/* the root, an address, a name over 253 bytes */
-	n = query(b, 7, "", 1);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_NAME);
-	n = query(b, 7, "127.0.0.1", 1);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_NAME);
+	assert_int_equal(parse_name(""), DNSSTUB_E_NAME);
+	assert_int_equal(parse_name("127.0.0.1"), DNSSTUB_E_NAME);
 	/* a label of 64 bytes, a name of 5 x 63 */
 	memset(name, 'a', 64);
 	strcpy(name + 64, ".test");
-	n = query(b, 7, name, 1);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_LABEL);
+	assert_int_equal(parse_name(name), DNSSTUB_E_LABEL);
 	for (size_t i = 0; i < 5; i++) {
 		memset(name + i * 64, 'a', 63);
 		name[i * 64 + 63] = '.';
 	}
 	name[5 * 64 - 1] = '\0';
-	n = query(b, 7, name, 1);
-	assert_int_equal(dnsstub_parse(b, n, &q), DNSSTUB_E_NAME);
+	assert_int_equal(parse_name(name), DNSSTUB_E_NAME);
 	/* oversized */
 	n = query(b, 7, "a.test", 1);
 	assert_int_equal(
@@ -303,36 +313,86 @@ count_lines(const char *path, const char *needle)
 	return n;
 }
 
+/* A stub on a loopback UDP port, its audit log in a scratch directory. */
+struct stub {
+	char dir[32], path[64];
+	struct event_base *base;
+	struct seen seen;
+	struct audit *a;
+	struct dnsstub *s;
+	uint16_t uport;
+};
+
+/* Starts T's stub (OWN_NAME: its own host name, or NULL). */
+static void
+stub_start(struct stub *t, const char *own_name)
+{
+	struct dnsstub_config cf = {0};
+	char err[256];
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->dir, sizeof(t->dir), "/tmp/test_dnsstub.XXXXXX");
+	assert_non_null(mkdtemp(t->dir));
+	snprintf(t->path, sizeof(t->path), "%s/audit.jsonl", t->dir);
+	assert_non_null(
+	    t->a = audit_open(t->path, "0123456789abcdef", err, sizeof(err)));
+	assert_non_null(t->base = event_base_new());
+	cf.audit = t->a;
+	cf.looked_up = looked_up;
+	cf.arg = &t->seen;
+	cf.own_name = own_name;
+	assert_non_null(t->s = dnsstub_new(t->base, &cf));
+	assert_int_equal(
+	    dnsstub_listen_fd(t->s, loopback(SOCK_DGRAM, &t->uport)), 0);
+}
+
+/* Frees T's stub and closes its audit log (to be read after). */
+static void
+stub_stop(struct stub *t)
+{
+	dnsstub_free(t->s);
+	audit_close(t->a);
+}
+
+/* Removes T's audit log and directory. */
+static void
+stub_clean(struct stub *t)
+{
+	unlink(t->path);
+	rmdir(t->dir);
+	event_base_free(t->base);
+}
+
+/*
+ * Sends the query Q (QN bytes) on the UDP socket U and reads the answer,
+ * as long as the query, into R (RLEN bytes).
+ */
+static void
+udp_ask(
+    struct stub *t, int u, const uint8_t *q, size_t qn, uint8_t *r, size_t rlen)
+{
+	assert_int_equal(send(u, q, qn, 0), (ssize_t)qn);
+	spin_until_readable(t->base, u);
+	assert_int_equal(recv(u, r, rlen, 0), (ssize_t)qn);
+}
+
 static void
 test_server(void **state)
 {
-	char dir[] = "/tmp/test_dnsstub.XXXXXX", path[64], err[256];
-	struct event_base *base = event_base_new();
-	struct seen seen = {0};
-	struct dnsstub_config cf = {0};
-	struct dnsstub *s;
-	struct audit *a;
+	struct stub st;
 	uint8_t q[600], r[600];
-	uint16_t uport, tport;
+	uint16_t tport;
 	ssize_t n;
 	size_t qn;
 	int u, t, i;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
-	assert_non_null(a = audit_open(path, "0123456789abcdef", err, 256));
-	cf.audit = a;
-	cf.looked_up = looked_up;
-	cf.arg = &seen;
-	cf.own_name = "myself";
-	assert_non_null(s = dnsstub_new(base, &cf));
-	assert_int_equal(dnsstub_listen_fd(s, loopback(SOCK_DGRAM, &uport)), 0);
+	stub_start(&st, "myself");
 	assert_int_equal(
-	    dnsstub_listen_fd(s, loopback(SOCK_STREAM, &tport)), 0);
+	    dnsstub_listen_fd(st.s, loopback(SOCK_STREAM, &tport)), 0);
 	/* UDP: A and AAAA of one name, three times: one record; localhost
 	 * and the own name answered but neither logged nor told */
-	u = client(SOCK_DGRAM, uport);
+	u = client(SOCK_DGRAM, st.uport);
 	for (i = 0; i < 9; i++) {
 		qn = query(q, (uint16_t)i,
 		    i == 6       ? "localhost"
@@ -340,9 +400,7 @@ test_server(void **state)
 		        : i == 8 ? "MySelf"
 		                 : "one.test",
 		    i % 2 ? 28 : 1);
-		assert_int_equal(send(u, q, qn, 0), (ssize_t)qn);
-		spin_until_readable(base, u);
-		assert_int_equal(recv(u, r, sizeof(r), 0), (ssize_t)qn);
+		udp_ask(&st, u, q, qn, r, sizeof(r));
 		assert_int_equal(r[1], i);
 		assert_int_equal(r[3] & 0x0f, DNSSTUB_REFUSED);
 	}
@@ -355,7 +413,7 @@ test_server(void **state)
 	memcpy(q + 2 + qn, q, 2 + qn);
 	assert_int_equal(send(t, q, 2 * (2 + qn), 0), (ssize_t)(2 * (2 + qn)));
 	for (i = 0; i < 2; i++) {
-		spin_until_readable(base, t);
+		spin_until_readable(st.base, t);
 		assert_int_equal(recv(t, r, 2, MSG_WAITALL), 2);
 		assert_int_equal(r[1], qn);
 		assert_int_equal(recv(t, r + 2, qn, MSG_WAITALL), (ssize_t)qn);
@@ -364,65 +422,45 @@ test_server(void **state)
 	/* a frame too long: the connection is closed */
 	q[0] = 0xff;
 	assert_int_equal(send(t, q, 2, 0), 2);
-	spin_until_readable(base, t);
+	spin_until_readable(st.base, t);
 	assert_int_equal(recv(t, r, 1, 0), 0);
 	close(t);
-	assert_int_equal(seen.calls, 2);
-	assert_string_equal(seen.last, "two.test");
-	assert_true(dnsstub_queries(s) >= 11);
-	dnsstub_free(s);
-	audit_close(a);
-	assert_int_equal(count_lines(path, "\"event\":\"dns\""), 2);
-	assert_int_equal(count_lines(path, "\"host\":\"one.test\""), 1);
-	n = count_lines(path, "\"qtype\":\"TXT\",\"answer\":\"refused\"");
+	assert_int_equal(st.seen.calls, 2);
+	assert_string_equal(st.seen.last, "two.test");
+	assert_true(dnsstub_queries(st.s) >= 11);
+	stub_stop(&st);
+	assert_int_equal(count_lines(st.path, "\"event\":\"dns\""), 2);
+	assert_int_equal(count_lines(st.path, "\"host\":\"one.test\""), 1);
+	n = count_lines(st.path, "\"qtype\":\"TXT\",\"answer\":\"refused\"");
 	assert_int_equal(n, 1);
-	unlink(path);
-	rmdir(dir);
-	event_base_free(base);
+	stub_clean(&st);
 }
 
 /* Past DNSSTUB_NAMES_MAX names, one record counts the rest. */
 static void
 test_many_names(void **state)
 {
-	char dir[] = "/tmp/test_dnsstub.XXXXXX", path[64], err[256], nm[32];
-	struct event_base *base = event_base_new();
-	struct seen seen = {0};
-	struct dnsstub_config cf = {0};
-	struct dnsstub *s;
-	struct audit *a;
+	char nm[32];
+	struct stub st;
 	uint8_t q[600], r[600];
-	uint16_t uport;
 	size_t qn;
 	int u, i;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
-	assert_non_null(a = audit_open(path, "0123456789abcdef", err, 256));
-	cf.audit = a;
-	cf.looked_up = looked_up;
-	cf.arg = &seen;
-	assert_non_null(s = dnsstub_new(base, &cf));
-	assert_int_equal(dnsstub_listen_fd(s, loopback(SOCK_DGRAM, &uport)), 0);
-	u = client(SOCK_DGRAM, uport);
+	stub_start(&st, NULL);
+	u = client(SOCK_DGRAM, st.uport);
 	for (i = 0; i < DNSSTUB_NAMES_MAX + 10; i++) {
 		snprintf(nm, sizeof(nm), "n%d.test", i);
 		qn = query(q, (uint16_t)i, nm, 1);
-		assert_int_equal(send(u, q, qn, 0), (ssize_t)qn);
-		spin_until_readable(base, u);
-		assert_int_equal(recv(u, r, sizeof(r), 0), (ssize_t)qn);
+		udp_ask(&st, u, q, qn, r, sizeof(r));
 	}
 	close(u);
-	dnsstub_free(s);
-	audit_close(a);
-	assert_int_equal(seen.calls, DNSSTUB_NAMES_MAX);
+	stub_stop(&st);
+	assert_int_equal(st.seen.calls, DNSSTUB_NAMES_MAX);
 	assert_int_equal(
-	    count_lines(path, "\"event\":\"dns\""), DNSSTUB_NAMES_MAX + 1);
-	assert_int_equal(count_lines(path, "\"count\":10"), 1);
-	unlink(path);
-	rmdir(dir);
-	event_base_free(base);
+	    count_lines(st.path, "\"event\":\"dns\""), DNSSTUB_NAMES_MAX + 1);
+	assert_int_equal(count_lines(st.path, "\"count\":10"), 1);
+	stub_clean(&st);
 }
 
 int

@@ -15,45 +15,26 @@
 
 #include <cmocka.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/pkcs12.h>
 #include <openssl/x509.h>
 
 #include "cli/run_java.h"
 #include "netns/env.h"
+#include "tests/unit/fixture.h"
 
 #define JDK_TRUST_OID "2.16.840.1.113894.746875.1.1"
 #define ANY_EKU_OID "2.5.29.37.0"
 
-/* A self-signed EC certificate for CN, as PEM text appended to OUT. */
+/* A self-signed certificate for CN, as PEM text appended to OUT. */
 static void
 self_signed(const char *cn, char **out)
 {
-	EVP_PKEY *k = EVP_EC_gen("P-256");
-	X509 *x = X509_new();
-	BIO *b = BIO_new(BIO_s_mem());
-	char *data, *all;
-	long n;
+	char *pem = fixture_cert_pem(cn, 1), *all;
 
-	assert_non_null(k);
-	X509_set_version(x, 2);
-	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-	X509_gmtime_adj(X509_getm_notBefore(x), 0);
-	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
-	    (const unsigned char *)cn, -1, -1, 0);
-	X509_set_issuer_name(x, X509_get_subject_name(x));
-	X509_set_pubkey(x, k);
-	assert_true(X509_sign(x, k, EVP_sha256()) > 0);
-	assert_true(PEM_write_bio_X509(b, x));
-	n = BIO_get_mem_data(b, &data);
-	assert_true(
-	    asprintf(&all, "%s%.*s", *out ? *out : "", (int)n, data) > 0);
+	assert_true(asprintf(&all, "%s%s", *out ? *out : "", pem) > 0);
+	free(pem);
 	free(*out);
 	*out = all;
-	BIO_free(b);
-	X509_free(x);
-	EVP_PKEY_free(k);
 }
 
 static PKCS12 *

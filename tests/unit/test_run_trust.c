@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 
 #include <cmocka.h>
-#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
@@ -30,34 +29,6 @@ struct fixture {
 	struct env *env;
 	struct run_trust *t;
 };
-
-/* A self-signed certificate for CN, as PEM. */
-static char *
-make_cert(const char *cn, long serial)
-{
-	EVP_PKEY *k = EVP_EC_gen("P-256");
-	X509 *x = X509_new();
-	BIO *b = BIO_new(BIO_s_mem());
-	char *p, *s;
-	long n;
-
-	assert_non_null(k);
-	ASN1_INTEGER_set(X509_get_serialNumber(x), serial);
-	X509_gmtime_adj(X509_getm_notBefore(x), 0);
-	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
-	    (const unsigned char *)cn, -1, -1, 0);
-	X509_set_issuer_name(x, X509_get_subject_name(x));
-	X509_set_pubkey(x, k);
-	assert_true(X509_sign(x, k, EVP_sha256()) > 0);
-	assert_true(PEM_write_bio_X509(b, x));
-	n = BIO_get_mem_data(b, &p);
-	s = xstrndup(p, (size_t)n);
-	BIO_free(b);
-	X509_free(x);
-	EVP_PKEY_free(k);
-	return s;
-}
 
 static unsigned long
 hash_of(const char *pem)
@@ -88,25 +59,38 @@ write_in(struct fixture *f, const char *name, const char *text)
 	free(p);
 }
 
-static int
-setup(void **state)
+/*
+ * A new, empty environment and run_trust with system.pem as the system
+ * bundle (the old ones freed): setup's, and a fresh start within a test.
+ */
+static void
+fresh(struct fixture *f)
 {
-	struct fixture *f = xcalloc(1, sizeof(*f));
-	char *sys;
+	char *sys = path_in(f, "system.pem");
 
-	assert_int_equal(fixture_tmpdir(f->dir, sizeof(f->dir), "trust"), 0);
-	f->sys = make_cert("system root", 1);
-	f->ca = make_cert("pinhole run CA", 2);
-	f->user = make_cert("user root", 3);
-	f->trusted = make_cert("private root", 4);
-	f->twin = make_cert("pinhole run CA", 5); /* same subject as ca */
-	write_in(f, "system.pem", f->sys);
-	write_in(f, "user.pem", f->user);
-	sys = path_in(f, "system.pem");
+	run_trust_free(f->t);
+	env_free(f->env);
 	f->env = env_new((char *[]){NULL});
 	f->t = run_trust_new();
 	run_trust_set_system(f->t, sys);
 	free(sys);
+}
+
+static int
+setup(void **state)
+{
+	struct fixture *f = xcalloc(1, sizeof(*f));
+
+	assert_int_equal(fixture_tmpdir(f->dir, sizeof(f->dir), "trust"), 0);
+	f->sys = fixture_cert_pem("system root", 1);
+	f->ca = fixture_cert_pem("pinhole run CA", 2);
+	f->user = fixture_cert_pem("user root", 3);
+	f->trusted = fixture_cert_pem("private root", 4);
+	f->twin =
+	    fixture_cert_pem("pinhole run CA", 5); /* same subject as ca */
+	write_in(f, "system.pem", f->sys);
+	write_in(f, "user.pem", f->user);
+	fresh(f);
 	*state = f;
 	return 0;
 }
@@ -366,13 +350,7 @@ test_user_certs_only(void **state)
 	free(text);
 	free(p);
 	/* A file with no certificate at all: refused, said why. */
-	run_trust_free(f->t);
-	env_free(f->env);
-	f->env = env_new((char *[]){NULL});
-	f->t = run_trust_new();
-	p = path_in(f, "system.pem");
-	run_trust_set_system(f->t, p);
-	free(p);
+	fresh(f);
 	run_trust_set_ca(f->t, f->ca);
 	p = path_in(f, "creds");
 	env_set(f->env, "AWS_CA_BUNDLE", p);
@@ -380,13 +358,7 @@ test_user_certs_only(void **state)
 	assert_non_null(strstr(err, "holds no PEM certificate"));
 	free(p);
 	/* Nor a FIFO, which would hang the launcher. */
-	run_trust_free(f->t);
-	env_free(f->env);
-	f->env = env_new((char *[]){NULL});
-	f->t = run_trust_new();
-	p = path_in(f, "system.pem");
-	run_trust_set_system(f->t, p);
-	free(p);
+	fresh(f);
 	run_trust_set_ca(f->t, f->ca);
 	p = path_in(f, "fifo");
 	assert_int_equal(mkfifo(p, 0600), 0);
