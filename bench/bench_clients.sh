@@ -8,11 +8,9 @@
 # Direct runs reach the registries' names through a private /etc/hosts
 # (unshare -m, so as root) and trust the test CA by their own options;
 # the registries are open (REG_OPEN) so that they need no token, while
-# pinhole still injects one.  Through pinhole, the clients' caches must be
-# writable: until pinhole gives them a writable home and cache (issue 11
-# item 1), the pinhole runs get the hand fixes of the issue (cache
-# variables into the work directory, which persists from the first run to
-# the second); PH_BENCH_ASIS=1 runs them as is instead.
+# pinhole still injects one.  Through pinhole the clients run as they are:
+# their caches are pinhole's tool caches (a fresh --cache directory of the
+# bench's, empty before the first run, kept for the second).
 # usage: bench/bench_clients.sh PATH-TO-PINHOLE	(as root)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 export PH_SRCDIR=$SRC
@@ -105,11 +103,8 @@ DENV=(env HOME="$D/home" SSL_CERT_FILE="$T/ca.pem" REQUESTS_CA_BUNDLE="$T/ca.pem
 mkdir -p "$D/home"
 PENV=(--setenv GOPROXY "https://goproxy.test:$REG_PORT"
 	--setenv GONOSUMDB example.test --setenv GOFLAGS -mod=mod)
-FIX=()
-if [ -z "${PH_BENCH_ASIS:-}" ]; then
-	FIX=(--setenv npm_config_cache "$W/.npmc" --setenv CARGO_HOME "$W/.cargo-home"
-		--setenv GOPATH "$W/.gopath" --setenv GOCACHE "$W/.gocache")
-fi
+mkdir -m 700 "$T/pcache"
+PENV+=(--cache "$T/pcache")
 
 # now_ms, served: the clock, and the requests the servers answered.
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -127,7 +122,7 @@ timed() {
 		direct "$D" "${DENV[@]}" sh -c "$c"
 		rc=$?
 	else
-		prun -p "$T/p.conf" "${PENV[@]}" "${FIX[@]}" -- sh -c "$c"
+		prun -p "$T/p.conf" "${PENV[@]}" -- sh -c "$c"
 		rc=$RC
 	fi
 	t1=$(now_ms)
@@ -141,7 +136,6 @@ timed() {
 
 echo "clients direct and through pinhole run; ms (requests served), second run = same project again"
 echo "each package padded to $REG_PAD bytes, served at $REG_RATE bytes/s per response"
-[ "${#FIX[@]}" -eq 0 ] || echo "pinhole runs with hand fixes (caches in the work directory): ${FIX[*]}"
 echo "cargo: $("$CARGO" --version) ($([ "$CMINOR" -ge 68 ] && echo sparse || echo git) index)"
 printf '%-6s %16s %16s %16s %16s\n' client "direct 1st" "direct 2nd" "pinhole 1st" "pinhole 2nd"
 declare -A MS REQ
