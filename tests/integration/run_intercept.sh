@@ -246,7 +246,7 @@ check "distrust: the alert logged" jq_has \
 LOGOUT=$("$PINHOLE" log "$T/distrust.jsonl")
 expect "distrust: pinhole log lists it" "$LOGOUT" \
 	"^  1x  echo\\.test:$ECHO_PORT  the client does not trust the run CA \\(alert unknown ca\\)$"
-expect "distrust: not counted as allowed" "$LOGOUT" '^  requests   1 \(0 allowed, 0 denied\)$'
+expect "distrust: not counted as allowed" "$LOGOUT" '^  requests   1 \(0 allowed, 0 denied, 1 distrust\)$'
 expect "distrust: counted apart" "$LOGOUT" '^  distrust   1 allowed, then the client refused the run CA$'
 
 # --- bad input inside the tunnel -------------------------------------------------
