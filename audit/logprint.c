@@ -20,6 +20,24 @@
 
 /* --- text output -------------------------------------------------------- */
 
+/* What an entry of the host table counts as denied: as the denials do. */
+static uint64_t
+denied_of(const uint64_t *n)
+{
+	return n[LOGVIEW_CLASS_DENIED] + n[LOGVIEW_CLASS_REFUSED];
+}
+
+/*
+ * Whether the review shows class C apart: allowed and denied always, the
+ * classes of what became of an allowed request when the log has any.
+ */
+static int
+shown(const struct logview_totals *t, enum logview_class c)
+{
+	return c == LOGVIEW_CLASS_ALLOWED || c == LOGVIEW_CLASS_DENIED ||
+	    t->n[c] > 0;
+}
+
 static int
 cmp_denial(const void *pa, const void *pb)
 {
@@ -29,8 +47,8 @@ cmp_denial(const void *pa, const void *pb)
 	    *(const struct logview_entry *const *)pb;
 	int c;
 
-	if (a->denied != b->denied)
-		return a->denied > b->denied ? -1 : 1;
+	if (logview_entry_count(a) != logview_entry_count(b))
+		return logview_entry_count(a) > logview_entry_count(b) ? -1 : 1;
 	if ((c = strcmp(a->host, b->host)) != 0)
 		return c;
 	if (a->port != b->port)
@@ -47,8 +65,8 @@ cmp_distrust(const void *pa, const void *pb)
 	    *(const struct logview_entry *const *)pb;
 	int c;
 
-	if (a->distrust != b->distrust)
-		return a->distrust > b->distrust ? -1 : 1;
+	if (logview_entry_count(a) != logview_entry_count(b))
+		return logview_entry_count(a) > logview_entry_count(b) ? -1 : 1;
 	if ((c = strcmp(a->host, b->host)) != 0)
 		return c;
 	if (a->port != b->port)
@@ -65,8 +83,8 @@ cmp_host(const void *pa, const void *pb)
 	    *(const struct logview_entry *const *)pb;
 	int c;
 
-	if (a->denied != b->denied)
-		return a->denied > b->denied ? -1 : 1;
+	if (denied_of(a->n) != denied_of(b->n))
+		return denied_of(a->n) > denied_of(b->n) ? -1 : 1;
 	if (a->requests != b->requests)
 		return a->requests > b->requests ? -1 : 1;
 	if ((c = strcmp(a->host, b->host)) != 0)
@@ -142,7 +160,7 @@ print_denial(FILE *f, const struct logview_entry *d, int w)
 	struct logview_advice a;
 
 	label(d, lab, sizeof(lab));
-	fprintf(f, "  %*" PRIu64 "x  %s  ", w, d->denied, lab);
+	fprintf(f, "  %*" PRIu64 "x  %s  ", w, logview_entry_count(d), lab);
 	if (d->host == NULL)
 		fputs("other denials", f);
 	else
@@ -166,12 +184,14 @@ print_denied(const struct logview *lv, FILE *f)
 	if ((v = logview_sorted(lv, LOGVIEW_DENIALS, cmp_denial, &n)) == NULL)
 		return -1;
 	for (i = 0; i < n; i++)
-		max = v[i]->denied > max ? v[i]->denied : max;
+		if (logview_entry_count(v[i]) > max)
+			max = logview_entry_count(v[i]);
+	/* Denied by the policy and refused by the proxy, as in the totals. */
 	if (n == 0)
 		fprintf(f, "Denied: none\n");
 	else
-		fprintf(f, "Denied (%" PRIu64 " request%s):\n",
-		    t.denied + t.refused, t.denied + t.refused == 1 ? "" : "s");
+		fprintf(f, "Denied (%" PRIu64 " request%s):\n", denied_of(t.n),
+		    denied_of(t.n) == 1 ? "" : "s");
 	for (i = 0; i < n; i++)
 		print_denial(f, v[i], digits(max));
 	free(v);
@@ -244,15 +264,16 @@ print_distrust(const struct logview *lv, FILE *f)
 	    NULL)
 		return -1;
 	for (i = 0; i < n; i++)
-		max = v[i]->distrust > max ? v[i]->distrust : max;
+		if (logview_entry_count(v[i]) > max)
+			max = logview_entry_count(v[i]);
 	if (n > 0)
 		fprintf(f,
 		    "\nRefused the run CA (clients that do not trust "
 		    "PINHOLE_CA_FILE):\n");
 	for (i = 0; i < n; i++) {
 		label(v[i], lab, sizeof(lab));
-		fprintf(f, "  %*" PRIu64 "x  %s  ", digits(max), v[i]->distrust,
-		    lab);
+		fprintf(f, "  %*" PRIu64 "x  %s  ", digits(max),
+		    logview_entry_count(v[i]), lab);
 		if (v[i]->host == NULL)
 			fputs("other connections", f);
 		else
@@ -279,17 +300,49 @@ print_secrets(FILE *f, const struct logview_entry *h)
 		fputs(",...", f);
 }
 
+/* A class's column: as wide as its name, upper case, and at least 6. */
+static int
+col_width(enum logview_class c)
+{
+	int n = (int)strlen(logview_class_name(c));
+
+	return n > 6 ? n : 6;
+}
+
 static void
-print_host(FILE *f, const struct logview_entry *h, int w)
+print_head(FILE *f, const struct logview_totals *t, int w)
+{
+	char name[16];
+	int c;
+	size_t i;
+
+	fprintf(f, "\nHosts:\n  %-*s  %8s", w, "HOST:PORT", "REQUESTS");
+	for (c = 0; c < LOGVIEW_CLASS_NCLASSES; c++) {
+		if (!shown(t, c))
+			continue;
+		snprintf(name, sizeof(name), "%s", logview_class_name(c));
+		for (i = 0; name[i] != '\0'; i++)
+			name[i] = (char)(name[i] - 'a' + 'A');
+		fprintf(f, "  %*s", col_width(c), name);
+	}
+	fprintf(f, "  %10s  %10s  %s\n", "BYTES UP", "BYTES DOWN", "SECRETS");
+}
+
+static void
+print_host(FILE *f, const struct logview_entry *h,
+    const struct logview_totals *t, int w)
 {
 	char lab[4 * FIELD_HOST_MAX + 32], up[32], down[32];
+	int c;
 
 	label(h, lab, sizeof(lab));
 	human(h->bytes_up, up, sizeof(up));
 	human(h->bytes_down, down, sizeof(down));
-	fprintf(f,
-	    "  %-*s  %8" PRIu64 "  %7" PRIu64 "  %6" PRIu64 "  %10s  %10s  ", w,
-	    lab, h->requests, h->allowed, h->denied, up, down);
+	fprintf(f, "  %-*s  %8" PRIu64, w, lab, h->requests);
+	for (c = 0; c < LOGVIEW_CLASS_NCLASSES; c++)
+		if (shown(t, c))
+			fprintf(f, "  %*" PRIu64, col_width(c), h->n[c]);
+	fprintf(f, "  %10s  %10s  ", up, down);
 	print_secrets(f, h);
 	fputc('\n', f);
 }
@@ -299,9 +352,11 @@ print_hosts(const struct logview *lv, FILE *f)
 {
 	char lab[4 * FIELD_HOST_MAX + 32];
 	const struct logview_entry **v;
+	struct logview_totals t;
 	size_t i, n = 0;
 	int w = 9;
 
+	logview_totals(lv, &t);
 	if ((v = logview_sorted(lv, LOGVIEW_HOSTS, cmp_host, &n)) == NULL)
 		return -1;
 	for (i = 0; i < n; i++) {
@@ -312,13 +367,33 @@ print_hosts(const struct logview *lv, FILE *f)
 	if (n == 0)
 		fprintf(f, "\nHosts: none\n");
 	else
-		fprintf(f, "\nHosts:\n  %-*s  %8s  %7s  %6s  %10s  %10s  %s\n",
-		    w, "HOST:PORT", "REQUESTS", "ALLOWED", "DENIED", "BYTES UP",
-		    "BYTES DOWN", "SECRETS");
+		print_head(f, &t, w);
 	for (i = 0; i < n; i++)
-		print_host(f, v[i], w);
+		print_host(f, v[i], &t, w);
 	free(v);
 	return 0;
+}
+
+/*
+ * "requests N (A allowed, D denied, ...)": every class shown, so that
+ * they add up to N; then a line for each class past allowed and denied.
+ */
+static void
+print_classes(FILE *f, const struct logview_totals *t)
+{
+	int c;
+
+	fprintf(f, "  requests   %" PRIu64 " (", t->requests);
+	for (c = 0; c < LOGVIEW_CLASS_NCLASSES; c++)
+		if (shown(t, c))
+			fprintf(f, "%s%" PRIu64 " %s", c > 0 ? ", " : "",
+			    t->n[c], logview_class_name(c));
+	fputs(")\n", f);
+	for (c = LOGVIEW_CLASS_DENIED + 1; c < LOGVIEW_CLASS_NCLASSES; c++)
+		if (t->n[c] > 0)
+			fprintf(f, "  %-9s  %" PRIu64 " %s\n",
+			    logview_class_name(c), t->n[c],
+			    logview_class_words(c));
 }
 
 static void
@@ -333,20 +408,12 @@ print_totals(const struct logview *lv, FILE *f)
 	human(t->bytes_up, up, sizeof(up));
 	human(t->bytes_down, down, sizeof(down));
 	fprintf(f, "\nTotals:\n  records    %" PRIu64 "\n", t->records);
-	fprintf(f,
-	    "  requests   %" PRIu64 " (%" PRIu64 " allowed, %" PRIu64
-	    " denied)\n",
-	    t->requests, t->allowed, t->denied);
-	if (t->refused > 0)
+	print_classes(f, t);
+	if (t->lookups > 0)
 		fprintf(f,
-		    "  refused    %" PRIu64 " allowed, then refused by the "
-		    "proxy (403)\n",
-		    t->refused);
-	if (t->distrust > 0)
-		fprintf(f,
-		    "  distrust   %" PRIu64 " allowed, then the client refused "
-		    "the run CA\n",
-		    t->distrust);
+		    "  lookups    %" PRIu64 " name%s looked up directly (not "
+		    "requests)\n",
+		    t->lookups, t->lookups == 1 ? "" : "s");
 	fprintf(f, "  bytes      %s up, %s down\n", up, down);
 	fprintf(f, "  malformed  %" PRIu64 " line%s", t->malformed,
 	    t->malformed == 1 ? "" : "s");
@@ -391,9 +458,9 @@ json_denial(const struct logview_entry *d)
 
 	logview_advise(d, &a);
 	return json_pack("{s:I, s:s?, s:o, s:s?, s:b, s:s?, s:s, s:s?, s:s?}",
-	    "count", jint(d->denied), "host", jhost(d), "port", jport(d->port),
-	    "reason", d->reason, "reason_cut", d->reason_cut, "rule", d->rule,
-	    "kind", logview_kind_name(a.kind), "allow",
+	    "count", jint(logview_entry_count(d)), "host", jhost(d), "port",
+	    jport(d->port), "reason", d->reason, "reason_cut", d->reason_cut,
+	    "rule", d->rule, "kind", logview_kind_name(a.kind), "allow",
 	    a.allow[0] != '\0' ? a.allow : NULL, "note",
 	    a.note[0] != '\0' ? a.note : NULL);
 }
@@ -402,8 +469,23 @@ static json_t *
 json_distrust(const struct logview_entry *d)
 {
 	return json_pack("{s:I, s:s?, s:o, s:s?, s:b}", "count",
-	    jint(d->distrust), "host", jhost(d), "port", jport(d->port),
-	    "reason", d->reason, "reason_cut", d->reason_cut);
+	    jint(logview_entry_count(d)), "host", jhost(d), "port",
+	    jport(d->port), "reason", d->reason, "reason_cut", d->reason_cut);
+}
+
+/* Adds every class of N to O by name ("allowed": 3, ...); NULL: ENOMEM. */
+static json_t *
+json_classes(json_t *o, const uint64_t *n)
+{
+	int c;
+
+	for (c = 0; o != NULL && c < LOGVIEW_CLASS_NCLASSES; c++)
+		if (json_object_set_new(o, logview_class_name(c),
+		        json_integer(jint(n[c]))) != 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	return o;
 }
 
 static json_t *
@@ -414,12 +496,12 @@ json_host(const struct logview_entry *h)
 
 	for (i = 0; s != NULL && i < h->nsecrets; i++)
 		json_array_append_new(s, json_string(h->secrets[i]));
-	return json_pack("{s:s?, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:b}",
-	    "host", jhost(h), "port", jport(h->port), "requests",
-	    jint(h->requests), "allowed", jint(h->allowed), "denied",
-	    jint(h->denied), "distrust", jint(h->distrust), "bytes_up",
-	    jint(h->bytes_up), "bytes_down", jint(h->bytes_down), "secrets", s,
-	    "others", h->host == NULL);
+	return json_classes(
+	    json_pack("{s:s?, s:o, s:I, s:I, s:I, s:o, s:b}", "host", jhost(h),
+	        "port", jport(h->port), "requests", jint(h->requests),
+	        "bytes_up", jint(h->bytes_up), "bytes_down",
+	        jint(h->bytes_down), "secrets", s, "others", h->host == NULL),
+	    h->n);
 }
 
 /* An array of list WHICH sorted by CMP, each made by FN; NULL: ENOMEM. */
@@ -452,14 +534,14 @@ json_totals(const struct logview *lv)
 	const struct logview_totals *t = &t0;
 
 	logview_totals(lv, &t0);
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-	                 "s:I, s:I, s:s?, s:s?}",
-	    "records", jint(t->records), "requests", jint(t->requests),
-	    "allowed", jint(t->allowed), "denied", jint(t->denied), "refused",
-	    jint(t->refused), "distrust", jint(t->distrust), "bytes_up",
-	    jint(t->bytes_up), "bytes_down", jint(t->bytes_down), "malformed",
-	    jint(t->malformed), "incomplete", jint(t->incomplete), "first_ts",
-	    t->first_ts, "last_ts", t->last_ts);
+	return json_classes(
+	    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}",
+	        "records", jint(t->records), "requests", jint(t->requests),
+	        "lookups", jint(t->lookups), "bytes_up", jint(t->bytes_up),
+	        "bytes_down", jint(t->bytes_down), "malformed",
+	        jint(t->malformed), "incomplete", jint(t->incomplete),
+	        "first_ts", t->first_ts, "last_ts", t->last_ts),
+	    t->n);
 }
 
 static uint64_t

@@ -49,6 +49,20 @@ _Static_assert(SECRETS_MAX == LOGVIEW_SECRETS_MAX, "secret names kept");
 static const char *const kind_names[] = {"no-rule", "port", "path", "method",
     "deny-rule", "plain-http", "private", "other"};
 
+/* The classes of a request (logview.h), the one place they are named. */
+static const struct {
+	const char *name, *words;
+} classes[LOGVIEW_CLASS_NCLASSES] = {
+    [LOGVIEW_CLASS_ALLOWED] = {"allowed", "allowed"},
+    [LOGVIEW_CLASS_DENIED] = {"denied", "denied by the policy"},
+    [LOGVIEW_CLASS_REFUSED] = {"refused",
+        "allowed, then refused by the proxy (403)"},
+    [LOGVIEW_CLASS_FAILED] = {"failed",
+        "allowed, then failed upstream (502, 504: no answer from the server)"},
+    [LOGVIEW_CLASS_DISTRUST] = {"distrust",
+        "allowed, then the client refused the run CA"},
+};
+
 /* The entries in the order they came, indexed by key (common/htab.h). */
 struct table {
 	struct htab *idx; /* key -> the index of its entry in v */
@@ -555,7 +569,14 @@ rec_check(struct logview *lv, struct rec *r)
 		whyf(lv, "decision is neither allow nor deny");
 		return -1;
 	}
-	return rec_lengths(lv, r);
+	if (rec_lengths(lv, r) != 0)
+		return -1;
+	/* Every request is counted in a class, by its decision. */
+	if (r->request && d == NULL) {
+		whyf(lv, "request without a decision");
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -580,10 +601,11 @@ is_allow(const struct rec *r)
 	return r->s[FIELD_DECISION] != NULL && r->s[FIELD_DECISION][0] == 'a';
 }
 
-static int
-is_deny(const struct rec *r)
+/* The class of a "request" record, which always has a decision. */
+static enum logview_class
+decided(const struct rec *r)
 {
-	return r->s[FIELD_DECISION] != NULL && r->s[FIELD_DECISION][0] == 'd';
+	return is_allow(r) ? LOGVIEW_CLASS_ALLOWED : LOGVIEW_CLASS_DENIED;
 }
 
 static int
@@ -678,8 +700,7 @@ count_agg(struct logview_entry *a, const struct rec *r)
 	a->records++;
 	if (r->request) {
 		a->requests = sat_add(a->requests, w);
-		a->allowed = sat_add(a->allowed, is_allow(r) ? w : 0);
-		a->denied = sat_add(a->denied, is_deny(r) ? w : 0);
+		a->n[decided(r)] = sat_add(a->n[decided(r)], w);
 	}
 	if (r->n[FIELD_BYTES_UP] > 0)
 		a->bytes_up = sat_add(a->bytes_up, r->n[FIELD_BYTES_UP]);
@@ -695,18 +716,24 @@ keep(char **dst, const char *s, size_t max, int *cut)
 		*dst = dup_cut(s, max, cut);
 }
 
-/* Counts a denial of R, which counts for host H, for REASON. */
+/*
+ * Counts a denial of R, which counts for host H, for REASON: a policy's
+ * (R the request), or the proxy's refusal after an allow (R the end).
+ */
 static void
 count_denial(struct logview *lv, const struct rec *r,
     const struct logview_entry *h, const char *reason)
 {
 	size_t rlen = utf8_cut(reason, REASON_KEEP);
 	struct logview_entry *d = lv->denials.others;
+	enum logview_class c =
+	    r->request ? LOGVIEW_CLASS_DENIED : LOGVIEW_CLASS_REFUSED;
 
 	if (h->host != NULL)
 		d = table_get(&lv->denials, h->host, h->port, reason, rlen);
 	d->records++;
-	d->denied = sat_add(d->denied, r->request ? weight(r) : 1);
+	d->requests = sat_add(d->requests, r->request ? weight(r) : 1);
+	d->n[c] = sat_add(d->n[c], r->request ? weight(r) : 1);
 	if (d == lv->denials.others)
 		return;
 	d->reason_cut = reason[rlen] != '\0';
@@ -739,8 +766,7 @@ count_totals(struct logview *lv, const struct rec *r)
 	t->records++;
 	if (r->request) {
 		t->requests = sat_add(t->requests, w);
-		t->allowed = sat_add(t->allowed, is_allow(r) ? w : 0);
-		t->denied = sat_add(t->denied, is_deny(r) ? w : 0);
+		t->n[decided(r)] = sat_add(t->n[decided(r)], w);
 	}
 	if (r->n[FIELD_BYTES_UP] > 0)
 		t->bytes_up = sat_add(t->bytes_up, r->n[FIELD_BYTES_UP]);
@@ -781,8 +807,26 @@ conn_note(struct conn_slot *cs, uint64_t key, const struct rec *r,
 }
 
 /*
+ * Moves one allowed request of host H into class C (the end record said
+ * what became of it), in H and in the totals alike.  Returns 0, or -1
+ * when there is no allowed request to move (a "count" of 0).
+ */
+static int
+reclass(struct logview *lv, struct logview_entry *h, enum logview_class c)
+{
+	if (h->n[LOGVIEW_CLASS_ALLOWED] == 0 ||
+	    lv->t.n[LOGVIEW_CLASS_ALLOWED] == 0)
+		return -1;
+	h->n[LOGVIEW_CLASS_ALLOWED]--;
+	lv->t.n[LOGVIEW_CLASS_ALLOWED]--;
+	h->n[c] = sat_add(h->n[c], 1);
+	lv->t.n[c] = sat_add(lv->t.n[c], 1);
+	return 0;
+}
+
+/*
  * Counts the end R of an allowed CONNECT whose client refused the run CA
- * (for host H): no longer allowed, listed apart.
+ * (for host H), listed apart.
  */
 static void
 count_distrust(struct logview *lv, const struct rec *r, struct logview_entry *h)
@@ -791,14 +835,11 @@ count_distrust(struct logview *lv, const struct rec *r, struct logview_entry *h)
 	size_t rlen = utf8_cut(why, REASON_KEEP);
 	struct logview_entry *d = lv->distrust.others;
 
-	lv->t.distrust++;
-	lv->t.allowed -= lv->t.allowed > 0;
-	h->allowed -= h->allowed > 0;
-	h->distrust++;
 	if (h->host != NULL)
 		d = table_get(&lv->distrust, h->host, h->port, why, rlen);
 	d->records++;
-	d->distrust++;
+	d->requests++;
+	d->n[LOGVIEW_CLASS_DISTRUST]++;
 	if (d != lv->distrust.others)
 		d->reason_cut = why[rlen] != '\0';
 }
@@ -827,10 +868,49 @@ count_lookup(struct logview *lv, const struct rec *r)
 }
 
 /*
- * Counts R.  A request denied by the policy is a denial; so is an end
- * with status 403 after an allowed request: the proxy refused it later
- * (a private address, say).  An allowed CONNECT whose client refused the
- * run CA is neither allowed nor denied: a failure of its own.
+ * The class an end record R moves its allowed request into, or ALLOWED
+ * when it stays there: status 403 is the proxy's refusal (a private
+ * address, say), 502 or 504 with an error the proxy's answer when the
+ * server gave none (no address, refused, timed out, a malformed
+ * response), and a client's alert or hang-up in the handshake its
+ * distrust of the run CA.  A server's own 502 comes without an error.
+ */
+static enum logview_class
+ended(const struct rec *r)
+{
+	json_int_t st = r->n[FIELD_STATUS];
+
+	if (st == 403)
+		return LOGVIEW_CLASS_REFUSED;
+	if ((st == 502 || st == 504) && r->s[FIELD_ERROR] != NULL)
+		return LOGVIEW_CLASS_FAILED;
+	if (field_is_distrust(r->s[FIELD_ERROR]))
+		return LOGVIEW_CLASS_DISTRUST;
+	return LOGVIEW_CLASS_ALLOWED;
+}
+
+/*
+ * Counts the end R of the allowed request before it on its connection,
+ * for host H: its class, and the lists of denials and distrust.
+ */
+static void
+count_end(struct logview *lv, const struct rec *r, struct logview_entry *h)
+{
+	enum logview_class c = ended(r);
+
+	if (c == LOGVIEW_CLASS_ALLOWED || reclass(lv, h, c) != 0)
+		return;
+	if (c == LOGVIEW_CLASS_REFUSED)
+		count_denial(lv, r, h,
+		    r->s[FIELD_ERROR] != NULL ? r->s[FIELD_ERROR]
+		                              : "refused by the proxy (403)");
+	else if (c == LOGVIEW_CLASS_DISTRUST)
+		count_distrust(lv, r, h);
+}
+
+/*
+ * Counts R.  A request is counted in the class its decision says; the
+ * end of an allowed request may move it to another (ended()), once.
  */
 static void
 record(struct logview *lv, const struct rec *r)
@@ -852,20 +932,13 @@ record(struct logview *lv, const struct rec *r)
 	count_agg(h, r);
 	if (r->s[FIELD_SECRET] != NULL)
 		add_secret(h, r->s[FIELD_SECRET]);
-	if (r->request && is_deny(r))
+	if (r->request && !is_allow(r))
 		count_denial(lv, r, h,
 		    r->s[FIELD_REASON] != NULL ? r->s[FIELD_REASON] : "");
-	else if (!r->request && r->n[FIELD_STATUS] == 403 &&
-	    conn_mine(cs, key) && cs->allowed) {
+	else if (!r->request && conn_mine(cs, key) && cs->allowed &&
+	    ended(r) != LOGVIEW_CLASS_ALLOWED) {
 		cs->allowed = 0;
-		lv->t.refused++;
-		count_denial(lv, r, h,
-		    r->s[FIELD_ERROR] != NULL ? r->s[FIELD_ERROR]
-		                              : "refused by the proxy (403)");
-	} else if (!r->request && field_is_distrust(r->s[FIELD_ERROR]) &&
-	    conn_mine(cs, key) && cs->allowed) {
-		cs->allowed = 0;
-		count_distrust(lv, r, h);
+		count_end(lv, r, h);
 	}
 }
 
@@ -1216,6 +1289,29 @@ logview_sorted(const struct logview *lv, enum logview_list which,
 }
 
 const char *
+logview_class_name(enum logview_class c)
+{
+	return c < LOGVIEW_CLASS_NCLASSES ? classes[c].name : "?";
+}
+
+const char *
+logview_class_words(enum logview_class c)
+{
+	return c < LOGVIEW_CLASS_NCLASSES ? classes[c].words : "?";
+}
+
+uint64_t
+logview_entry_count(const struct logview_entry *a)
+{
+	uint64_t n = 0;
+	int c;
+
+	for (c = 0; c < LOGVIEW_CLASS_NCLASSES; c++)
+		n = sat_add(n, a->n[c]);
+	return n;
+}
+
+const char *
 logview_kind_name(enum logview_kind k)
 {
 	return kind_names[k];
@@ -1241,8 +1337,11 @@ logview_host(const struct logview *lv, const char *host, int port,
 	if (a == NULL || a->records == 0)
 		return -1;
 	st->requests = a->requests;
-	st->allowed = a->allowed;
-	st->denied = a->denied;
+	st->allowed = a->n[LOGVIEW_CLASS_ALLOWED];
+	st->denied = a->n[LOGVIEW_CLASS_DENIED];
+	st->refused = a->n[LOGVIEW_CLASS_REFUSED];
+	st->failed = a->n[LOGVIEW_CLASS_FAILED];
+	st->distrust = a->n[LOGVIEW_CLASS_DISTRUST];
 	st->bytes_up = a->bytes_up;
 	st->bytes_down = a->bytes_down;
 	st->nsecrets = a->nsecrets;
@@ -1255,7 +1354,7 @@ logview_denials(
 {
 	const struct logview_entry *a = find(&lv->denials, host, port, reason);
 
-	return a != NULL ? a->denied : 0;
+	return a != NULL ? logview_entry_count(a) : 0;
 }
 
 size_t

@@ -26,15 +26,34 @@
 
 struct logview;
 
+/*
+ * The class of a request: each request is counted in exactly one, the
+ * same in every section of the review, so that the classes add up to the
+ * requests (per host and in the totals).  A request is counted by its
+ * "request" record (allowed or denied) and moves out of "allowed" when
+ * its "end" record says what became of it.  Looked-up names ("dns"
+ * records) are not requests and are counted apart (lookups).
+ */
+enum logview_class {
+	LOGVIEW_CLASS_ALLOWED, /* allowed, and went to the server */
+	LOGVIEW_CLASS_DENIED, /* denied by the policy */
+	LOGVIEW_CLASS_REFUSED, /* allowed, then refused by the proxy (403) */
+	LOGVIEW_CLASS_FAILED, /* allowed, then no answer upstream (502, 504) */
+	LOGVIEW_CLASS_DISTRUST, /* allowed, then the client refused the run CA */
+	LOGVIEW_CLASS_NCLASSES
+};
+
+/* The class's key in the JSON output and column: "allowed", ... */
+const char *logview_class_name(enum logview_class);
+
+/* What the class means, for the totals: "allowed, then ...". */
+const char *logview_class_words(enum logview_class);
+
 struct logview_totals {
 	uint64_t records; /* valid records that passed the filter */
-	uint64_t requests; /* "request" records */
-	uint64_t allowed;
-	uint64_t denied;
-	uint64_t refused; /* allowed, then refused by the proxy (403) */
+	uint64_t requests; /* "request" records: the sum of n[] */
+	uint64_t n[LOGVIEW_CLASS_NCLASSES]; /* requests by class */
 	uint64_t lookups; /* queries to the sandbox's DNS stub ("dns") */
-	/* allowed, then the client refused the run CA (not in allowed) */
-	uint64_t distrust;
 	uint64_t bytes_up;
 	uint64_t bytes_down;
 	uint64_t malformed; /* lines reported as malformed */
@@ -103,13 +122,23 @@ struct logview_entry {
 	int path_cut;
 	char *method;
 	char *rule;
-	uint64_t records, requests, allowed, denied;
-	uint64_t distrust; /* clients that refused the run CA */
+	uint64_t records, requests; /* requests: the sum of n[] */
+	/* by class; a denial has only DENIED and REFUSED, a distrust
+	 * entry only DISTRUST (logview_entry_count: the sum) */
+	uint64_t n[LOGVIEW_CLASS_NCLASSES];
 	uint64_t bytes_up, bytes_down;
 	char *secrets[LOGVIEW_SECRETS_MAX];
 	size_t nsecrets;
 	int more_secrets;
 };
+
+/*
+ * The requests an entry stands for, the sum of its classes: for a host,
+ * its requests; for a denial, those denied by the policy and those
+ * refused by the proxy; for a distrust entry, DISTRUST.  (A looked-up
+ * name counts in requests.)
+ */
+uint64_t logview_entry_count(const struct logview_entry *);
 
 /* LOOKUPS: names looked up directly ("dns" records; count in requests). */
 enum logview_list {
@@ -160,7 +189,8 @@ void logview_esc_buf(char *dst, size_t n, const char *s);
 
 #ifdef LOGVIEW_INTERNAL
 struct logview_host_stats {
-	uint64_t requests, allowed, denied, bytes_up, bytes_down;
+	uint64_t requests, allowed, denied, refused, failed, distrust;
+	uint64_t bytes_up, bytes_down;
 	size_t nsecrets;
 };
 

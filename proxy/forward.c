@@ -228,6 +228,35 @@ build_head(
 	return 0;
 }
 
+/*
+ * Decides the request and, when allowed, builds the head that goes
+ * upstream first: only then is it known which secret goes in (injected,
+ * or a stand-in swapped), and the "request" record names it as the "end"
+ * record does.  Returns 0 when the request may go on.
+ */
+static int
+decide(struct session *s, const struct http_head *h, const struct target_url *u)
+{
+	struct decide_request r = {0};
+	int built = 0;
+
+	r.host = &u->host;
+	r.port = u->port;
+	r.tls = u->tls;
+	r.method = s->fwd->method;
+	r.path = s->path;
+	decide_request(s->policy->p, s->ctx->standins, h, &r, &s->dec);
+	if (s->dec.verdict == POLICY_ALLOW)
+		built = build_head(s, h, u);
+	if (session_audit_request(s) != 0)
+		return -1;
+	if (s->dec.verdict != POLICY_ALLOW)
+		session_reply_close(s, 403, s->dec.reason);
+	else if (built != 0)
+		session_close(s, "out of memory, or a secret without a value");
+	return s->dec.verdict == POLICY_ALLOW && built == 0 ? 0 : -1;
+}
+
 /* --- body relay ----------------------------------------------------------- */
 
 static void
@@ -903,26 +932,6 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 	send_request(s);
 }
 
-/* Decides the request; returns 0 when it may go on. */
-static int
-decide(struct session *s, const struct http_head *h, const struct target_url *u)
-{
-	struct decide_request r = {0};
-
-	r.host = &u->host;
-	r.port = u->port;
-	r.tls = u->tls;
-	r.method = s->fwd->method;
-	r.path = s->path;
-	decide_request(s->policy->p, s->ctx->standins, h, &r, &s->dec);
-	if (session_audit_request(s) != 0)
-		return -1;
-	if (s->dec.verdict == POLICY_ALLOW)
-		return 0;
-	session_reply_close(s, 403, s->dec.reason);
-	return -1;
-}
-
 /*
  * Inside an intercepted tunnel: the target is the CONNECT target, the
  * path the request's, and Host must name the same host (and port, when
@@ -999,10 +1008,6 @@ forward_start(struct session *s, const struct http_head *h)
 	session_note_target(s, h->method, h->method_len, &u.host, u.port);
 	if (decide(s, h, &u) != 0)
 		return;
-	if (build_head(s, h, &u) != 0) {
-		session_close(s, "out of memory, or a secret without a value");
-		return;
-	}
 	/*
 	 * A real value goes out, or could have on another connection (a
 	 * server may echo an earlier request): what comes back from a rule

@@ -149,6 +149,48 @@ same json-denied "$(jq -c 'keys' <<<"$out")" '["denied"]'
 run json-host 0 "$PINHOLE" log --json --host pypi.org "$log"
 same json-host "$(jq -c '[.hosts[].host, .totals.requests]' <<<"$out")" '["pypi.org",1]'
 
+# --- one request, one class: text and --json agree -----------------------------
+# Each class once or more: allowed, denied (folded: count 2), refused after
+# an allow (403), failed upstream (502 with the proxy's error), the client
+# refusing the run CA; a server's own 502 stays allowed; a looked-up name
+# is no request.
+cls=$tmp/classes.jsonl
+{
+	rec request a.test 443 method '"GET"' decision '"allow"'
+	printf '{"sandbox":"run1","conn":%d,"event":"end","status":200}\n' "$n"
+	rec request a.test 443 method '"GET"' decision '"allow"'
+	printf '{"sandbox":"run1","conn":%d,"event":"end","status":502}\n' "$n"
+	rec request b.test 443 method '"CONNECT"' decision '"deny"' count 2 \
+		reason '"no rule allows b.test:443"'
+	rec request intranet.test 80 method '"GET"' decision '"allow"'
+	printf '{"sandbox":"run1","conn":%d,"event":"end","status":403,"error":"intranet.test resolves to 10.0.0.1:80 (private): not allowed without '\''private'\'' in the rule"}\n' "$n"
+	rec request down.test 80 method '"GET"' decision '"allow"'
+	printf '{"sandbox":"run1","conn":%d,"event":"end","status":502,"error":"connect to down.test:80: Connection refused"}\n' "$n"
+	rec request a.test 443 method '"CONNECT"' decision '"allow"'
+	printf '{"sandbox":"run1","conn":%d,"event":"end","status":200,"error":"the client does not trust the run CA (alert unknown ca)"}\n' "$n"
+	printf '{"sandbox":"run1","event":"dns","host":"x.test","qtype":"A","answer":"refused"}\n'
+} >"$cls"
+run classes 0 "$PINHOLE" log "$cls"
+ctext=$out
+run classes-json 0 "$PINHOLE" log --json "$cls"
+cjson=$out
+expect classes "$ctext" '^Denied \(3 requests\):$'
+expect classes "$ctext" '^  requests   7 \(2 allowed, 2 denied, 1 refused, 1 failed, 1 distrust\)$'
+expect classes "$ctext" '^  lookups    1 name looked up directly \(not requests\)$'
+expect classes "$ctext" '^  HOST:PORT +REQUESTS +ALLOWED +DENIED +REFUSED +FAILED +DISTRUST +BYTES UP'
+# The classes add up to the requests, per host and in the totals.
+same classes-json-sum "$(jq -c '[.totals, .hosts[]] | map(.requests == .allowed + .denied + .refused + .failed + .distrust) | unique' <<<"$cjson")" '[true]'
+same classes-json-denied "$(jq '[.denied[].count] | add' <<<"$cjson")" \
+	"$(jq '.totals.denied + .totals.refused' <<<"$cjson")"
+# The text shows what the JSON carries: totals, and each host's row.
+same classes-totals "$(jq -r '.totals | "  requests   \(.requests) (\(.allowed) allowed, \(.denied) denied, \(.refused) refused, \(.failed) failed, \(.distrust) distrust)"' <<<"$cjson")" \
+	"$(grep '^  requests ' <<<"$ctext")"
+while read -r hp want; do
+	got=$(grep -E "^  $hp " <<<"$ctext" | awk '{print $2, $3, $4, $5, $6, $7}')
+	same "classes-host $hp" "$got" "$want"
+done < <(jq -r '.hosts[] | "\(.host):\(.port) \(.requests) \(.allowed) \(.denied) \(.refused) \(.failed) \(.distrust)"' <<<"$cjson")
+same classes-hosts "$(jq '.hosts | length' <<<"$cjson")" 4
+
 # --- the suggested allow lines do allow the denied requests ---------------------
 run suggest 0 "$PINHOLE" log --denied "$log"
 grep -E '^      allow ' <<<"$out" | sed 's/^ *//' >"$tmp/suggested.conf"

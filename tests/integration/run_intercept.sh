@@ -27,6 +27,8 @@ W=$T/work
 mkdir -p "$W"
 # jq_has FILTER FILE: FILTER yields something for some line of FILE.
 jq_has() { [ -n "$(jq -c "$1" "$2" 2>/dev/null)" ]; }
+# jq_none FILTER FILE: FILTER runs and yields nothing for any line of FILE.
+jq_none() { local o; o=$(jq -c "$1" "$2") && [ -z "$o" ]; }
 
 NPM_VALUE=npm_$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')
 printf '%s\n' "$NPM_VALUE" >"$T/npm-token"
@@ -244,7 +246,7 @@ check "distrust: the alert logged" jq_has \
 LOGOUT=$("$PINHOLE" log "$T/distrust.jsonl")
 expect "distrust: pinhole log lists it" "$LOGOUT" \
 	"^  1x  echo\\.test:$ECHO_PORT  the client does not trust the run CA \\(alert unknown ca\\)$"
-expect "distrust: not counted as allowed" "$LOGOUT" '^  requests   1 \(0 allowed, 0 denied\)$'
+expect "distrust: not counted as allowed" "$LOGOUT" '^  requests   1 \(0 allowed, 0 denied, 1 distrust\)$'
 expect "distrust: counted apart" "$LOGOUT" '^  distrust   1 allowed, then the client refused the run CA$'
 
 # --- bad input inside the tunnel -------------------------------------------------
@@ -301,5 +303,16 @@ check "audit: every line parses" sh -c "jq -e . '$T/audit.jsonl' >/dev/null"
 if grep -q -e "$NPM_VALUE" -e "$GIT_TOKEN" -e "$standin" "$T/audit.jsonl"; then
 	bad "audit: a secret value or stand-in is in the log"
 else ok; fi
+# The secret's name on the decision record too, not only on "end": every
+# request an injecting rule allowed names it, and the swapped placeholder's.
+INJ='.event == "request" and .decision == "allow" and .method != "CONNECT" and
+	((.host == "git.test" and .port == '$GIT_PORT') or
+	 (.host == "echo.test" and .port == '$ECHO_PORT'))'
+check "audit: injecting rules' requests were logged" jq_has "select($INJ)" "$T/audit.jsonl"
+check "audit: every one names the secret" jq_none \
+	"select($INJ and .secret != \"gh\")" "$T/audit.jsonl"
+check "audit: the swapped placeholder's request names it" jq_has \
+	'select(.event == "request" and .host == "reg.test" and .secret == "npm")' \
+	"$T/audit.jsonl"
 
 ph_end

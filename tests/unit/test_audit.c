@@ -259,6 +259,45 @@ test_full_record(void **state)
 	assert_string_equal(str_field(o, "error"), "none");
 }
 
+/*
+ * The secret's name goes on both records of a request its rule injects
+ * into: the decision ("request", allowed, no reason) and the "end".
+ */
+static void
+test_secret_both_records(void **state)
+{
+	static const char *const events[] = {"request", "end"};
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-1");
+	struct audit_rec r;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		audit_rec_init(&r, events[i], 7);
+		r.method = "GET";
+		r.host = "api.example.com";
+		r.port = 443;
+		r.path = "/repos";
+		r.rule_file = "p.conf";
+		r.rule_line = 3;
+		r.secret = "gh-token";
+		if (i == 0)
+			r.decision = "allow";
+		else
+			r.status = 200;
+		assert_int_equal(audit_write(a, &r), 0);
+	}
+	audit_close(a);
+	load_log(f);
+	assert_int_equal(f->nlines, 2);
+	for (i = 0; i < 2; i++) {
+		assert_string_equal(str_field(f->lines[i], "event"), events[i]);
+		assert_string_equal(
+		    str_field(f->lines[i], "secret"), "gh-token");
+	}
+	assert_string_equal(str_field(f->lines[0], "decision"), "allow");
+}
+
 static void
 test_key_order(void **state)
 {
@@ -959,6 +998,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(test_full_record),
+	    T(test_secret_both_records),
 	    T(test_key_order),
 	    T(test_absent_fields),
 	    T(test_numbers),

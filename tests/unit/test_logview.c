@@ -116,7 +116,7 @@ test_counts(void **state)
 	logview_totals(lv, &t);
 	assert_int_equal(t.records, 7);
 	assert_int_equal(t.requests, 4);
-	assert_int_equal(t.allowed, 4);
+	assert_int_equal(t.n[LOGVIEW_CLASS_ALLOWED], 4);
 	assert_int_equal(t.bytes_down, 5368709120ull + 17);
 	assert_int_equal(t.malformed, 0);
 	logview_free(lv);
@@ -161,7 +161,7 @@ test_count_field(void **state)
 	logview_totals(lv, &t);
 	assert_int_equal(t.records, 4);
 	assert_int_equal(t.requests, 1042);
-	assert_int_equal(t.denied, 42);
+	assert_int_equal(t.n[LOGVIEW_CLASS_DENIED], 42);
 	out = print_text(lv);
 	has(out, "42x");
 	free(out);
@@ -254,8 +254,8 @@ test_denials(void **state)
 	assert_int_equal(st.requests, 2);
 	assert_int_equal(st.denied, 1);
 	logview_totals(lv, &t);
-	assert_int_equal(t.denied, 11);
-	assert_int_equal(t.allowed, 1);
+	assert_int_equal(t.n[LOGVIEW_CLASS_DENIED], 11);
+	assert_int_equal(t.n[LOGVIEW_CLASS_ALLOWED], 1);
 	logview_free(lv);
 }
 
@@ -370,8 +370,8 @@ test_refused(void **state)
 	    "{\"event\":\"end\",\"sandbox\":\"r1\",\"conn\":2,"
 	    "\"status\":403}");
 	logview_totals(lv, &t);
-	assert_int_equal(t.refused, 1);
-	assert_int_equal(t.denied, 1);
+	assert_int_equal(t.n[LOGVIEW_CLASS_REFUSED], 1);
+	assert_int_equal(t.n[LOGVIEW_CLASS_DENIED], 1);
 	out = print_text(lv);
 	has(out, "Denied (2 requests):\n");
 	has(out,
@@ -418,9 +418,9 @@ test_distrust(void **state)
 	    "\"host\":\"git.test\",\"port\":443,\"status\":200,"
 	    "\"error\":\"idle for 300 s\"}");
 	logview_totals(lv, &t);
-	assert_int_equal(t.distrust, 2);
-	assert_int_equal(t.allowed, 1);
-	assert_int_equal(t.denied, 0);
+	assert_int_equal(t.n[LOGVIEW_CLASS_DISTRUST], 2);
+	assert_int_equal(t.n[LOGVIEW_CLASS_ALLOWED], 1);
+	assert_int_equal(t.n[LOGVIEW_CLASS_DENIED], 0);
 	assert_int_equal(logview_host(lv, "git.test", 443, &hs), 0);
 	assert_int_equal(hs.allowed, 1);
 	out = print_text(lv);
@@ -742,6 +742,167 @@ test_lookups(void **state)
 	logview_free(lv);
 }
 
+/* END for connection CONN of run r1, with EXTRA fields. */
+#define END(conn, extra)                                                       \
+	"{\"sandbox\":\"r1\",\"conn\":" #conn ",\"event\":\"end\"" extra "}"
+
+/*
+ * A log with a request of every class, twice on one host, a folded
+ * denial, a 403 after a denial (not a refusal) and a server's own 502
+ * (not a failure), and a looked-up name (not a request).
+ */
+static void
+feed_classes(struct logview *lv)
+{
+	feed_ok(lv, REQ("a.test", 443, "allow", ",\"conn\":1"));
+	feed_ok(lv, END(1, ",\"status\":200,\"bytes_down\":5"));
+	feed_ok(lv, REQ("a.test", 443, "allow", ",\"conn\":2"));
+	feed_ok(lv, END(2, ",\"status\":502")); /* the server's own */
+	feed_ok(lv,
+	    REQ("b.test", 443, "deny",
+	        ",\"conn\":3,\"count\":3,\"reason\":\"no rule allows "
+	        "b.test:443\""));
+	feed_ok(lv, END(3, ",\"status\":403"));
+	feed_ok(lv, REQ("intranet.test", 80, "allow", ",\"conn\":4"));
+	feed_ok(lv,
+	    END(4,
+	        ",\"status\":403,\"error\":\"intranet.test resolves to "
+	        "10.0.0.1:80 (private): not allowed without 'private' in "
+	        "the rule\""));
+	feed_ok(lv, REQ("down.test", 80, "allow", ",\"conn\":5"));
+	feed_ok(lv,
+	    END(5,
+	        ",\"status\":502,\"error\":\"connect to down.test:80: "
+	        "Connection refused\""));
+	feed_ok(lv, REQ("down.test", 80, "allow", ",\"conn\":6"));
+	feed_ok(lv, END(6, ",\"status\":504,\"error\":\"connect timed out\""));
+	feed_ok(lv, REQ("a.test", 443, "allow", ",\"conn\":7"));
+	feed_ok(lv,
+	    END(7,
+	        ",\"status\":200,\"error\":\"the client does not trust "
+	        "the run CA (alert unknown ca)\""));
+	feed_ok(lv, REQ("a.test", 443, "deny", ",\"reason\":\"path /x\""));
+	feed_ok(lv, "{\"event\":\"dns\",\"host\":\"x.test\"}");
+	/* Every request record is counted by its decision. */
+	assert_int_not_equal(
+	    feed(lv, "{\"event\":\"request\",\"host\":\"c.test\"}"), 0);
+}
+
+/* The sum of the classes of N (in the order of enum logview_class). */
+static uint64_t
+sum(const uint64_t *n)
+{
+	uint64_t s = 0;
+	int c;
+
+	for (c = 0; c < LOGVIEW_CLASS_NCLASSES; c++)
+		s += n[c];
+	return s;
+}
+
+static int
+cmp_none(const void *a, const void *b)
+{
+	(void)a;
+	(void)b;
+	return 0;
+}
+
+/* The sum of logview_entry_count() over list L. */
+static uint64_t
+list_sum(const struct logview *lv, enum logview_list l)
+{
+	const struct logview_entry **v;
+	uint64_t s = 0;
+	size_t i, n = 0;
+
+	v = logview_sorted(lv, l, cmp_none, &n);
+	assert_non_null(v);
+	for (i = 0; i < n; i++) {
+		s += logview_entry_count(v[i]);
+		if (l == LOGVIEW_HOSTS)
+			assert_int_equal(sum(v[i]->n), v[i]->requests);
+	}
+	free(v);
+	return s;
+}
+
+/*
+ * One request, one class, the same in every section: the classes add up
+ * to the requests per host and in the totals, the denials section counts
+ * denied and refused, and --json carries the numbers the text shows.
+ */
+static void
+test_classes(void **state)
+{
+	struct logprint_opts json = {0, 1};
+	struct logview *lv = logview_new();
+	struct logview_host_stats st;
+	struct logview_totals t;
+	json_t *o, *tj;
+	char *out;
+	int c;
+
+	(void)state;
+	feed_classes(lv);
+	logview_totals(lv, &t);
+	assert_int_equal(t.requests, 10);
+	assert_int_equal(t.n[LOGVIEW_CLASS_ALLOWED], 2);
+	assert_int_equal(t.n[LOGVIEW_CLASS_DENIED], 4);
+	assert_int_equal(t.n[LOGVIEW_CLASS_REFUSED], 1);
+	assert_int_equal(t.n[LOGVIEW_CLASS_FAILED], 2);
+	assert_int_equal(t.n[LOGVIEW_CLASS_DISTRUST], 1);
+	assert_int_equal(t.lookups, 1);
+	assert_int_equal(sum(t.n), t.requests);
+	assert_int_equal(list_sum(lv, LOGVIEW_HOSTS), t.requests);
+	assert_int_equal(list_sum(lv, LOGVIEW_DENIALS),
+	    t.n[LOGVIEW_CLASS_DENIED] + t.n[LOGVIEW_CLASS_REFUSED]);
+	assert_int_equal(
+	    list_sum(lv, LOGVIEW_DISTRUST), t.n[LOGVIEW_CLASS_DISTRUST]);
+	assert_int_equal(logview_host(lv, "a.test", 443, &st), 0);
+	assert_int_equal(st.requests, 4);
+	assert_int_equal(st.allowed, 2);
+	assert_int_equal(st.denied, 1);
+	assert_int_equal(st.distrust, 1);
+	assert_int_equal(logview_host(lv, "intranet.test", 80, &st), 0);
+	assert_int_equal(st.allowed + st.refused, 1);
+	assert_int_equal(st.refused, 1);
+	assert_int_equal(logview_host(lv, "down.test", 80, &st), 0);
+	assert_int_equal(st.failed, 2);
+
+	out = print_text(lv);
+	has(out, "Denied (5 requests):\n");
+	has(out,
+	    "  HOST:PORT         REQUESTS  ALLOWED  DENIED  REFUSED  FAILED  "
+	    "DISTRUST    BYTES UP  BYTES DOWN  SECRETS\n");
+	has(out,
+	    "  intranet.test:80         1        0       0        1       0  "
+	    "       0         0 B         0 B  -\n");
+	has(out,
+	    "  requests   10 (2 allowed, 4 denied, 1 refused, 2 failed, 1 "
+	    "distrust)\n"
+	    "  refused    1 allowed, then refused by the proxy (403)\n"
+	    "  failed     2 allowed, then failed upstream");
+	has(out, "  lookups    1 name looked up directly (not requests)\n");
+	free(out);
+
+	out = print(lv, &json);
+	o = json_loads(out, 0, NULL);
+	assert_non_null(o);
+	tj = json_object_get(o, "totals");
+	assert_int_equal(
+	    json_integer_value(json_object_get(tj, "requests")), t.requests);
+	assert_int_equal(
+	    json_integer_value(json_object_get(tj, "lookups")), t.lookups);
+	for (c = 0; c < LOGVIEW_CLASS_NCLASSES; c++)
+		assert_int_equal(json_integer_value(json_object_get(
+		                     tj, logview_class_name(c))),
+		    t.n[c]);
+	json_decref(o);
+	free(out);
+	logview_free(lv);
+}
+
 static void
 test_ts(void **state)
 {
@@ -782,6 +943,7 @@ main(void)
 	    cmocka_unit_test(test_escape),
 	    cmocka_unit_test(test_ts),
 	    cmocka_unit_test(test_lookups),
+	    cmocka_unit_test(test_classes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
