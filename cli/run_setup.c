@@ -8,6 +8,7 @@
  */
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -513,6 +514,29 @@ plan_trust(struct run *r)
 }
 
 /*
+ * The engine ended before the view was complete.  An exit with a status
+ * said why (fatalx, or ERROR first); a signal (a crash, the OOM killer)
+ * said nothing, so the launcher does, lest the run fail without a line.
+ */
+static void
+engine_gone(struct run *r)
+{
+	pid_t p;
+	int w = 0;
+
+	while ((p = waitpid(r->engine, &w, 0)) < 0 && errno == EINTR)
+		;
+	r->engine = 0;
+	if (p < 0)
+		log_warnx("run: the engine ended at start");
+	else if (WIFSIGNALED(w))
+		log_warnx("run: the engine ended at start (signal %d, %s)",
+		    WTERMSIG(w), strsignal(WTERMSIG(w)));
+	else if (WIFEXITED(w) && WEXITSTATUS(w) == 0)
+		log_warnx("run: the engine ended at start");
+}
+
+/*
  * The launcher's part: the view from the engine (every message checked by
  * view_recv), then the mount plan and the environment made from it.
  */
@@ -531,6 +555,8 @@ run_setup_launcher(struct run *r)
 		if ((rc = view_recv(r->esock, &o, buf, &m)) != VIEW_OK) {
 			if (rc != VIEW_E_TRUNC)
 				log_warnx("run: engine: %s", view_strerror(rc));
+			else
+				engine_gone(r);
 			return -1;
 		}
 		if (m.type == VIEW_HELLO) {

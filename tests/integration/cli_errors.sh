@@ -5,7 +5,8 @@
 # secrets could not be loaded", "the proxy ended before the command"); a
 # policy with several errors says one line per error, as `check` does.
 # Covers the secrets (a file missing, unreadable, open to others; a
-# helper that fails; an environment variable unset; --keep-env of one),
+# helper that fails; an environment variable unset; --keep-env of one;
+# the engine killed while it loads),
 # the policy (errors, a missing file, a file the sandbox could rewrite),
 # the audit log (a bad path, a shared place), the trust files and bundles
 # (a key in a trust file, a missing one, an unreadable CURL_CA_BUNDLE), a
@@ -74,6 +75,25 @@ pol helper "secret gh-token exec /bin/false" \
 one "secret helper fails" 1 \
 	"^pinhole: secret gh-token: helper /bin/false exited with status 1" \
 	-p "$T/helper.conf"
+
+# The engine killed while it loads (a crash, the OOM killer): it said
+# nothing, so the launcher does.  The helper's parent is proc.c's
+# supervisor, whose parent is the engine (whose parent is the launcher).
+cat >"$T/kill-engine.sh" <<'EOF'
+#!/bin/sh
+ppid_of() { sed 's/.*) . //' "/proc/$1/stat" | cut -d' ' -f1; }
+engine=$(ppid_of "$PPID")
+launcher=$(ppid_of "$engine")
+[ "$(cat "/proc/$engine/comm")" = pinhole ] &&
+	[ "$(cat "/proc/$launcher/comm")" = pinhole ] || exit 1
+kill -KILL "$engine"
+exit 1
+EOF
+chmod 755 "$T/kill-engine.sh"
+pol killed "secret gh-token exec $T/kill-engine.sh" \
+	"allow example.org:443 { inject bearer gh-token }"
+one "the engine killed at start" 1 \
+	"^pinhole: run: the engine ended at start \(signal 9" -p "$T/killed.conf"
 
 pol envsec "secret npm-token env PH_TEST_NPM_TOKEN" \
 	"allow example.org:443 { inject bearer npm-token }"
