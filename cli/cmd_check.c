@@ -77,7 +77,7 @@ static int
 check_one(const char *const *files, size_t n, const char *name,
     const struct check_opts *o)
 {
-	struct cli_diag_count c = {0, 0, o->quiet};
+	struct cli_diag_count c = {0, 0, o->quiet, 0};
 	struct policy *p = NULL;
 	unsigned bad = 0;
 	int r;

@@ -59,7 +59,7 @@ cmd_doctor(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct doctor_result res[DOCTOR_MAX];
-	struct cli_diag_count dc = {0, 0, 0};
+	struct cli_diag_count dc = {0, 0, 0, 0};
 	struct doctor_policy_opts o = {NULL, 0, NULL, cli_print_diag, &dc};
 	const char **pfiles = calloc(argc, sizeof(*pfiles));
 	size_t n;

@@ -173,7 +173,7 @@ cmd_explain(int argc, char **argv)
 	    {"upgrade", required_argument, NULL, 'u'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct cli_diag_count c = {0, 0, 0};
+	struct cli_diag_count c = {0, 0, 0, 0};
 	const char **pfiles = calloc(argc, sizeof(*pfiles));
 	struct explain_req *r = calloc(1, sizeof(*r));
 	struct policy *p = NULL;

@@ -114,7 +114,9 @@ on_engine(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	log_warnx("run: the proxy ended before the command");
+	/* One line: the engine's own, when it said why it ended. */
+	if (!run_engine_said_why(r))
+		log_warnx("run: the proxy ended before the command");
 	r->engine_lost = 1;
 	(void)kill(sbx_pid(r->sbx), SIGKILL);
 }

@@ -47,6 +47,7 @@ void
 cli_print_diag(void *arg, const struct policy_diag *d)
 {
 	struct cli_diag_count *c = arg;
+	const char *tag = c != NULL && c->tagged ? "pinhole: " : "";
 
 	if (c != NULL) {
 		if (d->warning)
@@ -60,11 +61,11 @@ cli_print_diag(void *arg, const struct policy_diag *d)
 		fprintf(stderr, "pinhole: %s%s\n",
 		    d->warning ? "warning: " : "", d->msg);
 	else if (d->line == 0)
-		fprintf(stderr, "%s: %s%s\n", d->file,
+		fprintf(stderr, "%s%s: %s%s\n", tag, d->file,
 		    d->warning ? "warning: " : "", d->msg);
 	else
-		fprintf(stderr, "%s:%u:%u: %s%s\n", d->file, d->line, d->col,
-		    d->warning ? "warning: " : "", d->msg);
+		fprintf(stderr, "%s%s:%u:%u: %s%s\n", tag, d->file, d->line,
+		    d->col, d->warning ? "warning: " : "", d->msg);
 }
 
 int

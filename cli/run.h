@@ -158,6 +158,12 @@ int run_engine_start(struct run *r);
 int run_engine_listeners(struct run *r);
 
 /*
+ * The engine ended (or spoke) before STOP: its last message read.
+ * Returns 1 if it was ERROR (the engine said why on stderr), else 0.
+ */
+int run_engine_said_why(struct run *r);
+
+/*
  * Tells the engine the command ended, takes the denied summary into R
  * and waits for the engine to exit.  Returns 0, or -1 (said).
  */

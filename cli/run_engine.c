@@ -226,7 +226,11 @@ engine_serve(struct run *r)
 	if (view_recv(r->esock, &r->eorder, buf, &m) != VIEW_OK ||
 	    m.type != VIEW_LISTENERS)
 		return -1; /* the launcher said why, or ended */
-	if (start_proxy(r, &m) == 0) {
+	if (start_proxy(r, &m) != 0)
+		/* Said: the launcher adds nothing (run_engine_said_why). */
+		(void)view_send(
+		    r->esock, VIEW_ERROR, "proxy", sizeof("proxy"), NULL, 0);
+	else {
 		ev = event_new(r->base, r->esock, EV_READ, on_launcher, r);
 		if (ev != NULL && event_add(ev, NULL) == 0) {
 			shed(r);
@@ -429,6 +433,16 @@ run_engine_listeners(struct run *r)
 	if (rc != 0)
 		log_warn("run: cannot hand the listeners to the engine");
 	return rc;
+}
+
+int
+run_engine_said_why(struct run *r)
+{
+	static unsigned char buf[VIEW_MSG_MAX];
+	struct view_msg m;
+
+	return view_recv(r->esock, &r->lorder, buf, &m) == VIEW_OK &&
+	    m.type == VIEW_ERROR;
 }
 
 /* One DENIED_ITEM into R's summary. */

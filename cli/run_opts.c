@@ -161,9 +161,11 @@ mount_or_env_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 				*bad = -1;
 			} else if (o[2] == 'u')
 				env_unset(r->env, argv[*i]);
-			else if (r->nkeep == RUN_KEEP_MAX)
+			else if (r->nkeep == RUN_KEEP_MAX) {
+				log_warnx(
+				    "run: at most %d --keep-env", RUN_KEEP_MAX);
 				*bad = -1;
-			else {
+			} else {
 				r->keep[r->nkeep++] = argv[*i];
 				env_keep(r->env, environ, argv[*i]);
 			}

@@ -8,6 +8,7 @@
  */
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -16,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <event2/event.h>
 
 #include "cli/cli.h"
 #include "cli/run.h"
@@ -27,6 +30,7 @@
 #include "netns/hostinfo.h"
 #include "netns/mount.h"
 #include "audit/audit.h"
+#include "proxy/dns.h"
 #include "proxy/engine_load.h"
 #include "proxy/view.h"
 
@@ -177,16 +181,20 @@ log_default(void *arg)
 static char *
 log_failed(void *arg, const char *err, int defaulted)
 {
+	char *next;
+
 	(void)arg;
 	if (!defaulted) {
-		log_warnx("run: audit log: %s", err);
+		log_warnx("run: %s", err); /* "audit log PATH: why" */
 		return NULL;
 	}
-	/* No usable home after all: the private fallback. */
-	log_warnx("run: %s; using a private file instead (--log FILE "
-	          "chooses)",
-	    err);
-	return private_log();
+	/* No usable home after all: the private fallback, said only when
+	 * there is one (else private_log's line is the one). */
+	if ((next = private_log()) != NULL)
+		log_warnx("run: %s; using a private file instead (--log FILE "
+		          "chooses)",
+		    err);
+	return next;
 }
 
 static int
@@ -384,6 +392,31 @@ run_check_home(struct run *r)
 }
 
 /*
+ * The resolver the proxy will make once the sandbox runs (engine.c), made
+ * once now: a bad --dns list (or no server at all) stops the run before
+ * the command starts, in one line, rather than ending the proxy under a
+ * running command.  Returns 0, or -1 (said).
+ */
+static int
+check_dns(const struct run *r)
+{
+	struct event_base *base = event_base_new();
+	struct dns *d = NULL;
+	char err[256] = "no event loop";
+	int rc = -1;
+
+	if (base != NULL &&
+	    (d = dns_new(base, r->dns, 1000, err, sizeof(err))) != NULL)
+		rc = 0;
+	else
+		log_warnx("run: DNS: %s", err);
+	dns_free(d);
+	if (base != NULL)
+		event_base_free(base);
+	return rc;
+}
+
+/*
  * The engine's part: the run's choices for proxy/engine_load.c, which
  * makes a run id, loads the policy and its secrets, opens the audit log
  * and makes the CA and the TLS contexts, the view going to SINK as it is
@@ -392,7 +425,7 @@ run_check_home(struct run *r)
 int
 run_setup_engine(struct run *r, const struct engine_load_sink *sink)
 {
-	struct cli_diag_count count = {0, 0, 1};
+	struct cli_diag_count count = {0, 0, 1, 1};
 	struct engine_load_config cf = {0};
 	int rc;
 
@@ -409,9 +442,11 @@ run_setup_engine(struct run *r, const struct engine_load_sink *sink)
 	cf.log_failed = log_failed;
 	cf.log_opened = log_opened;
 	cf.arg = r;
-	if ((rc = engine_load_new(&cf, sink, &r->load)) ==
-	    ENGINE_LOAD_E_SECRETS)
-		log_warnx("run: the policy's secrets could not be loaded");
+	if (check_dns(r) != 0)
+		return -1;
+	/* Every failure is said in one line (secret.c names the secret):
+	 * nothing to add, for ENGINE_LOAD_E_SECRETS either. */
+	rc = engine_load_new(&cf, sink, &r->load);
 	return rc == ENGINE_LOAD_OK ? 0 : -1;
 }
 
@@ -479,6 +514,29 @@ plan_trust(struct run *r)
 }
 
 /*
+ * The engine ended before the view was complete.  An exit with a status
+ * said why (fatalx, or ERROR first); a signal (a crash, the OOM killer)
+ * said nothing, so the launcher does, lest the run fail without a line.
+ */
+static void
+engine_gone(struct run *r)
+{
+	pid_t p;
+	int w = 0;
+
+	while ((p = waitpid(r->engine, &w, 0)) < 0 && errno == EINTR)
+		;
+	r->engine = 0;
+	if (p < 0)
+		log_warnx("run: the engine ended at start");
+	else if (WIFSIGNALED(w))
+		log_warnx("run: the engine ended at start (signal %d, %s)",
+		    WTERMSIG(w), strsignal(WTERMSIG(w)));
+	else if (WIFEXITED(w) && WEXITSTATUS(w) == 0)
+		log_warnx("run: the engine ended at start");
+}
+
+/*
  * The launcher's part: the view from the engine (every message checked by
  * view_recv), then the mount plan and the environment made from it.
  */
@@ -497,6 +555,8 @@ run_setup_launcher(struct run *r)
 		if ((rc = view_recv(r->esock, &o, buf, &m)) != VIEW_OK) {
 			if (rc != VIEW_E_TRUNC)
 				log_warnx("run: engine: %s", view_strerror(rc));
+			else
+				engine_gone(r);
 			return -1;
 		}
 		if (m.type == VIEW_HELLO) {

@@ -586,6 +586,30 @@ make_cgroup(struct sbx *s, const struct sbx_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * PID 1 ended before it said why: a signal did it (the memory limit's
+ * OOM kill of a cgroup, a crash).  The one line says which.
+ */
+static void
+ended_at_start(
+    struct sbx *s, const struct sbx_config *c, char *err, size_t errlen)
+{
+	pid_t p;
+	int w = 0;
+
+	while ((p = waitpid(s->pid, &w, 0)) < 0 && errno == EINTR)
+		;
+	if (p == s->pid)
+		s->reaped = 1;
+	if (p == s->pid && WIFSIGNALED(w))
+		ph_errf(err, errlen,
+		    "the sandbox ended at start (signal %d, %s%s)", WTERMSIG(w),
+		    strsignal(WTERMSIG(w)),
+		    c->limit_memory ? ": --limit-memory too small?" : "");
+	else
+		ph_errf(err, errlen, "the sandbox ended at start");
+}
+
 struct sbx *
 sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 {
@@ -630,8 +654,10 @@ sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 	}
 	if ((r = recv_msg(s, &type, msg, sizeof(msg))) <= 0 || type != 'F' ||
 	    s->nfds == 0) {
-		ph_errf(err, errlen, "%s",
-		    r > 0 && type == 'E' ? msg : "the sandbox ended at start");
+		if (r > 0 && type == 'E')
+			ph_errf(err, errlen, "%s", msg);
+		else
+			ended_at_start(s, c, err, errlen);
 		goto fail;
 	}
 	return s;

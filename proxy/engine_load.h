@@ -81,7 +81,8 @@ enum {
 	ENGINE_LOAD_OK = 0,
 	ENGINE_LOAD_FAILED = -1, /* said */
 	ENGINE_LOAD_E_SECRETS = -2, /* a secret did not load (secret.c said
-	                               which); the caller may add its word */
+	                               which and why, in one line: a run adds
+	                               none; a reload says what it keeps) */
 };
 
 /*
