@@ -221,6 +221,48 @@ done
 wait "$writer"
 ok
 
+# --- hostile characters: escaped in the review, \u escapes in --json -----------
+# Each code point with the bytes of its UTF-8 as the review must print them.
+hostile_cps='202a:\xe2\x80\xaa 202b:\xe2\x80\xab 202c:\xe2\x80\xac
+202d:\xe2\x80\xad 202e:\xe2\x80\xae 2066:\xe2\x81\xa6 2067:\xe2\x81\xa7
+2068:\xe2\x81\xa8 2069:\xe2\x81\xa9 200e:\xe2\x80\x8e 200f:\xe2\x80\x8f
+061c:\xd8\x9c 2028:\xe2\x80\xa8 2029:\xe2\x80\xa9 200b:\xe2\x80\x8b
+200c:\xe2\x80\x8c 200d:\xe2\x80\x8d 2060:\xe2\x81\xa0 feff:\xef\xbb\xbf
+00ad:\xc2\xad 009b:\xc2\x9b 0085:\xc2\x85 007f:\x7f 001b:\x1b'
+hostile=$tmp/hostile.jsonl
+for pair in $hostile_cps; do
+	cp=${pair%%:*}
+	rec request "h$cp.test" 443 decision '"deny"' \
+		reason "\"a<\\u$cp>b caf\\u00e9\"" secret "\"s<\\u$cp>\""
+done >"$hostile"
+run hostile 0 "$PINHOLE" log "$hostile"
+for pair in $hostile_cps; do
+	cp=${pair%%:*}
+	want="a<${pair#*:}>b café"
+	if grep -qF -- "$want" <<<"$out"; then ok; else
+		bad "hostile U+$cp: no '$want' in the review"
+	fi
+	grep -qF -- "s<${pair#*:}>" <<<"$out" && ok ||
+		bad "hostile U+$cp: secret name not escaped"
+done
+# None of them raw: C0 but the newline, DEL, C1, the format characters.
+if printf '%s' "$out" | LC_ALL=C grep -qP \
+	'[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f\xad]|\xd8\x9c|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0\xa6-\xa9]|\xef\xbb\xbf'; then
+	bad "hostile: raw bytes in the review: $(printf '%s' "$out" | od -An -tx1 | head -5)"
+else ok; fi
+# Valid UTF-8 passes as it is: é is c3 a9, once per denial.
+same hostile-utf8 "$(printf '%s' "$out" | LC_ALL=C grep -c $'caf\xc3\xa9$')" \
+	"$(wc -l <"$hostile")"
+run hostile-json 0 "$PINHOLE" log --json "$hostile"
+if printf '%s' "$out" | LC_ALL=C grep -qP '[^\x0a\x20-\x7e]'; then
+	bad "hostile-json: bytes outside printable ASCII: $(printf '%s' "$out" | LC_ALL=C grep -nP '[^\x0a\x20-\x7e]' | head -3)"
+else ok; fi
+expect hostile-json "$out" 'a<\\u2028>b caf\\u00E9'
+expect hostile-json "$out" 'a<\\u007F>b'
+# The same strings as the log, once decoded.
+same hostile-json-text "$(jq -c '.denied[].reason' <<<"$out" | sort)" \
+	"$(jq -c .reason "$hostile" | sort)"
+
 # --- empty input -------------------------------------------------------------------
 run empty 0 "$PINHOLE" log /dev/null
 expect empty "$out" '^Denied: none$'
