@@ -1087,36 +1087,52 @@ target_str(const struct logview_entry *d, char *buf, size_t n)
 	return 0;
 }
 
+/* A byte a path pattern cannot hold (policy/parse.c's bad_pattern_byte). */
+static int
+unspellable(unsigned char c)
+{
+	return c < ' ' || c == 0x7f || c == '%' || c == '?' || c == '#' ||
+	    c == '\\';
+}
+
 /*
- * The directory of PATH plus "*", as a policy word (quoted if needed), or
- * -1.  A '*' in the directory would be a wildcard there: no word.
+ * The narrow pattern for the denied PATH, as a policy word (quoted if
+ * needed), or -1: its directory plus '*' ("/a/b/c" gives "/a/b/" and a
+ * star), or the path itself when that directory is the root ("/a" gives
+ * "/a"), so the advice is never the root and a star, which would open
+ * the whole host.  -1 when the pattern would hold a byte a pattern
+ * cannot, or a '*' (a wildcard there would reach further than the
+ * denied path).
  */
 static int
 path_word(const char *path, char *buf, size_t n)
 {
 	const char *slash = strrchr(path, '/');
 	size_t i, o = 0, len;
-	int quote = 0;
+	int quote = 0, exact;
 
-	if (path[0] != '/' || slash == NULL || (size_t)(slash - path) + 8 > n)
+	if (path[0] != '/' || slash == NULL)
 		return -1;
-	len = slash - path + 1;
+	exact = slash == path;
+	len = exact ? strlen(path) : (size_t)(slash - path) + 1;
+	if (len + 8 > n)
+		return -1;
 	for (i = 0; i < len; i++) {
-		if ((unsigned char)path[i] < ' ' || path[i] == 0x7f ||
-		    path[i] == '*')
+		if (unspellable((unsigned char)path[i]) || path[i] == '*')
 			return -1;
 		quote |= !word_byte((unsigned char)path[i]);
 	}
 	if (quote)
 		buf[o++] = '"';
 	for (i = 0; i < len && o + 4 < n; i++) {
-		if (path[i] == '"' || path[i] == '\\')
+		if (path[i] == '"')
 			buf[o++] = '\\';
 		buf[o++] = path[i];
 	}
 	if (i < len)
 		return -1;
-	buf[o++] = '*';
+	if (!exact)
+		buf[o++] = '*';
 	if (quote)
 		buf[o++] = '"';
 	buf[o] = '\0';

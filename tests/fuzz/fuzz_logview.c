@@ -9,7 +9,8 @@
  * up under the sanitizers; logview_totals() must add up.  The review must
  * be safe for a terminal: each line of the text is what escaping leaves
  * unchanged (escaping is idempotent on safe text), the JSON is printable
- * ASCII, and the input itself escapes to such text.
+ * ASCII, and the input itself escapes to such text.  No advice allows
+ * every path of a host.
  *
  *	./fuzz_logview -max_total_time=60 tests/fuzz/corpus/logview
  */
@@ -73,7 +74,28 @@ check_safe(const char *s, size_t len)
 	free(out);
 }
 
-/* Each line of the text review is safe for a terminal. */
+/*
+ * Whether the line S of LEN bytes is an allow line of the advice whose
+ * paths start with "/" and a star: every path on the host.
+ */
+static int
+advice_opens_host(const char *s, size_t len)
+{
+	static const char lead[] = "      allow ", all[] = "paths /*";
+	size_t i;
+
+	if (len < sizeof(lead) - 1 || memcmp(s, lead, sizeof(lead) - 1) != 0)
+		return 0;
+	for (i = 0; i + sizeof(all) - 1 <= len; i++)
+		if (memcmp(s + i, all, sizeof(all) - 1) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Each line of the text review is safe for a terminal, and no advice
+ * opens a whole host.
+ */
 static void
 check_text(const char *buf, size_t len)
 {
@@ -83,6 +105,7 @@ check_text(const char *buf, size_t len)
 	while (p < end) {
 		nl = memchr(p, '\n', end - p);
 		check_safe(p, (nl ? nl : end) - p);
+		check(!advice_opens_host(p, (nl ? nl : end) - p));
 		p = nl ? nl + 1 : end;
 	}
 }

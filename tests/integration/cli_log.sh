@@ -2,7 +2,8 @@
 # CLI tests of `pinhole log`: the review of an audit log, from a file and
 # from standard input, --denied, --host, --json (checked with jq), malformed
 # and incomplete lines, the allow lines it suggests (checked with `pinhole
-# explain`), exit codes.
+# explain`, and never every path of a host), hostile characters escaped,
+# exit codes.
 # usage: cli_log.sh PATH-TO-PINHOLE   (PH_SRCDIR: source tree)
 . "$(dirname "$0")/cli_lib.sh"
 
@@ -162,6 +163,42 @@ run suggest-path-only 1 "$PINHOLE" explain -p "$tmp/suggested.conf" \
 run suggest-method 0 "$PINHOLE" explain -p "$tmp/suggested.conf" \
 	https://api.github.com/user/repos DELETE
 run suggest-port 0 "$PINHOLE" explain -p "$tmp/suggested.conf" pypi.org:8443
+
+# --- suggestions stay narrow: never every path of a host ----------------------
+narrow=$tmp/narrow.jsonl
+{
+	for p in /robots.txt / /acme/tools.git/info/refs /acme/tools.git/info/HEAD \
+		'/a?b'; do
+		rec request narrow.test 443 method '"GET"' path "\"$p\"" \
+			decision '"deny"' rule '"p.conf:4"' \
+			reason "\"path $p is not allowed by rule p.conf:4\""
+	done
+	rec request api.narrow.test 443 method '"DELETE"' path '"/user"' \
+		decision '"deny"' rule '"p.conf:6"' \
+		reason '"method DELETE is not allowed by rule p.conf:6"'
+} >"$narrow"
+run narrow 0 "$PINHOLE" log --denied "$narrow"
+expect narrow "$out" '^      allow narrow\.test:443 \{ paths /robots\.txt \}$'
+expect narrow "$out" '^      allow narrow\.test:443 \{ paths / \}$'
+expect narrow "$out" '^      allow narrow\.test:443 \{ paths /acme/tools\.git/info/\* \}$'
+expect narrow "$out" '^      allow api\.narrow\.test:443 \{ methods DELETE paths /user \}$'
+expect narrow "$out" '^      no allow line: the log names no usable path$'
+refuse narrow "$out" 'paths /\*'
+grep -E '^      allow ' <<<"$out" | sed 's/^ *//' | sort -u >"$tmp/narrow.conf"
+same narrow-count "$(wc -l <"$tmp/narrow.conf")" 4
+run narrow-check 0 "$PINHOLE" check "$tmp/narrow.conf"
+for u in /robots.txt / /acme/tools.git/info/refs /acme/tools.git/info/HEAD; do
+	run "narrow-explain $u" 0 "$PINHOLE" explain -p "$tmp/narrow.conf" \
+		"https://narrow.test$u"
+done
+for u in /robots.txt.bak /index.html /acme/tools.git/HEAD /acme/other; do
+	run "narrow-explain-no $u" 1 "$PINHOLE" explain -p "$tmp/narrow.conf" \
+		"https://narrow.test$u"
+done
+run narrow-method 0 "$PINHOLE" explain -p "$tmp/narrow.conf" \
+	https://api.narrow.test/user DELETE
+run narrow-method-no 1 "$PINHOLE" explain -p "$tmp/narrow.conf" \
+	https://api.narrow.test/user/keys DELETE
 
 # --- malformed lines --------------------------------------------------------------
 bad_log=$tmp/bad.jsonl

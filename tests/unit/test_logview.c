@@ -259,6 +259,67 @@ test_denials(void **state)
 	logview_free(lv);
 }
 
+/*
+ * The paths an advice allows stay narrow: the denied path's directory and
+ * a star, or the path itself at the root; never the whole host.
+ */
+static void
+test_advice_narrow(void **state)
+{
+	static const struct {
+		const char *reason, *path, *method, *allow;
+	} cases[] = {
+	    {"path /acme/repo.git/info/refs is not allowed by rule p.conf:4",
+	        "/acme/repo.git/info/refs", "GET",
+	        "allow h.test:443 { paths /acme/repo.git/info/* }"},
+	    {"path /robots.txt is not allowed by rule p.conf:4", "/robots.txt",
+	        "GET", "allow h.test:443 { paths /robots.txt }"},
+	    {"path / is not allowed by rule p.conf:4", "/", "GET",
+	        "allow h.test:443 { paths / }"},
+	    {"path /acme is not allowed by rule p.conf:4", NULL, NULL,
+	        "allow h.test:443 { paths /acme }"},
+	    {"path /a b is not allowed by rule p.conf:4", "/a b", "GET",
+	        "allow h.test:443 { paths \"/a b\" }"},
+	    {"method DELETE is not allowed by rule p.conf:4", "/user", "DELETE",
+	        "allow h.test:443 { methods DELETE paths /user }"},
+	    {"method DELETE is not allowed by rule p.conf:4", "/user/x",
+	        "DELETE", "allow h.test:443 { methods DELETE paths /user/* }"},
+	    /* A pattern cannot spell these, and a star would reach further. */
+	    {"path /a?b is not allowed by rule p.conf:4", "/a?b", "GET", ""},
+	    {"path /a%b is not allowed by rule p.conf:4", "/a%b", "GET", ""},
+	    {"path /* is not allowed by rule p.conf:4", "/*", "GET", ""},
+	    {"path /x*y is not allowed by rule p.conf:4", "/x*y", "GET", ""},
+	    {"path /a#/b is not allowed by rule p.conf:4", "/a#/b", "GET", ""},
+	};
+	char reason[128], path[64], method[16];
+	struct logview_entry d;
+	struct logview_advice a;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&d, 0, sizeof(d));
+		snprintf(reason, sizeof(reason), "%s", cases[i].reason);
+		snprintf(path, sizeof(path), "%s",
+		    cases[i].path != NULL ? cases[i].path : "");
+		snprintf(method, sizeof(method), "%s",
+		    cases[i].method != NULL ? cases[i].method : "");
+		d.host = (char *)"h.test";
+		d.port = 443;
+		d.reason = reason;
+		d.path = cases[i].path != NULL ? path : NULL;
+		d.method = cases[i].method != NULL ? method : NULL;
+		d.rule = (char *)"p.conf:4";
+		logview_advise(&d, &a);
+		if (strcmp(a.allow, cases[i].allow) != 0)
+			fail_msg("%s: \"%s\", not \"%s\"", cases[i].reason,
+			    a.allow, cases[i].allow);
+		assert_null(strstr(a.allow, "paths /*"));
+		if (a.allow[0] == '\0')
+			has(a.note, "no allow line: the log names no usable ");
+	}
+}
+
 static void
 test_text(void **state)
 {
@@ -940,6 +1001,7 @@ main(void)
 	    cmocka_unit_test(test_filter),
 	    cmocka_unit_test(test_bounded),
 	    cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_advice_narrow),
 	    cmocka_unit_test(test_escape),
 	    cmocka_unit_test(test_escape_classes),
 	    cmocka_unit_test(test_escape_utf8),
