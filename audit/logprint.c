@@ -560,6 +560,33 @@ json_lookup(const struct logview_entry *e)
 	    jhost(e), "others", e->host == NULL);
 }
 
+/*
+ * Writes a chunk of jansson's output to the FILE DATA.  The output is
+ * ASCII (JSON_ENSURE_ASCII: every other character, U+2028 and U+2029
+ * among them, as \uXXXX), but jansson leaves DEL raw; DEL can only be
+ * inside a string, where \u007F means the same.  So the JSON carries no
+ * byte a terminal acts on but the newlines of its layout.
+ */
+static int
+put_json(const char *buf, size_t n, void *data)
+{
+	FILE *f = data;
+	const char *del;
+	size_t k;
+
+	while (n > 0) {
+		del = memchr(buf, 0x7f, n);
+		k = del != NULL ? (size_t)(del - buf) : n;
+		if (fwrite(buf, 1, k, f) != k ||
+		    (del != NULL && fputs("\\u007F", f) == EOF))
+			return -1;
+		k += del != NULL;
+		buf += k;
+		n -= k;
+	}
+	return 0;
+}
+
 static int
 print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 {
@@ -582,7 +609,8 @@ print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 	            json_table(lv, LOGVIEW_HOSTS, cmp_host, json_host)) != 0 ||
 	        json_object_set_new(root, "totals", json_totals(lv)) != 0))
 		goto out;
-	if (json_dumpf(root, f, JSON_INDENT(2)) != 0)
+	if (json_dump_callback(
+	        root, put_json, f, JSON_INDENT(2) | JSON_ENSURE_ASCII) != 0)
 		goto out;
 	fputc('\n', f);
 	ret = 0;

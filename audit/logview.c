@@ -102,9 +102,66 @@ struct logview {
 /* --- strings ------------------------------------------------------------ */
 
 /*
+ * Code points escaped although valid UTF-8: the C1 controls, the format
+ * characters (Unicode's Cf: bidirectional marks, embeddings, overrides
+ * and isolates, zero-width characters, the byte order mark, tags), the
+ * line and paragraph separators (Zl, Zp), the other default-ignorable
+ * code points (invisible: fillers, variation selectors), surrogates and
+ * noncharacters (Unicode 15.1).  What a log line could use to reorder,
+ * hide or break what the reviewer sees.  Sorted and disjoint (a unit
+ * test checks); the noncharacters U+nFFFE/U+nFFFF are tested apart.
+ */
+static const struct cp_range {
+	uint32_t lo, hi;
+} unsafe_cps[] = {
+    {0x0080, 0x009f}, /* C1 controls */
+    {0x00ad, 0x00ad}, /* soft hyphen */
+    {0x034f, 0x034f}, /* combining grapheme joiner */
+    {0x0600, 0x0605}, /* Arabic number signs */
+    {0x061c, 0x061c}, /* Arabic letter mark */
+    {0x06dd, 0x06dd}, {0x070f, 0x070f}, {0x0890, 0x0891}, {0x08e2, 0x08e2},
+    {0x115f, 0x1160}, /* Hangul fillers */
+    {0x17b4, 0x17b5}, {0x180b, 0x180f}, /* Mongolian selectors and separator */
+    {0x200b, 0x200f}, /* zero-width space, (non-)joiner, LRM, RLM */
+    {0x2028, 0x202e}, /* line, paragraph separators; embeddings, overrides */
+    {0x2060, 0x206f}, /* word joiner, invisible operators, isolates */
+    {0x3164, 0x3164}, /* Hangul filler */
+    {0xd800, 0xdfff}, /* surrogates */
+    {0xfdd0, 0xfdef}, /* noncharacters */
+    {0xfe00, 0xfe0f}, /* variation selectors */
+    {0xfeff, 0xfeff}, /* zero-width no-break space, byte order mark */
+    {0xffa0, 0xffa0}, /* halfwidth Hangul filler */
+    {0xfff0, 0xfffb}, /* interlinear annotations */
+    {0x110bd, 0x110bd}, {0x110cd, 0x110cd},
+    {0x13430, 0x1343f}, /* Egyptian hieroglyph format controls */
+    {0x1bca0, 0x1bca3}, /* shorthand format controls */
+    {0x1d173, 0x1d17a}, /* musical beam and slur controls */
+    {0xe0000, 0xe0fff}, /* tags, variation selectors supplement */
+};
+
+static int
+cmp_cp(const void *key, const void *elem)
+{
+	uint32_t cp = *(const uint32_t *)key;
+	const struct cp_range *r = elem;
+
+	return cp < r->lo ? -1 : cp > r->hi;
+}
+
+/* Whether the code point CP, valid in UTF-8, is escaped all the same. */
+static int
+cp_unsafe(uint32_t cp)
+{
+	return (cp & 0xfffe) == 0xfffe ||
+	    bsearch(&cp, unsafe_cps, sizeof(unsafe_cps) / sizeof(unsafe_cps[0]),
+	        sizeof(unsafe_cps[0]), cmp_cp) != NULL;
+}
+
+/*
  * Length of the character at S when it may reach a terminal as it is:
- * printable ASCII or valid UTF-8 that is neither a C1 control nor a
- * bidirectional override.  0: escape the byte.
+ * printable ASCII, or valid UTF-8 (shortest form, no surrogate, at most
+ * U+10FFFF) whose code point cp_unsafe() lets through.  0: escape the
+ * byte.
  */
 static size_t
 printable_len(const unsigned char *s)
@@ -123,10 +180,8 @@ printable_len(const unsigned char *s)
 			return 0;
 		cp = cp << 6 | (s[i] & 0x3f);
 	}
-	if (cp < 0xa0 || (n == 3 && cp < 0x800) ||
-	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x202a && cp <= 0x202e) ||
-	    (cp >= 0x2066 && cp <= 0x2069))
+	if ((n == 3 && cp < 0x800) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || cp_unsafe(cp))
 		return 0;
 	return n;
 }
@@ -1105,36 +1160,52 @@ target_str(const struct logview_entry *d, char *buf, size_t n)
 	return 0;
 }
 
+/* A byte a path pattern cannot hold (policy/parse.c's bad_pattern_byte). */
+static int
+unspellable(unsigned char c)
+{
+	return c < ' ' || c == 0x7f || c == '%' || c == '?' || c == '#' ||
+	    c == '\\';
+}
+
 /*
- * The directory of PATH plus "*", as a policy word (quoted if needed), or
- * -1.  A '*' in the directory would be a wildcard there: no word.
+ * The narrow pattern for the denied PATH, as a policy word (quoted if
+ * needed), or -1: its directory plus '*' ("/a/b/c" gives "/a/b/" and a
+ * star), or the path itself when that directory is the root ("/a" gives
+ * "/a"), so the advice is never the root and a star, which would open
+ * the whole host.  -1 when the pattern would hold a byte a pattern
+ * cannot, or a '*' (a wildcard there would reach further than the
+ * denied path).
  */
 static int
 path_word(const char *path, char *buf, size_t n)
 {
 	const char *slash = strrchr(path, '/');
 	size_t i, o = 0, len;
-	int quote = 0;
+	int quote = 0, exact;
 
-	if (path[0] != '/' || slash == NULL || (size_t)(slash - path) + 8 > n)
+	if (path[0] != '/' || slash == NULL)
 		return -1;
-	len = slash - path + 1;
+	exact = slash == path;
+	len = exact ? strlen(path) : (size_t)(slash - path) + 1;
+	if (len + 8 > n)
+		return -1;
 	for (i = 0; i < len; i++) {
-		if ((unsigned char)path[i] < ' ' || path[i] == 0x7f ||
-		    path[i] == '*')
+		if (unspellable((unsigned char)path[i]) || path[i] == '*')
 			return -1;
 		quote |= !word_byte((unsigned char)path[i]);
 	}
 	if (quote)
 		buf[o++] = '"';
 	for (i = 0; i < len && o + 4 < n; i++) {
-		if (path[i] == '"' || path[i] == '\\')
+		if (path[i] == '"')
 			buf[o++] = '\\';
 		buf[o++] = path[i];
 	}
 	if (i < len)
 		return -1;
-	buf[o++] = '*';
+	if (!exact)
+		buf[o++] = '*';
 	if (quote)
 		buf[o++] = '"';
 	buf[o] = '\0';
@@ -1367,4 +1438,16 @@ size_t
 logview_ndenials(const struct logview *lv)
 {
 	return lv->denials.n;
+}
+
+int
+logview_cp_table_ok(void)
+{
+	size_t i, n = sizeof(unsafe_cps) / sizeof(unsafe_cps[0]);
+
+	for (i = 0; i < n; i++)
+		if (unsafe_cps[i].lo > unsafe_cps[i].hi ||
+		    (i > 0 && unsafe_cps[i].lo <= unsafe_cps[i - 1].hi))
+			return 0;
+	return 1;
 }

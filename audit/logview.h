@@ -181,7 +181,14 @@ void logview_advise(const struct logview_entry *d, struct logview_advice *);
 /* The name of kind K in the JSON output: "no-rule", "port", ... */
 const char *logview_kind_name(enum logview_kind);
 
-/* Prints S to F with unsafe bytes as \xNN. */
+/*
+ * Prints S to F with each unsafe byte as \xNN: the bytes of C0 and C1
+ * controls and DEL, of invalid UTF-8, and of the valid characters that
+ * could reorder, hide or break a line (Unicode format characters such as
+ * the bidirectional overrides and isolates, zero-width characters, line
+ * and paragraph separators, other invisible ones).  Printable ASCII and
+ * other valid UTF-8 pass as they are.
+ */
 void logview_esc_put(FILE *f, const char *s);
 
 /* Copies S to DST (N > 0 bytes) as logview_esc_put() prints it, cut. */
@@ -208,6 +215,9 @@ uint64_t logview_denials(
 /* Distinct hosts and denials kept, "others" buckets excluded. */
 size_t logview_nhosts(const struct logview *);
 size_t logview_ndenials(const struct logview *);
+
+/* 1 when the table of escaped code points is sorted and disjoint. */
+int logview_cp_table_ok(void);
 #endif
 
 #endif

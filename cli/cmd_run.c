@@ -25,6 +25,7 @@
 
 #include <event2/event.h>
 
+#include "audit/logview.h"
 #include "cli/cli.h"
 #include "cli/run.h"
 #include "cli/run_trust.h"
@@ -68,18 +69,22 @@ print_denied(const struct run *r)
 		return;
 	if (isatty(STDERR_FILENO))
 		fputs(TERM_RESET, f);
-	if (r->distrust_total > 0)
-		fprintf(f,
-		    "pinhole: %zu client%s refused the run CA (%s%s): does it "
-		    "trust PINHOLE_CA_FILE? see %s\n",
+	/* The names came from the sandbox: escaped as pinhole log does. */
+	if (r->distrust_total > 0) {
+		fprintf(f, "pinhole: %zu client%s refused the run CA (%s",
 		    r->distrust_total, r->distrust_total == 1 ? "" : "s",
-		    r->distrust_total == 1 ? "" : "first ", r->distrust_first,
+		    r->distrust_total == 1 ? "" : "first ");
+		logview_esc_put(f, r->distrust_first);
+		fprintf(f, "): does it trust PINHOLE_CA_FILE? see %s\n",
 		    r->logpath);
+	}
 	if (r->denied_total > 0) {
 		fprintf(f, "pinhole: %zu denied: ", r->denied_total);
-		for (i = 0; i < r->ndenied; i++)
-			fprintf(f, "%s%s (x%u)", i ? ", " : "",
-			    r->denied[i].what, r->denied[i].n);
+		for (i = 0; i < r->ndenied; i++) {
+			fputs(i ? ", " : "", f);
+			logview_esc_put(f, r->denied[i].what);
+			fprintf(f, " (x%u)", r->denied[i].n);
+		}
 		fprintf(f, "; see %s\n", r->logpath);
 	}
 	if (fclose(f) == 0)

@@ -32,6 +32,7 @@
 
 #include <event2/event.h>
 
+#include "audit/logview.h"
 #include "cli/run.h"
 #include "common/log.h"
 #include "netns/hostinfo.h"
@@ -75,15 +76,18 @@ static void
 on_looked_up(void *arg, const char *name, const char *qtype)
 {
 	struct run *r = arg;
+	char esc[4 * 256 + 1]; /* a DNS name, each byte maybe \xNN */
 
 	(void)qtype;
+	/* The stub takes label bytes only; escaped all the same. */
+	logview_esc_buf(esc, sizeof(esc), name);
 	if (r->lookups_said < RUN_LOOKUPS_SAID)
 		fprintf(stderr,
 		    "pinhole: a program looked up %s itself (port 53): it "
 		    "probably ignores the proxy variables "
 		    "(http_proxy/https_proxy); allow %s and use the proxy, or "
 		    "see pinhole(1) ENVIRONMENT\n",
-		    name, name);
+		    esc, esc);
 	else if (r->lookups_said == RUN_LOOKUPS_SAID)
 		fprintf(stderr,
 		    "pinhole: more names were looked up directly; "

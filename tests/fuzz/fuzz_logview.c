@@ -6,7 +6,11 @@
  * copy, so that any read past a line is caught, then prints the view as
  * text and as JSON to /dev/null.  When the first byte is odd, a host
  * filter is set first.  A crash, a leak or an undefined behaviour shows
- * up under the sanitizers; logview_totals() must add up.
+ * up under the sanitizers; logview_totals() must add up.  The review must
+ * be safe for a terminal: each line of the text is what escaping leaves
+ * unchanged (escaping is idempotent on safe text), the JSON is printable
+ * ASCII, and the input itself escapes to such text.  No advice allows
+ * every path of a host.
  *
  *	./fuzz_logview -max_total_time=60 tests/fuzz/corpus/logview
  */
@@ -54,21 +58,116 @@ feed_all(struct logview *lv, const uint8_t *data, size_t size)
 	return lineno;
 }
 
+/* S (LEN bytes, no NUL) is what logview_esc_buf() leaves as it is. */
+static void
+check_safe(const char *s, size_t len)
+{
+	char *in = malloc(len + 1), *out = malloc(4 * len + 1);
+
+	if (in == NULL || out == NULL)
+		abort();
+	memcpy(in, s, len);
+	in[len] = '\0';
+	logview_esc_buf(out, 4 * len + 1, in);
+	check(strcmp(in, out) == 0);
+	free(in);
+	free(out);
+}
+
+/*
+ * Whether the line S of LEN bytes is an allow line of the advice whose
+ * paths start with "/" and a star: every path on the host.
+ */
+static int
+advice_opens_host(const char *s, size_t len)
+{
+	static const char lead[] = "      allow ", all[] = "paths /*";
+	size_t i;
+
+	if (len < sizeof(lead) - 1 || memcmp(s, lead, sizeof(lead) - 1) != 0)
+		return 0;
+	for (i = 0; i + sizeof(all) - 1 <= len; i++)
+		if (memcmp(s + i, all, sizeof(all) - 1) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Each line of the text review is safe for a terminal, and no advice
+ * opens a whole host.
+ */
+static void
+check_text(const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len, *nl;
+
+	check(memchr(buf, '\0', len) == NULL);
+	while (p < end) {
+		nl = memchr(p, '\n', end - p);
+		check_safe(p, (nl ? nl : end) - p);
+		check(!advice_opens_host(p, (nl ? nl : end) - p));
+		p = nl ? nl + 1 : end;
+	}
+}
+
+/* The JSON is printable ASCII and newlines. */
+static void
+check_json(const char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		check(buf[i] == '\n' || (buf[i] >= 0x20 && buf[i] < 0x7f));
+}
+
+/* Prints LV with O into memory and checks the output with FN. */
+static void
+print_check(const struct logview *lv, const struct logprint_opts *o,
+    void (*fn)(const char *, size_t))
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f == NULL)
+		abort();
+	check(logprint_view(lv, f, o) == 0);
+	check(fclose(f) == 0);
+	fn(buf, len);
+	free(buf);
+}
+
 static void
 print_all(const struct logview *lv)
 {
-	static FILE *null;
 	struct logprint_opts o = {0, 0};
 
-	if (null == NULL && (null = fopen("/dev/null", "w")) == NULL)
-		abort();
-	check(logprint_view(lv, null, &o) == 0);
+	print_check(lv, &o, check_text);
 	o.denied_only = 1;
-	check(logprint_view(lv, null, &o) == 0);
+	print_check(lv, &o, check_text);
 	o.json = 1;
-	check(logprint_view(lv, null, &o) == 0);
+	print_check(lv, &o, check_json);
 	o.denied_only = 0;
-	check(logprint_view(lv, null, &o) == 0);
+	print_check(lv, &o, check_json);
+}
+
+/* The input, escaped, is safe: escaping it again changes nothing. */
+static void
+check_escape(const uint8_t *data, size_t size)
+{
+	char *in = malloc(size + 1), *out = malloc(4 * size + 1);
+	size_t n;
+
+	if (in == NULL || out == NULL)
+		abort();
+	memcpy(in, data, size);
+	in[size] = '\0';
+	logview_esc_buf(out, 4 * size + 1, in);
+	n = strlen(out);
+	check(n >= strlen(in));
+	check_safe(out, n);
+	free(in);
+	free(out);
 }
 
 /* The classes of T added, saturating as the counters do. */
@@ -96,6 +195,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(logview_filter_host(lv, "Evil.Example") == 0);
 	lines = feed_all(lv, data, size);
 	print_all(lv);
+	check_escape(data, size);
 	logview_totals(lv, &t);
 	check(t.records + t.malformed <= lines);
 	check(t.requests <= t.records);

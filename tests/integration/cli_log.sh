@@ -2,7 +2,8 @@
 # CLI tests of `pinhole log`: the review of an audit log, from a file and
 # from standard input, --denied, --host, --json (checked with jq), malformed
 # and incomplete lines, the allow lines it suggests (checked with `pinhole
-# explain`), exit codes.
+# explain`, and never every path of a host), hostile characters escaped,
+# exit codes.
 # usage: cli_log.sh PATH-TO-PINHOLE   (PH_SRCDIR: source tree)
 . "$(dirname "$0")/cli_lib.sh"
 
@@ -205,6 +206,42 @@ run suggest-method 0 "$PINHOLE" explain -p "$tmp/suggested.conf" \
 	https://api.github.com/user/repos DELETE
 run suggest-port 0 "$PINHOLE" explain -p "$tmp/suggested.conf" pypi.org:8443
 
+# --- suggestions stay narrow: never every path of a host ----------------------
+narrow=$tmp/narrow.jsonl
+{
+	for p in /robots.txt / /acme/tools.git/info/refs /acme/tools.git/info/HEAD \
+		'/a?b'; do
+		rec request narrow.test 443 method '"GET"' path "\"$p\"" \
+			decision '"deny"' rule '"p.conf:4"' \
+			reason "\"path $p is not allowed by rule p.conf:4\""
+	done
+	rec request api.narrow.test 443 method '"DELETE"' path '"/user"' \
+		decision '"deny"' rule '"p.conf:6"' \
+		reason '"method DELETE is not allowed by rule p.conf:6"'
+} >"$narrow"
+run narrow 0 "$PINHOLE" log --denied "$narrow"
+expect narrow "$out" '^      allow narrow\.test:443 \{ paths /robots\.txt \}$'
+expect narrow "$out" '^      allow narrow\.test:443 \{ paths / \}$'
+expect narrow "$out" '^      allow narrow\.test:443 \{ paths /acme/tools\.git/info/\* \}$'
+expect narrow "$out" '^      allow api\.narrow\.test:443 \{ methods DELETE paths /user \}$'
+expect narrow "$out" '^      no allow line: the log names no usable path$'
+refuse narrow "$out" 'paths /\*'
+grep -E '^      allow ' <<<"$out" | sed 's/^ *//' | sort -u >"$tmp/narrow.conf"
+same narrow-count "$(wc -l <"$tmp/narrow.conf")" 4
+run narrow-check 0 "$PINHOLE" check "$tmp/narrow.conf"
+for u in /robots.txt / /acme/tools.git/info/refs /acme/tools.git/info/HEAD; do
+	run "narrow-explain $u" 0 "$PINHOLE" explain -p "$tmp/narrow.conf" \
+		"https://narrow.test$u"
+done
+for u in /robots.txt.bak /index.html /acme/tools.git/HEAD /acme/other; do
+	run "narrow-explain-no $u" 1 "$PINHOLE" explain -p "$tmp/narrow.conf" \
+		"https://narrow.test$u"
+done
+run narrow-method 0 "$PINHOLE" explain -p "$tmp/narrow.conf" \
+	https://api.narrow.test/user DELETE
+run narrow-method-no 1 "$PINHOLE" explain -p "$tmp/narrow.conf" \
+	https://api.narrow.test/user/keys DELETE
+
 # --- malformed lines --------------------------------------------------------------
 bad_log=$tmp/bad.jsonl
 {
@@ -262,6 +299,48 @@ for i in 1 2 3 4 5; do
 done
 wait "$writer"
 ok
+
+# --- hostile characters: escaped in the review, \u escapes in --json -----------
+# Each code point with the bytes of its UTF-8 as the review must print them.
+hostile_cps='202a:\xe2\x80\xaa 202b:\xe2\x80\xab 202c:\xe2\x80\xac
+202d:\xe2\x80\xad 202e:\xe2\x80\xae 2066:\xe2\x81\xa6 2067:\xe2\x81\xa7
+2068:\xe2\x81\xa8 2069:\xe2\x81\xa9 200e:\xe2\x80\x8e 200f:\xe2\x80\x8f
+061c:\xd8\x9c 2028:\xe2\x80\xa8 2029:\xe2\x80\xa9 200b:\xe2\x80\x8b
+200c:\xe2\x80\x8c 200d:\xe2\x80\x8d 2060:\xe2\x81\xa0 feff:\xef\xbb\xbf
+00ad:\xc2\xad 009b:\xc2\x9b 0085:\xc2\x85 007f:\x7f 001b:\x1b'
+hostile=$tmp/hostile.jsonl
+for pair in $hostile_cps; do
+	cp=${pair%%:*}
+	rec request "h$cp.test" 443 decision '"deny"' \
+		reason "\"a<\\u$cp>b caf\\u00e9\"" secret "\"s<\\u$cp>\""
+done >"$hostile"
+run hostile 0 "$PINHOLE" log "$hostile"
+for pair in $hostile_cps; do
+	cp=${pair%%:*}
+	want="a<${pair#*:}>b café"
+	if grep -qF -- "$want" <<<"$out"; then ok; else
+		bad "hostile U+$cp: no '$want' in the review"
+	fi
+	grep -qF -- "s<${pair#*:}>" <<<"$out" && ok ||
+		bad "hostile U+$cp: secret name not escaped"
+done
+# None of them raw: C0 but the newline, DEL, C1, the format characters.
+if printf '%s' "$out" | LC_ALL=C grep -qP \
+	'[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f\xad]|\xd8\x9c|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0\xa6-\xa9]|\xef\xbb\xbf'; then
+	bad "hostile: raw bytes in the review: $(printf '%s' "$out" | od -An -tx1 | head -5)"
+else ok; fi
+# Valid UTF-8 passes as it is: é is c3 a9, once per denial.
+same hostile-utf8 "$(printf '%s' "$out" | LC_ALL=C grep -c $'caf\xc3\xa9$')" \
+	"$(wc -l <"$hostile")"
+run hostile-json 0 "$PINHOLE" log --json "$hostile"
+if printf '%s' "$out" | LC_ALL=C grep -qP '[^\x0a\x20-\x7e]'; then
+	bad "hostile-json: bytes outside printable ASCII: $(printf '%s' "$out" | LC_ALL=C grep -nP '[^\x0a\x20-\x7e]' | head -3)"
+else ok; fi
+expect hostile-json "$out" 'a<\\u2028>b caf\\u00E9'
+expect hostile-json "$out" 'a<\\u007F>b'
+# The same strings as the log, once decoded.
+same hostile-json-text "$(jq -c '.denied[].reason' <<<"$out" | sort)" \
+	"$(jq -c .reason "$hostile" | sort)"
 
 # --- empty input -------------------------------------------------------------------
 run empty 0 "$PINHOLE" log /dev/null

@@ -259,6 +259,67 @@ test_denials(void **state)
 	logview_free(lv);
 }
 
+/*
+ * The paths an advice allows stay narrow: the denied path's directory and
+ * a star, or the path itself at the root; never the whole host.
+ */
+static void
+test_advice_narrow(void **state)
+{
+	static const struct {
+		const char *reason, *path, *method, *allow;
+	} cases[] = {
+	    {"path /acme/repo.git/info/refs is not allowed by rule p.conf:4",
+	        "/acme/repo.git/info/refs", "GET",
+	        "allow h.test:443 { paths /acme/repo.git/info/* }"},
+	    {"path /robots.txt is not allowed by rule p.conf:4", "/robots.txt",
+	        "GET", "allow h.test:443 { paths /robots.txt }"},
+	    {"path / is not allowed by rule p.conf:4", "/", "GET",
+	        "allow h.test:443 { paths / }"},
+	    {"path /acme is not allowed by rule p.conf:4", NULL, NULL,
+	        "allow h.test:443 { paths /acme }"},
+	    {"path /a b is not allowed by rule p.conf:4", "/a b", "GET",
+	        "allow h.test:443 { paths \"/a b\" }"},
+	    {"method DELETE is not allowed by rule p.conf:4", "/user", "DELETE",
+	        "allow h.test:443 { methods DELETE paths /user }"},
+	    {"method DELETE is not allowed by rule p.conf:4", "/user/x",
+	        "DELETE", "allow h.test:443 { methods DELETE paths /user/* }"},
+	    /* A pattern cannot spell these, and a star would reach further. */
+	    {"path /a?b is not allowed by rule p.conf:4", "/a?b", "GET", ""},
+	    {"path /a%b is not allowed by rule p.conf:4", "/a%b", "GET", ""},
+	    {"path /* is not allowed by rule p.conf:4", "/*", "GET", ""},
+	    {"path /x*y is not allowed by rule p.conf:4", "/x*y", "GET", ""},
+	    {"path /a#/b is not allowed by rule p.conf:4", "/a#/b", "GET", ""},
+	};
+	char reason[128], path[64], method[16];
+	struct logview_entry d;
+	struct logview_advice a;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&d, 0, sizeof(d));
+		snprintf(reason, sizeof(reason), "%s", cases[i].reason);
+		snprintf(path, sizeof(path), "%s",
+		    cases[i].path != NULL ? cases[i].path : "");
+		snprintf(method, sizeof(method), "%s",
+		    cases[i].method != NULL ? cases[i].method : "");
+		d.host = (char *)"h.test";
+		d.port = 443;
+		d.reason = reason;
+		d.path = cases[i].path != NULL ? path : NULL;
+		d.method = cases[i].method != NULL ? method : NULL;
+		d.rule = (char *)"p.conf:4";
+		logview_advise(&d, &a);
+		if (strcmp(a.allow, cases[i].allow) != 0)
+			fail_msg("%s: \"%s\", not \"%s\"", cases[i].reason,
+			    a.allow, cases[i].allow);
+		assert_null(strstr(a.allow, "paths /*"));
+		if (a.allow[0] == '\0')
+			has(a.note, "no allow line: the log names no usable ");
+	}
+}
+
 static void
 test_text(void **state)
 {
@@ -700,6 +761,167 @@ test_escape(void **state)
 	logview_free(lv);
 }
 
+/* CP as UTF-8 into BUF (5 bytes); returns its length. */
+static size_t
+utf8(uint32_t cp, char *buf)
+{
+	size_t n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+	size_t i;
+
+	for (i = n - 1; i > 0; i--) {
+		buf[i] = (char)(0x80 | (cp & 0x3f));
+		cp >>= 6;
+	}
+	buf[0] = (char)(n == 1 ? cp : (0xf00 >> n & 0xff) | cp);
+	buf[n] = '\0';
+	return n;
+}
+
+/* S as logview_esc_put() prints it; checks logview_esc_buf() agrees. */
+static char *
+esc(const char *s)
+{
+	static char *buf;
+	static size_t len;
+	char cut[4096];
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	logview_esc_put(f, s);
+	assert_int_equal(fclose(f), 0);
+	logview_esc_buf(cut, sizeof(cut), s);
+	assert_string_equal(cut, buf);
+	return buf;
+}
+
+/* "<" CP ">" prints with each byte of CP as \xNN. */
+static void
+escaped_cp(uint32_t cp)
+{
+	char in[16], want[32], c[5];
+	size_t i, n = utf8(cp, c);
+	char *out;
+
+	snprintf(in, sizeof(in), "<%s>", c);
+	want[0] = '<';
+	for (i = 0; i < n; i++)
+		snprintf(want + 1 + 4 * i, 5, "\\x%02x", (unsigned char)c[i]);
+	strcat(want, ">");
+	out = esc(in);
+	if (strcmp(out, want) != 0)
+		fail_msg("U+%04X: %s, not %s", cp, out, want);
+	free(out);
+}
+
+/* Every class of character a hostile line could use, escaped. */
+static void
+test_escape_classes(void **state)
+{
+	static const uint32_t cps[] = {
+	    0x01, 0x09, 0x0a, 0x0d, 0x1b, 0x7f, /* C0, DEL */
+	    0x80, 0x85, 0x9b, 0x9f, /* C1: NEL, CSI */
+	    0x202a, 0x202b, 0x202c, 0x202d, 0x202e, /* embeddings, overrides */
+	    0x2066, 0x2067, 0x2068, 0x2069, /* isolates */
+	    0x200e, 0x200f, 0x061c, /* LRM, RLM, ALM */
+	    0x2028, 0x2029, /* line, paragraph separators */
+	    0x200b, 0x200c, 0x200d, 0x2060, 0xfeff, /* zero-width */
+	    0x00ad, 0x0600, 0x180e, 0x2061, 0x206f, 0xfff9, /* other Cf */
+	    0x034f, 0x115f, 0x3164, 0xffa0, 0xfe0f, 0x17b4, /* invisible */
+	    0xe0001, 0xe0041, 0xe007f, 0xe0100, /* tags, selectors */
+	    0x1bca0, 0x1d173, 0x13430, /* format controls past the BMP */
+	    0xfdd0, 0xfffe, 0xffff, 0x1fffe, 0x10ffff, /* noncharacters */
+	};
+	size_t i;
+
+	(void)state;
+	assert_true(logview_cp_table_ok());
+	for (i = 0; i < sizeof(cps) / sizeof(cps[0]); i++)
+		escaped_cp(cps[i]);
+}
+
+/* Valid UTF-8 text passes untouched; invalid UTF-8 is escaped. */
+static void
+test_escape_utf8(void **state)
+{
+	static const char *const ok[] = {
+	    "plain ASCII ~!@#$%^&*()_+{}|:\"<>?`-=[]\\;',./",
+	    "caf\xc3\xa9 \xc2\xa0 \xc2\xa1", /* é, NBSP, ¡ */
+	    "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", /* 日本語 */
+	    "\xd8\xb3\xd9\x84\xd8\xa7\xd9\x85", /* Arabic letters */
+	    "\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d", /* Hebrew letters */
+	    "\xf0\x9f\x98\x80 \xe2\x82\xac \xef\xbf\xbd", /* 😀 € U+FFFD */
+	    "", "\xe2\x80\x8a\xe2\x80\xaf\xe2\x81\x9f", /* spaces kept */
+	    "\xf3\xb0\x80\x80", /* private use */
+	};
+	static const struct {
+		const char *in, *out;
+	} invalid[] = {
+	    {"a\x80z", "a\\x80z"}, /* lone continuation */
+	    {"a\xc0\x80z", "a\\xc0\\x80z"}, /* overlong NUL */
+	    {"a\xc1\xbfz", "a\\xc1\\xbfz"},
+	    {"a\xe0\x80\xafz", "a\\xe0\\x80\\xafz"}, /* overlong '/' */
+	    {"a\xed\xa0\x80z", "a\\xed\\xa0\\x80z"}, /* surrogate */
+	    {"a\xf4\x90\x80\x80z", "a\\xf4\\x90\\x80\\x80z"}, /* > U+10FFFF */
+	    {"a\xf5\x80\x80\x80z", "a\\xf5\\x80\\x80\\x80z"},
+	    {"a\xe2\x80", "a\\xe2\\x80"}, /* cut at the end */
+	    {"a\xe2\x80z", "a\\xe2\\x80z"}, /* cut inside */
+	    {"\xff\xfe", "\\xff\\xfe"},
+	};
+	size_t i;
+	char *out;
+
+	(void)state;
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		out = esc(ok[i]);
+		assert_string_equal(out, ok[i]);
+		free(out);
+	}
+	for (i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+		out = esc(invalid[i].in);
+		assert_string_equal(out, invalid[i].out);
+		free(out);
+	}
+}
+
+/* --json: valid JSON in ASCII, whatever the log held, and the same text. */
+static void
+test_escape_json(void **state)
+{
+	struct logprint_opts o = {0, 1};
+	struct logview *lv = logview_new();
+	const char *reason = "a\xe2\x80\xa8"
+	                     "b\xe2\x80\xae"
+	                     "c\x7f"
+	                     "d\xc2\x9b"
+	                     "e\xef\xbb\xbf"
+	                     "f\xc3\xa9";
+	json_error_t e;
+	json_t *root, *d;
+	char *out;
+	size_t i;
+
+	(void)state;
+	feed_ok(lv,
+	    REQ("x.test", 443, "deny",
+	        ",\"reason\":\"a\\u2028b\\u202ec\\u007fd\\u009be\\ufefff"
+	        "\\u00e9\""));
+	out = print(lv, &o);
+	for (i = 0; out[i] != '\0'; i++)
+		if ((unsigned char)out[i] >= 0x7f ||
+		    ((unsigned char)out[i] < 0x20 && out[i] != '\n'))
+			fail_msg(
+			    "byte 0x%02x at %zu", (unsigned char)out[i], i);
+	has(out, "a\\u2028b\\u202Ec\\u007Fd\\u009Be\\uFEFFf\\u00E9");
+	root = json_loads(out, 0, &e);
+	assert_non_null(root);
+	d = json_array_get(json_object_get(root, "denied"), 0);
+	assert_string_equal(
+	    json_string_value(json_object_get(d, "reason")), reason);
+	json_decref(root);
+	free(out);
+	logview_free(lv);
+}
+
 /* "dns" records: a section of their own, counted, escaped, in JSON too. */
 static void
 test_lookups(void **state)
@@ -940,7 +1162,11 @@ main(void)
 	    cmocka_unit_test(test_filter),
 	    cmocka_unit_test(test_bounded),
 	    cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_advice_narrow),
 	    cmocka_unit_test(test_escape),
+	    cmocka_unit_test(test_escape_classes),
+	    cmocka_unit_test(test_escape_utf8),
+	    cmocka_unit_test(test_escape_json),
 	    cmocka_unit_test(test_ts),
 	    cmocka_unit_test(test_lookups),
 	    cmocka_unit_test(test_classes),
