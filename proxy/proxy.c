@@ -7,10 +7,12 @@
  *
  * The per-client limit (proxy.h) is kept by a small chained hash table of
  * the clients that have sessions open: an entry lives while its client
- * has one, so the table holds at most max_sessions entries whatever
+ * has one (and up to CLIENT_SAY_S more if its refusals were just said on
+ * stderr), so the table holds about max_sessions entries whatever
  * clients do.  A client over its limit is not paused (that would stall
  * everyone) but answered 503 at once and closed, with no session.
  */
+#include <sys/queue.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -56,11 +58,13 @@
  */
 struct client {
 	struct client *next; /* in its hash chain */
+	TAILQ_ENTRY(client) linger; /* n == 0, said lately: kept a while */
 	uint8_t key[9]; /* family (4 or 6), then 4 or 8 bytes */
 	unsigned n; /* sessions open */
 	uint64_t unsaid; /* refusals not yet said on stderr */
 	struct timespec said; /* when they were last said */
 	int have_said; /* ...if ever */
+	int lingering; /* on the proxy's lingering list */
 	char name[INET6_ADDRSTRLEN + 4]; /* "192.0.2.1", "2001:db8::/64" */
 };
 
@@ -82,6 +86,12 @@ struct proxy {
 	struct client **clients; /* NULL without a per-client limit */
 	size_t nbuckets; /* a power of two */
 	uint64_t seed; /* of the hash: clients choose their addresses */
+	/*
+	 * Clients with no session left that were told about on stderr less
+	 * than CLIENT_SAY_S ago: kept until then (on_flush), so that one
+	 * coming back at once is not told about again.
+	 */
+	TAILQ_HEAD(, client) lingering;
 };
 
 /* --- the per-client limit -------------------------------------------------- */
@@ -179,18 +189,58 @@ client_say(struct proxy *px, struct client *c, int force)
 	c->have_said = 1;
 }
 
-/* One of C's sessions ended: C goes with its last one. */
+static int
+said_lately(const struct client *c, const struct timespec *now)
+{
+	return c->have_said && now->tv_sec - c->said.tv_sec < CLIENT_SAY_S;
+}
+
+/* C goes: what was not said yet is said now. */
+static void
+client_drop(struct proxy *px, struct client *c)
+{
+	struct client **cp = client_slot(px, c->key);
+
+	client_say(px, c, 1);
+	*cp = c->next;
+	if (c->lingering)
+		TAILQ_REMOVE(&px->lingering, c, linger);
+	free(c);
+}
+
+/*
+ * One of C's sessions ended: C goes with its last one, or lingers if it
+ * was told about lately.
+ */
 static void
 client_release(struct proxy *px, struct client *c)
 {
-	struct client **cp;
+	struct timespec now;
 
 	if (c == NULL || --c->n > 0)
 		return;
-	client_say(px, c, 1);
-	cp = client_slot(px, c->key);
-	*cp = c->next;
-	free(c);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (said_lately(c, &now)) {
+		c->lingering = 1;
+		TAILQ_INSERT_TAIL(&px->lingering, c, linger);
+	} else {
+		client_drop(px, c);
+	}
+}
+
+/* Lets go of the lingering clients told about over CLIENT_SAY_S ago. */
+static void
+clients_sweep(struct proxy *px, int all)
+{
+	struct client *c, *next;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (c = TAILQ_FIRST(&px->lingering); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, linger);
+		if (all || !said_lately(c, &now))
+			client_drop(px, c);
+	}
 }
 
 /*
@@ -256,6 +306,9 @@ client_get(struct proxy *px, const struct sockaddr *sa, int len, int *over)
 		memcpy(c->key, key, sizeof(c->key));
 		memcpy(c->name, name, sizeof(c->name));
 		*cp = c;
+	} else if (c->lingering) {
+		c->lingering = 0;
+		TAILQ_REMOVE(&px->lingering, c, linger);
 	}
 	*over = c->n >= px->max_per_client;
 	return c;
@@ -271,6 +324,7 @@ clients_new(struct proxy *px, unsigned max_sessions)
 		px->nbuckets <<= 1;
 	if (getrandom(&px->seed, sizeof(px->seed), GRND_NONBLOCK) == -1)
 		px->seed = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+	TAILQ_INIT(&px->lingering);
 	px->clients = calloc(px->nbuckets, sizeof(*px->clients));
 	return px->clients != NULL ? 0 : -1;
 }
@@ -402,6 +456,8 @@ on_flush(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)audit_flush(px->ctx.audit);
+	if (px->clients != NULL)
+		clients_sweep(px, 0);
 }
 
 static struct proxy_policy *
@@ -456,7 +512,7 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 		proxy_free(px);
 		return NULL;
 	}
-	if (px->ctx.audit != NULL)
+	if (px->ctx.audit != NULL || px->clients != NULL)
 		evtimer_add(px->flush, &flush_tv);
 	return px;
 }
@@ -669,6 +725,8 @@ proxy_free(struct proxy *px)
 		event_free(px->grace);
 	if (px->flush != NULL)
 		event_free(px->flush);
+	if (px->clients != NULL)
+		clients_sweep(px, 1);
 	free(px->clients); /* empty: every session is closed */
 	free(px);
 }

@@ -213,6 +213,52 @@ test_per_client(void **state)
 	assert_true(sessions_become(t, 0));
 }
 
+/*
+ * A client told about on stderr, back at its limit at once after all its
+ * connections closed, is not told about again within the interval; what
+ * was refused meanwhile is said when the proxy lets go of it.
+ */
+static void
+test_said_once(void **state)
+{
+	struct px_fixture *t = *state;
+	int a[LIMIT + 1], i, round, err = dup(2), fd;
+	char path[300], buf[1024];
+	const char *said;
+
+	snprintf(path, sizeof(path), "%s/stderr", t->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0 && err >= 0);
+	dup2(fd, 2);
+	close(fd);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < LIMIT; i++) {
+			a[i] = client(t, "127.0.0.1");
+			assert_true(sessions_become(t, (size_t)i + 1));
+		}
+		a[LIMIT] = client(t, "127.0.0.1");
+		assert_true(refused(t, a[LIMIT], buf, sizeof(buf)));
+		for (i = 0; i <= LIMIT; i++)
+			close(a[i]);
+		assert_true(sessions_become(t, 0));
+	}
+	said = slurp(path);
+	proxy_free(t->px);
+	t->px = NULL;
+	dup2(err, 2);
+	close(err);
+	if (strstr(said, "reached its limit") == NULL ||
+	    strstr(strstr(said, "reached its limit") + 1,
+	        "reached its "
+	        "limit") != NULL ||
+	    strstr(said, "more connections refused") != NULL)
+		fail_msg("before: %s", said);
+	said = slurp(path);
+	assert_non_null(strstr(said,
+	    "client 127.0.0.1: 1 more connections "
+	    "refused with 503"));
+}
+
 static void
 name_of(int family, const char *addr, char *name, size_t len)
 {
@@ -258,6 +304,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_per_client, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_said_once, setup, teardown),
 	    cmocka_unit_test(test_client_keys),
 	};
 
