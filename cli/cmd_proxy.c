@@ -40,6 +40,7 @@ struct proxy_opts {
 	uint64_t head_memory; /* 0: the proxy's default */
 	uint64_t buffer_memory; /* 0: the proxy's default */
 	unsigned max_sessions;
+	long max_per_client; /* ENGINE_PER_CLIENT_DEFAULT unless given */
 	unsigned grace_ms;
 };
 
@@ -58,9 +59,10 @@ proxy_usage(FILE *f)
 	    "usage: pinhole proxy -p POLICY [-p POLICY]... --listen ADDR "
 	    "[--log FILE]\n"
 	    "                     [--dns SERVERS] [--max-sessions N] "
-	    "[--grace SECONDS]\n"
-	    "                     [--log-limit SIZE] [--head-memory SIZE] "
-	    "[--buffer-memory SIZE]\n\n"
+	    "[--max-per-client N]\n"
+	    "                     [--grace SECONDS] [--log-limit SIZE] "
+	    "[--head-memory SIZE]\n"
+	    "                     [--buffer-memory SIZE]\n\n"
 	    "Runs the egress proxy without a sandbox.  ADDR is HOST:PORT (an "
 	    "IPv4 or\n[IPv6] address; port 0 picks a free one) or "
 	    "unix:PATH.\n\n"
@@ -85,6 +87,11 @@ proxy_usage(FILE *f)
 	    "      --max-sessions N   concurrent connections (default: what "
 	    "the\n"
 	    "                         descriptor limit allows, at most 65536)\n"
+	    "      --max-per-client N connections one client address (an "
+	    "IPv6 /64)\n"
+	    "                         may have open; more get 503 (default: "
+	    "a quarter\n"
+	    "                         of --max-sessions; 0: no limit)\n"
 	    "      --grace SECONDS    time sessions get to finish at SIGTERM "
 	    "(default 10)\n"
 	    "  -v, --verbose          one line per decision on stderr\n"
@@ -116,6 +123,7 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 	    {"log", required_argument, NULL, 'L'},
 	    {"dns", required_argument, NULL, 'D'},
 	    {"max-sessions", required_argument, NULL, 'm'},
+	    {"max-per-client", required_argument, NULL, 'c'},
 	    {"grace", required_argument, NULL, 'g'},
 	    {"log-limit", required_argument, NULL, 'S'},
 	    {"head-memory", required_argument, NULL, 'H'},
@@ -123,7 +131,7 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 	    {"verbose", no_argument, NULL, 'v'},
 	    {NULL, 0, NULL, 0},
 	};
-	unsigned secs = 10;
+	unsigned secs = 10, n;
 	int ch;
 
 	while ((ch = getopt_long(argc, argv, "hp:l:v", opts, NULL)) != -1) {
@@ -150,6 +158,11 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 			        0 ||
 			    o->max_sessions == 0)
 				goto usage;
+			break;
+		case 'c':
+			if (parse_uint(optarg, 1000000, &n) != 0)
+				goto usage;
+			o->max_per_client = n;
 			break;
 		case 'g':
 			if (parse_uint(optarg, 3600, &secs) != 0)
@@ -253,6 +266,7 @@ daemon_open(struct daemon *d, struct engine_load *l)
 
 	cf.dns = d->o.dns;
 	cf.max_sessions = d->o.max_sessions;
+	cf.max_per_client = d->o.max_per_client;
 	cf.head_memory = (size_t)d->o.head_memory;
 	cf.buffer_memory = (size_t)d->o.buffer_memory;
 	cf.parse = reparse;
@@ -345,6 +359,7 @@ cmd_proxy(int argc, char **argv)
 	int r;
 
 	memset(&d, 0, sizeof(d));
+	d.o.max_per_client = ENGINE_PER_CLIENT_DEFAULT;
 	if ((r = parse_opts(argc, argv, &d.o)) != 0)
 		return r > 0 ? 0 : CLI_EXIT_USAGE;
 	load_config(&d);

@@ -175,6 +175,15 @@ open_all(struct engine *e, struct policy *p)
 	pc.run_id = engine_load_run_id(e->load);
 	pc.max_sessions =
 	    e->cf.max_sessions ? e->cf.max_sessions : proxy_fd_budget();
+	/*
+	 * A quarter: one client (or four together) cannot hold every slot
+	 * with slow heads, and a busy one still gets many; at least 1.
+	 */
+	if (e->cf.max_per_client == ENGINE_PER_CLIENT_DEFAULT)
+		pc.max_per_client =
+		    pc.max_sessions / 4 > 0 ? pc.max_sessions / 4 : 1;
+	else if (e->cf.max_per_client > 0)
+		pc.max_per_client = (unsigned)e->cf.max_per_client;
 	pc.head_memory = e->cf.head_memory;
 	pc.buffer_memory = e->cf.buffer_memory;
 	pc.denied = e->cf.denied;

@@ -21,10 +21,18 @@ struct engine_load;
 struct policy;
 struct proxy;
 
+#define ENGINE_PER_CLIENT_DEFAULT (-1L)
+
 struct engine_config {
 	const char *name; /* says whose messages: "proxy" (NULL) or "run" */
 	const char *dns; /* NULL: the system's resolvers */
 	unsigned max_sessions; /* 0: as many as descriptors allow */
+	/*
+	 * Sessions per client (proxy.h); 0: no limit (pinhole run: its one
+	 * client is the sandbox); ENGINE_PER_CLIENT_DEFAULT: a quarter of
+	 * the session limit, at least 1.
+	 */
+	long max_per_client;
 	size_t head_memory; /* 0: the proxy's default */
 	size_t buffer_memory; /* 0: the proxy's default */
 	/* Denied targets, for a summary (proxy.h); may be NULL. */

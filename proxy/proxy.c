@@ -4,18 +4,30 @@
  * Accepting pauses -- it does not spin -- in two cases: at the session
  * limit (resumed when a session ends), and when accept() fails for want of
  * descriptors or memory (resumed by a timer, as relayd does).
+ *
+ * The per-client limit (proxy.h) is kept by a small chained hash table of
+ * the clients that have sessions open: an entry lives while its client
+ * has one (and up to CLIENT_SAY_S more if its refusals were just said on
+ * stderr), so the table holds about max_sessions entries whatever
+ * clients do.  A client over its limit is not paused (that would stall
+ * everyone) but answered 503 at once and closed, with no session.
  */
+#include <sys/queue.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -24,6 +36,7 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "audit/audit.h"
+#define PROXY_INTERNAL
 #include "proxy/proxy.h"
 #include "proxy/scan.h"
 #include "proxy/request.h"
@@ -36,6 +49,24 @@
 #define HEADS_DEFAULT (16 * 1024 * 1024) /* unfinished heads, in all */
 #define BUFFERS_DEFAULT (64 * 1024 * 1024) /* relay buffers, in all */
 #define FLUSH_S 1 /* folded denials are counted in the log this often */
+#define CLIENT_SAY_S 10 /* a client's refusals on stderr at most this often */
+#define DRAIN_MAX 65536 /* bytes of a refused client's request read first */
+
+/*
+ * A client address with sessions open: an IPv4 address, or the /64 of an
+ * IPv6 one (one host is given a whole /64 and may use any address in it).
+ */
+struct client {
+	struct client *next; /* in its hash chain */
+	TAILQ_ENTRY(client) linger; /* n == 0, said lately: kept a while */
+	uint8_t key[9]; /* family (4 or 6), then 4 or 8 bytes */
+	unsigned n; /* sessions open */
+	uint64_t unsaid; /* refusals not yet said on stderr */
+	struct timespec said; /* when they were last said */
+	int have_said; /* ...if ever */
+	int lingering; /* on the proxy's lingering list */
+	char name[INET6_ADDRSTRLEN + 4]; /* "192.0.2.1", "2001:db8::/64" */
+};
 
 struct proxy {
 	struct session_ctx ctx;
@@ -51,7 +82,252 @@ struct proxy {
 	void (*done)(void *);
 	void *done_arg;
 	uint64_t next_conn;
+	unsigned max_per_client; /* 0: no limit */
+	struct client **clients; /* NULL without a per-client limit */
+	size_t nbuckets; /* a power of two */
+	uint64_t seed; /* of the hash: clients choose their addresses */
+	/*
+	 * Clients with no session left that were told about on stderr less
+	 * than CLIENT_SAY_S ago: kept until then (on_flush), so that one
+	 * coming back at once is not told about again.
+	 */
+	TAILQ_HEAD(, client) lingering;
 };
+
+/* --- the per-client limit -------------------------------------------------- */
+
+/*
+ * The key of the client at SA: 0, or -1 for a client not counted (a Unix
+ * socket's: every client there has the same address).  An IPv4-mapped
+ * IPv6 address is the IPv4 client it is.
+ */
+static int
+client_key(const struct sockaddr *sa, int len, uint8_t key[9], char *name,
+    size_t namelen)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+	struct in6_addr net = IN6ADDR_ANY_INIT;
+
+	memset(key, 0, 9);
+	if (sa->sa_family == AF_INET && len >= (int)sizeof(*s4)) {
+		key[0] = 4;
+		memcpy(key + 1, &s4->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6 && len >= (int)sizeof(*s6) &&
+	    IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		key[0] = 4;
+		memcpy(key + 1, s6->sin6_addr.s6_addr + 12, 4);
+	} else if (sa->sa_family == AF_INET6 && len >= (int)sizeof(*s6)) {
+		key[0] = 6;
+		memcpy(key + 1, s6->sin6_addr.s6_addr, 8);
+		memcpy(net.s6_addr, key + 1, 8);
+		inet_ntop(AF_INET6, &net, name, namelen);
+		strncat(name, "/64", namelen - strlen(name) - 1);
+		return 0;
+	} else {
+		return -1;
+	}
+	inet_ntop(AF_INET, key + 1, name, namelen);
+	return 0;
+}
+
+int
+proxy_client_name(
+    const struct sockaddr *sa, int len, char *name, size_t namelen)
+{
+	uint8_t key[9];
+
+	return client_key(sa, len, key, name, namelen);
+}
+
+/* A seeded mix (splitmix64's finaliser) of the key's two halves. */
+static size_t
+client_bucket(const struct proxy *px, const uint8_t key[9])
+{
+	uint64_t h = px->seed, w = 0;
+
+	memcpy(&w, key + 1, 8);
+	h ^= w + key[0];
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return (size_t)h & (px->nbuckets - 1);
+}
+
+static struct client **
+client_slot(struct proxy *px, const uint8_t key[9])
+{
+	struct client **cp = &px->clients[client_bucket(px, key)];
+
+	while (*cp != NULL && memcmp((*cp)->key, key, 9) != 0)
+		cp = &(*cp)->next;
+	return cp;
+}
+
+/* Says a client's refusals not said yet: once per CLIENT_SAY_S at most. */
+static void
+client_say(struct proxy *px, struct client *c, int force)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (c->unsaid == 0 ||
+	    (!force && c->have_said &&
+	        now.tv_sec - c->said.tv_sec < CLIENT_SAY_S))
+		return;
+	if (!c->have_said)
+		log_warnx("proxy: client %s reached its limit of %u "
+		          "connections (--max-per-client); refusing more with "
+		          "503",
+		    c->name, px->max_per_client);
+	else
+		log_warnx("proxy: client %s: %llu more connections refused "
+		          "with 503 (--max-per-client)",
+		    c->name, (unsigned long long)c->unsaid);
+	c->unsaid = 0;
+	c->said = now;
+	c->have_said = 1;
+}
+
+static int
+said_lately(const struct client *c, const struct timespec *now)
+{
+	return c->have_said && now->tv_sec - c->said.tv_sec < CLIENT_SAY_S;
+}
+
+/* C goes: what was not said yet is said now. */
+static void
+client_drop(struct proxy *px, struct client *c)
+{
+	struct client **cp = client_slot(px, c->key);
+
+	client_say(px, c, 1);
+	*cp = c->next;
+	if (c->lingering)
+		TAILQ_REMOVE(&px->lingering, c, linger);
+	free(c);
+}
+
+/*
+ * One of C's sessions ended: C goes with its last one, or lingers if it
+ * was told about lately.
+ */
+static void
+client_release(struct proxy *px, struct client *c)
+{
+	struct timespec now;
+
+	if (c == NULL || --c->n > 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (said_lately(c, &now)) {
+		c->lingering = 1;
+		TAILQ_INSERT_TAIL(&px->lingering, c, linger);
+	} else {
+		client_drop(px, c);
+	}
+}
+
+/* Lets go of the lingering clients told about over CLIENT_SAY_S ago. */
+static void
+clients_sweep(struct proxy *px, int all)
+{
+	struct client *c, *next;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (c = TAILQ_FIRST(&px->lingering); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, linger);
+		if (all || !said_lately(c, &now))
+			client_drop(px, c);
+	}
+}
+
+/*
+ * Answers FD, a client over its limit, 503 and closes it.  What it sent
+ * already is read first: closing a socket with unread bytes resets the
+ * connection, and the client might never see why.
+ */
+static void
+refuse(struct proxy *px, struct client *c, int fd, uint64_t conn)
+{
+	char why[160], buf[4096], reply[512];
+	size_t got = 0;
+	ssize_t n;
+	int len;
+	struct audit_rec r;
+
+	snprintf(why, sizeof(why),
+	    "per-client limit: client %s has %u connections open", c->name,
+	    c->n);
+	while (got < DRAIN_MAX &&
+	    (n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		got += (size_t)n;
+	len = snprintf(reply, sizeof(reply),
+	    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n"
+	    "X-Pinhole-Reason: %s\r\n\r\n%s\n",
+	    strlen(why) + 1, why, why);
+	(void)send(fd, reply, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	close(fd);
+	if (px->ctx.audit != NULL) {
+		audit_rec_init(&r, "request", conn);
+		r.decision = "deny";
+		r.reason = why;
+		r.status = 503;
+		/* Identical ones (one client at its limit) fold into one. */
+		(void)audit_write(px->ctx.audit, &r);
+	}
+	c->unsaid++;
+	client_say(px, c, 0);
+}
+
+/*
+ * The client entry a new connection from SA counts against; NULL when it
+ * is not counted, or (*OVER set) when the client is at its limit or no
+ * entry could be made.
+ */
+static struct client *
+client_get(struct proxy *px, const struct sockaddr *sa, int len, int *over)
+{
+	uint8_t key[9];
+	char name[INET6_ADDRSTRLEN + 4] = "";
+	struct client **cp, *c;
+
+	*over = 0;
+	if (px->clients == NULL || client_key(sa, len, key, name, sizeof(name)))
+		return NULL;
+	cp = client_slot(px, key);
+	if ((c = *cp) == NULL) {
+		if ((c = calloc(1, sizeof(*c))) == NULL) {
+			*over = 1;
+			return NULL;
+		}
+		memcpy(c->key, key, sizeof(c->key));
+		memcpy(c->name, name, sizeof(c->name));
+		*cp = c;
+	} else if (c->lingering) {
+		c->lingering = 0;
+		TAILQ_REMOVE(&px->lingering, c, linger);
+	}
+	*over = c->n >= px->max_per_client;
+	return c;
+}
+
+static int
+clients_new(struct proxy *px, unsigned max_sessions)
+{
+	size_t want = max_sessions / 2 > 16 ? max_sessions / 2 : 16;
+
+	px->nbuckets = 1;
+	while (px->nbuckets < want && px->nbuckets < 65536)
+		px->nbuckets <<= 1;
+	if (getrandom(&px->seed, sizeof(px->seed), GRND_NONBLOCK) == -1)
+		px->seed = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+	TAILQ_INIT(&px->lingering);
+	px->clients = calloc(px->nbuckets, sizeof(*px->clients));
+	return px->clients != NULL ? 0 : -1;
+}
 
 static void
 accepting(struct proxy *px, int on)
@@ -81,10 +357,11 @@ finish_stop(struct proxy *px)
 
 /* A session ended: there is room again, or the shutdown is over. */
 static void
-session_ended(void *arg)
+session_ended(void *arg, void *owner)
 {
 	struct proxy *px = arg;
 
+	client_release(px, owner);
 	if (px->stopping) {
 		if (px->ctx.nsessions == 0 && px->done != NULL)
 			finish_stop(px);
@@ -101,14 +378,33 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
     int len, void *arg)
 {
 	struct proxy *px = arg;
+	uint64_t conn = ++px->next_conn;
+	struct client *c;
+	struct session *s;
+	int over;
 
 	(void)lev;
-	(void)sa;
-	(void)len;
 	px->starved = 0;
-	if (request_new(&px->ctx, fd, ++px->next_conn) == NULL)
-		log_warnx("connection %llu: out of memory",
-		    (unsigned long long)px->next_conn);
+	c = client_get(px, sa, len, &over);
+	if (over && c != NULL) {
+		refuse(px, c, fd, conn);
+		return;
+	}
+	if (over || (s = request_new(&px->ctx, fd, conn)) == NULL) {
+		if (over) /* no entry for its client: fail closed */
+			close(fd);
+		log_warnx(
+		    "connection %llu: out of memory", (unsigned long long)conn);
+		if (c != NULL && c->n == 0) {
+			c->n = 1;
+			client_release(px, c);
+		}
+		return;
+	}
+	if (c != NULL) {
+		c->n++;
+		session_set_owner(s, c);
+	}
 	if (px->ctx.nsessions >= px->max_sessions && !px->full) {
 		px->full = 1;
 		accepting(px, 0);
@@ -160,6 +456,8 @@ on_flush(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)audit_flush(px->ctx.audit);
+	if (px->clients != NULL)
+		clients_sweep(px, 0);
 }
 
 static struct proxy_policy *
@@ -196,6 +494,12 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	TAILQ_INIT(&px->ctx.sessions);
 	px->max_sessions =
 	    cf->max_sessions ? cf->max_sessions : SESSIONS_DEFAULT;
+	px->max_per_client = cf->max_per_client;
+	if (px->max_per_client > 0 && clients_new(px, px->max_sessions) != 0) {
+		policy_free(cf->policy);
+		free(px);
+		return NULL;
+	}
 	px->ctx.head_budget = cf->head_memory ? cf->head_memory : HEADS_DEFAULT;
 	px->ctx.buf_budget =
 	    cf->buffer_memory ? cf->buffer_memory : BUFFERS_DEFAULT;
@@ -208,7 +512,7 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 		proxy_free(px);
 		return NULL;
 	}
-	if (px->ctx.audit != NULL)
+	if (px->ctx.audit != NULL || px->clients != NULL)
 		evtimer_add(px->flush, &flush_tv);
 	return px;
 }
@@ -421,6 +725,9 @@ proxy_free(struct proxy *px)
 		event_free(px->grace);
 	if (px->flush != NULL)
 		event_free(px->flush);
+	if (px->clients != NULL)
+		clients_sweep(px, 1);
+	free(px->clients); /* empty: every session is closed */
 	free(px);
 }
 

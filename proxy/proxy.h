@@ -27,6 +27,15 @@ struct proxy_config {
 	struct dns *dns; /* borrowed */
 	const char *run_id; /* "sandbox" of audit records */
 	unsigned max_sessions; /* 0: 4096 */
+	/*
+	 * Sessions one client may have open at once (0: no limit): an IPv4
+	 * address, or an IPv6 /64 (one host's); Unix-socket clients are not
+	 * counted.  A connection over it is answered 503 and closed at once,
+	 * with a "request" audit record (deny, status 503, the client in the
+	 * reason; a client's run of them folds into one) and a line on
+	 * stderr at most every 10 s per client.
+	 */
+	unsigned max_per_client;
 	/* Bytes of unfinished request heads, all sessions together; 0: 16M. */
 	size_t head_memory;
 	/* Bytes queued between clients and upstreams, about; 0: 64M. */
@@ -83,5 +92,15 @@ unsigned proxy_fd_budget(void);
 
 /* Closes everything and frees.  NULL does nothing. */
 void proxy_free(struct proxy *);
+
+#ifdef PROXY_INTERNAL
+struct sockaddr;
+/*
+ * For tests: writes the client SA counts as ("192.0.2.1", "2001:db8::/64")
+ * into NAME; returns -1 for a client not counted (a Unix socket's).
+ */
+int proxy_client_name(
+    const struct sockaddr *sa, int len, char *name, size_t namelen);
+#endif
 
 #endif

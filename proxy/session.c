@@ -225,9 +225,16 @@ policy_unref(struct session_ctx *ctx, struct proxy_policy *pp)
 }
 
 void
+session_set_owner(struct session *s, void *owner)
+{
+	s->owner = owner;
+}
+
+void
 session_close(struct session *s, const char *error)
 {
 	struct session_ctx *ctx = s->ctx;
+	void *owner = s->owner;
 
 	session_audit_end(s, error);
 	session_head_release(s);
@@ -244,7 +251,7 @@ session_close(struct session *s, const char *error)
 	ctx->nsessions--;
 	free(s);
 	if (ctx->ended != NULL)
-		ctx->ended(ctx->ended_arg);
+		ctx->ended(ctx->ended_arg, owner);
 }
 
 void

@@ -73,8 +73,11 @@ struct session_ctx {
 	size_t head_budget; /* ...at most; beyond, the slowest get 503 */
 	int head_full_said; /* the budget was reached (said once) */
 	size_t buf_budget; /* relay buffers, all sessions (session_buf_high) */
-	/* Called after a session is gone (the proxy may accept again). */
-	void (*ended)(void *arg);
+	/*
+	 * Called after a session is gone (the proxy may accept again), with
+	 * the owner session_set_owner() gave it (NULL if none).
+	 */
+	void (*ended)(void *arg, void *owner);
 	void *ended_arg;
 	/* Called for each request refused with 403 (policy or address). */
 	void (*denied)(void *arg, const char *host, unsigned port);
@@ -91,6 +94,9 @@ struct session_ctx {
  * NULL (FD closed) when out of memory.
  */
 struct session *session_new(struct session_ctx *, int fd, uint64_t conn);
+
+/* Tags S with OWNER, handed to ctx->ended (proxy.c: its client's count). */
+void session_set_owner(struct session *s, void *owner);
 
 /*
  * Ends S: writes its "end" record (ERROR: NULL or why it ended), frees

@@ -79,6 +79,7 @@ struct session {
 	struct intercept *icpt; /* inside an intercepted tunnel (intercept.c) */
 	const char *secret; /* name of a secret this request carries */
 	struct tunnel *tun; /* spliced CONNECT tunnel (tunnel.c) */
+	void *owner; /* for ctx->ended (session_set_owner) */
 };
 
 #endif /* PH_SESSION_INT_H */

@@ -5,7 +5,11 @@
 # descriptor limit reached, accepting pauses (no spinning) and resumes;
 # unfinished request heads share one memory budget (--head-memory): over
 # it, those that waited longest get 503; relay buffers share one too
-# (--buffer-memory).
+# (--buffer-memory); at --max-sessions 100, 100 slow heads from 127.0.0.1
+# get 25 sessions (the default --max-per-client, a quarter) and 75 503s,
+# folded in the log and said once on stderr, while 127.0.0.2 is served at
+# once.  The other parts, about one client's many connections, turn the
+# per-client limit off (--max-per-client 0).
 # usage: proxy_limits.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 ph_begin proxy_limits nginx openssl curl jq prlimit
@@ -81,7 +85,7 @@ stop_proxy leak
 audit_wellformed leak "$PX_LOG"
 
 # --- --max-sessions 2: the third connection waits --------------------------------
-start_proxy max "$pol" --max-sessions 2 || exit 1
+start_proxy max "$pol" --max-sessions 2 --max-per-client 0 || exit 1
 W=web.test:$H_PORT
 GET="GET http://$W/whoami/%s HTTP/1.1\r\nHost: $W\r\n\r\n"
 open_conn
@@ -121,7 +125,7 @@ start_proxy probe "$pol" || exit 1
 base=$(fd_count "$PX_PID")
 stop_proxy probe
 PX_PREFIX=(prlimit "--nofile=$((base + 8))")
-start_proxy emfile "$pol" || exit 1
+start_proxy emfile "$pol" --max-per-client 0 || exit 1
 PX_PREFIX=()
 conns=()
 for ((i = 0; i < 30; i++)); do
@@ -157,7 +161,7 @@ stop_proxy emfile
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # Under ASan freed memory stays in quarantine: RSS says nothing there.
 asan=$(ldd "$PINHOLE" 2>/dev/null | grep libasan)
-start_proxy heads "$pol" --head-memory 1M || exit 1
+start_proxy heads "$pol" --head-memory 1M --max-per-client 0 || exit 1
 code=$(px_curl -o /dev/null -w '%{http_code}' "http://$W/index.html" 2>/dev/null)
 equal "heads: served before" "$code" 200
 rss0=$(rss_kb "$PX_PID")
@@ -198,7 +202,7 @@ audit_wellformed heads "$PX_LOG"
 # --buffer-memory 2M each gets 16 KiB and the proxy stays small.  (The
 # kernel's socket buffers fill first: they are not the proxy's memory.)
 head -c $((16 * 1024 * 1024)) /dev/zero >"$T/www/big16.bin"
-start_proxy bufs "$pol" --buffer-memory 2M || exit 1
+start_proxy bufs "$pol" --buffer-memory 2M --max-per-client 0 || exit 1
 code=$(px_curl -o /dev/null -w '%{http_code}' "http://$W/index.html" 2>/dev/null)
 equal "buffers: served before" "$code" 200
 rss0=$(rss_kb "$PX_PID")
@@ -222,4 +226,60 @@ for fd in "${conns[@]}"; do exec {fd}>&-; done
 code=$(px_curl -o /dev/null -w '%{http_code}' "http://$W/index.html" 2>/dev/null)
 equal "buffers: a new connection is served after" "$code" 200
 stop_proxy bufs
+
+# --- one client cannot hold every slot: the per-client limit ------------------------
+# 100 slow heads from 127.0.0.1 at --max-sessions 100: 25 become sessions
+# (waiting for the rest of their heads until the head timeout), 75 are
+# answered 503 at once.  127.0.0.2 (loopback holds all of 127/8) is still
+# served at once.
+start_proxy perclient "$pol" --max-sessions 100 || exit 1
+conns=()
+for ((i = 0; i < 100; i++)); do
+	open_conn
+	conns+=("$CONN")
+	send "$CONN" "GET http://$W/whoami/slow$i HTTP/1.1\r\nHost: $W\r\n"
+done
+refusals() {
+	log_query "$PX_LOG" 'select(.event == "request" and .status == 503 and
+		(.reason | startswith("per-client limit: client 127.0.0.1 "))) |
+		(.count // 1)' | jq -s 'add // 0'
+}
+wait_for 10 test "$(refusals)" -ge 75
+equal "per-client: 75 of 100 refused, logged" "$(refusals)" 75
+t0=$(date +%s%N)
+code=$(px_curl --interface 127.0.0.2 --max-time 10 -o /dev/null -w '%{http_code}' \
+	"http://$W/index.html" 2>"$T/perclient.curl")
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "$PH_NAME: 127.0.0.2 served in ${ms} ms while 127.0.0.1 holds 25 slow heads"
+equal "per-client: another address is served" "$code" 200
+[ "$ms" -lt 5000 ] && ok || bad "per-client: 127.0.0.2 waited ${ms} ms"
+n=0
+for ((i = 0; i < 100; i++)); do
+	if read_response "${conns[i]}" 0.1 && [ "$RESP_STATUS" = 503 ]; then
+		n=$((n + 1))
+		last_head=$RESP_HEAD
+	fi
+done
+equal "per-client: 75 answered 503" "$n" 75
+expect "per-client: the reason" "$last_head" \
+	'X-Pinhole-Reason: per-client limit: client 127.0.0.1 has 25 connections open'
+read_response "${conns[0]}" 0.1 && bad "per-client: the first connection was answered" || ok
+equal "per-client: said once on stderr" \
+	"$(count_in "$PX_ERR" 'client 127\.0\.0\.1 reached its limit of 25 connections')" 1
+n=$(count_in "$PX_ERR" 'proxy: client 127\.0\.0\.1')
+[ "$n" -le 3 ] && ok || bad "per-client: $n lines on stderr for 75 refusals"
+# A slot freed by a connection that closes is taken by the next one.
+fd=${conns[0]}
+exec {fd}>&-
+served_again() {
+	local c
+	c=$(px_curl -o /dev/null -w '%{http_code}' "http://$W/index.html" 2>/dev/null)
+	[ "$c" = 200 ]
+}
+wait_for 5 served_again && ok || bad "per-client: 127.0.0.1 not served after a slot was freed"
+for fd in "${conns[@]:1}"; do exec {fd}>&-; done
+stop_proxy perclient
+audit_wellformed perclient "$PX_LOG"
+"$PINHOLE" log "$PX_LOG" >"$T/perclient.review" 2>&1
+equal "per-client: pinhole log reads the refusals" "$?" 0
 ph_end

@@ -285,10 +285,11 @@ on_denied(void *arg, const char *host, unsigned port)
 }
 
 static void
-on_ended(void *arg)
+on_ended(void *arg, void *owner)
 {
 	struct fixture_proxy *f = arg;
 
+	(void)owner;
 	f->ended++;
 }
 
