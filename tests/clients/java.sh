@@ -241,21 +241,14 @@ cat >"$W/pom.xml" <<'XML'
 </project>
 XML
 before=$(home_state)
-# Maven keeps what it downloads in ~/.m2/repository.  Where the sandbox's
-# home is read-only (until pinhole gives it a writable layer of its
-# own), that cannot work: the local repository goes into the work
-# directory, and the line below says so.
+# Maven keeps what it downloads in ~/.m2/repository: the sandbox's home
+# is writable (pinhole's per-run layer, ~/.m2/repository a tool cache).
 MVN_LOCAL=()
 # shellcheck disable=SC2016	# expanded inside the sandbox
 LOCALREPO='$HOME/.m2/repository'
 # shellcheck disable=SC2016	# expanded inside the sandbox
 prun -- sh -c 'mkdir -p "$HOME/.m2/repository" && echo home-writable'
-if [ "$OUT" != home-writable ]; then
-	echo "java: NOTE: the sandbox's ~/.m2 is not writable; Maven is given" \
-		"-Dmaven.repo.local in the work directory"
-	MVN_LOCAL=(-Dmaven.repo.local=m2-repository)
-	LOCALREPO=m2-repository
-fi
+equal "java: the sandbox's ~/.m2 is writable" "$OUT" home-writable
 # Java takes user.home from the password database, not from HOME: the
 # scratch home stands in for the user's own, so Maven is told (the one
 # option given, and not for pinhole's sake).

@@ -116,15 +116,9 @@ cl_cleanup() {
 
 # cl_run ARGS...: `pinhole run -p $T/p.conf ARGS...` in $W (see prun); the
 # command's output (both streams) in OUT, pinhole's status in RC.  The
-# audit log of every run is $T/audit.jsonl.  PH_CLIENT_HANDFIX (words,
-# "@W@" replaced by $W), for development only and never set by CI or the
-# suite: `run` options that work around a missing feature by hand (issue
-# 11's hand fixes), to see the rest of a test before the feature lands.
+# audit log of every run is $T/audit.jsonl.
 cl_run() {
-	local fix=() w
-	for w in ${PH_CLIENT_HANDFIX:-}; do fix+=("${w//@W@/${W:-$T/work}}"); done
-	[ "${#fix[@]}" -eq 0 ] || echo "$PH_NAME: HAND FIX (not a real run): ${fix[*]}"
-	prun -p "$T/p.conf" "${fix[@]}" "$@"
+	prun -p "$T/p.conf" "$@"
 	OUT=$(cat "$T/prun.out" "$T/prun.err")
 	# Under ASan (CI's third pass), pinhole's own reports land here.
 	if file_has "$T/prun.err" 'ERROR: (Address|Leak)Sanitizer|runtime error:'; then
