@@ -13,7 +13,6 @@
  * holds it.
  */
 #include <sys/queue.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <netinet/in.h>
@@ -29,10 +28,12 @@
 #include <ares.h>
 #include <event2/event.h>
 
+#include "common/hmap.h"
+
 #define DNS_INTERNAL
 #include "dns.h"
 
-#define NBUCKETS 1024 /* hash buckets, a power of two */
+#define NBUCKETS 1024 /* hash buckets of the cache and of the lookups */
 #define CACHE_MAX 4096 /* cached names */
 #define TTL_MIN_MS 1000
 #define TTL_MAX_MS (300 * 1000)
@@ -67,7 +68,7 @@ TAILQ_HEAD(query_list, dns_query);
 
 struct lookup {
 	LIST_ENTRY(lookup) all; /* dns->lookups, until c-ares is done */
-	LIST_ENTRY(lookup) link; /* dns->pending, while new queries join */
+	struct hmap_entry link; /* dns->pending, while new queries join */
 	struct dns *dns;
 	struct query_list waiters;
 	struct event *deadline;
@@ -77,13 +78,12 @@ struct lookup {
 LIST_HEAD(lookup_list, lookup);
 
 struct centry {
-	LIST_ENTRY(centry) link;
+	struct hmap_entry link; /* dns->cache */
 	TAILQ_ENTRY(centry) age; /* oldest first */
 	uint64_t expires; /* monotonic ms */
 	struct dns_result res;
 	char name[];
 };
-LIST_HEAD(centry_list, centry);
 
 struct dns_sock {
 	LIST_ENTRY(dns_sock) entry;
@@ -96,13 +96,12 @@ struct dns {
 	ares_channel channel;
 	int lib_init;
 	unsigned timeout_ms;
-	uint32_t seed;
 	struct event *timer; /* c-ares retransmissions and timeouts */
 	struct event *deliver; /* drains ready */
 	LIST_HEAD(, dns_sock) socks;
 	struct lookup_list lookups;
-	struct lookup_list pending[NBUCKETS];
-	struct centry_list cache[NBUCKETS];
+	struct hmap *pending; /* joinable lookups by name */
+	struct hmap *cache; /* centry by name */
 	TAILQ_HEAD(, centry) age;
 	size_t ncache;
 	struct query_list ready;
@@ -120,17 +119,6 @@ now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* FNV-1a with a per-resolver basis: names come from sandboxed clients. */
-static size_t
-bucket(const struct dns *d, const char *name)
-{
-	uint32_t h = 2166136261u ^ d->seed;
-
-	for (; *name != '\0'; name++)
-		h = (h ^ (uint8_t)*name) * 16777619u;
-	return h & (NBUCKETS - 1);
 }
 
 /* ---- delivery ------------------------------------------------------ */
@@ -314,7 +302,7 @@ literal(const char *name, struct dns_result *r)
 static void
 cache_remove(struct dns *d, struct centry *e)
 {
-	LIST_REMOVE(e, link);
+	hmap_remove(d->cache, &e->link);
 	TAILQ_REMOVE(&d->age, e, age);
 	d->ncache--;
 	free(e);
@@ -326,9 +314,8 @@ cache_find(struct dns *d, const char *name)
 {
 	struct centry *e;
 
-	e = LIST_FIRST(&d->cache[bucket(d, name)]);
-	while (e != NULL && strcmp(e->name, name) != 0)
-		e = LIST_NEXT(e, link);
+	e = HMAP_ITEM(
+	    hmap_find(d->cache, name, strlen(name)), struct centry, link);
 	if (e != NULL && e->expires <= now_ms()) {
 		cache_remove(d, e);
 		e = NULL;
@@ -353,7 +340,7 @@ cache_put(struct dns *d, const char *name, const struct dns_result *r,
 	memcpy(e->name, name, len);
 	e->res = *r;
 	e->expires = now_ms() + ttl_ms;
-	LIST_INSERT_HEAD(&d->cache[bucket(d, name)], e, link);
+	hmap_insert(d->cache, &e->link, e->name, len - 1);
 	TAILQ_INSERT_TAIL(&d->age, e, age);
 	d->ncache++;
 }
@@ -374,7 +361,7 @@ static void
 detach(struct lookup *l)
 {
 	if (l->joinable)
-		LIST_REMOVE(l, link);
+		hmap_remove(l->dns->pending, &l->link);
 	l->joinable = 0;
 }
 
@@ -446,12 +433,8 @@ on_deadline(evutil_socket_t fd, short what, void *arg)
 static struct lookup *
 find_lookup(struct dns *d, const char *name)
 {
-	struct lookup *l;
-
-	l = LIST_FIRST(&d->pending[bucket(d, name)]);
-	while (l != NULL && strcmp(l->name, name) != 0)
-		l = LIST_NEXT(l, link);
-	return l;
+	return HMAP_ITEM(
+	    hmap_find(d->pending, name, strlen(name)), struct lookup, link);
 }
 
 static struct lookup *
@@ -470,7 +453,7 @@ lookup_new(struct dns *d, const char *name)
 	l->joinable = 1;
 	TAILQ_INIT(&l->waiters);
 	LIST_INSERT_HEAD(&d->lookups, l, all);
-	LIST_INSERT_HEAD(&d->pending[bucket(d, name)], l, link);
+	hmap_insert(d->pending, &l->link, l->name, len - 1);
 	tv.tv_sec = d->timeout_ms / 1000;
 	tv.tv_usec = (d->timeout_ms % 1000) * 1000;
 	evtimer_add(l->deadline, &tv);
@@ -766,21 +749,17 @@ init_events(struct dns *d, char *err, size_t errlen)
 	return -1;
 }
 
-static void
+/* The maps hash with a seed of their own: names come from the sandbox. */
+static int
 init_lists(struct dns *d)
 {
-	size_t i;
-
 	LIST_INIT(&d->socks);
 	LIST_INIT(&d->lookups);
-	for (i = 0; i < NBUCKETS; i++) {
-		LIST_INIT(&d->pending[i]);
-		LIST_INIT(&d->cache[i]);
-	}
 	TAILQ_INIT(&d->age);
 	TAILQ_INIT(&d->ready);
-	if (getrandom(&d->seed, sizeof(d->seed), GRND_NONBLOCK) == -1)
-		d->seed = (uint32_t)now_ms();
+	d->pending = hmap_new(NBUCKETS);
+	d->cache = hmap_new(NBUCKETS);
+	return d->pending != NULL && d->cache != NULL ? 0 : -1;
 }
 
 struct dns *
@@ -796,7 +775,10 @@ dns_new(struct event_base *base, const char *servers, unsigned timeout_ms,
 	}
 	d->base = base;
 	d->timeout_ms = timeout_ms;
-	init_lists(d);
+	if (init_lists(d) == -1) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	if (timeout_ms < 1 + TRIES) {
 		snprintf(err, errlen, "DNS timeout of %u ms is too short",
 		    timeout_ms);
@@ -848,6 +830,8 @@ dns_free(struct dns *d)
 	while ((s = LIST_FIRST(&d->socks)) != NULL)
 		sock_free(s);
 	cache_clear(d);
+	hmap_free(d->cache);
+	hmap_free(d->pending);
 	if (d->timer != NULL)
 		event_free(d->timer);
 	if (d->deliver != NULL)
