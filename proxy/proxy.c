@@ -5,7 +5,7 @@
  * limit (resumed when a session ends), and when accept() fails for want of
  * descriptors or memory (resumed by a timer, as relayd does).
  *
- * The per-client limit (proxy.h) is kept by a small chained hash table of
+ * The per-client limit (proxy.h) is kept by a hash map (common/hmap.h) of
  * the clients that have sessions open: an entry lives while its client
  * has one (and up to CLIENT_SAY_S more if its refusals were just said on
  * stderr), so the table holds about max_sessions entries whatever
@@ -13,7 +13,6 @@
  * everyone) but answered 503 at once and closed, with no session.
  */
 #include <sys/queue.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -33,6 +32,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "common/hmap.h"
 #include "common/log.h"
 #include "policy/policy.h"
 #include "audit/audit.h"
@@ -57,7 +57,7 @@
  * IPv6 one (one host is given a whole /64 and may use any address in it).
  */
 struct client {
-	struct client *next; /* in its hash chain */
+	struct hmap_entry link; /* in the proxy's clients */
 	TAILQ_ENTRY(client) linger; /* n == 0, said lately: kept a while */
 	uint8_t key[9]; /* family (4 or 6), then 4 or 8 bytes */
 	unsigned n; /* sessions open */
@@ -83,9 +83,7 @@ struct proxy {
 	void *done_arg;
 	uint64_t next_conn;
 	unsigned max_per_client; /* 0: no limit */
-	struct client **clients; /* NULL without a per-client limit */
-	size_t nbuckets; /* a power of two */
-	uint64_t seed; /* of the hash: clients choose their addresses */
+	struct hmap *clients; /* NULL without a per-client limit */
 	/*
 	 * Clients with no session left that were told about on stderr less
 	 * than CLIENT_SAY_S ago: kept until then (on_flush), so that one
@@ -140,30 +138,6 @@ proxy_client_name(
 	return client_key(sa, len, key, name, namelen);
 }
 
-/* A seeded mix (splitmix64's finaliser) of the key's two halves. */
-static size_t
-client_bucket(const struct proxy *px, const uint8_t key[9])
-{
-	uint64_t h = px->seed, w = 0;
-
-	memcpy(&w, key + 1, 8);
-	h ^= w + key[0];
-	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return (size_t)h & (px->nbuckets - 1);
-}
-
-static struct client **
-client_slot(struct proxy *px, const uint8_t key[9])
-{
-	struct client **cp = &px->clients[client_bucket(px, key)];
-
-	while (*cp != NULL && memcmp((*cp)->key, key, 9) != 0)
-		cp = &(*cp)->next;
-	return cp;
-}
-
 /* Says a client's refusals not said yet: once per CLIENT_SAY_S at most. */
 static void
 client_say(struct proxy *px, struct client *c, int force)
@@ -199,10 +173,8 @@ said_lately(const struct client *c, const struct timespec *now)
 static void
 client_drop(struct proxy *px, struct client *c)
 {
-	struct client **cp = client_slot(px, c->key);
-
 	client_say(px, c, 1);
-	*cp = c->next;
+	hmap_remove(px->clients, &c->link);
 	if (c->lingering)
 		TAILQ_REMOVE(&px->lingering, c, linger);
 	free(c);
@@ -292,20 +264,21 @@ client_get(struct proxy *px, const struct sockaddr *sa, int len, int *over)
 {
 	uint8_t key[9];
 	char name[INET6_ADDRSTRLEN + 4] = "";
-	struct client **cp, *c;
+	struct client *c;
 
 	*over = 0;
 	if (px->clients == NULL || client_key(sa, len, key, name, sizeof(name)))
 		return NULL;
-	cp = client_slot(px, key);
-	if ((c = *cp) == NULL) {
+	c = HMAP_ITEM(
+	    hmap_find(px->clients, key, sizeof(key)), struct client, link);
+	if (c == NULL) {
 		if ((c = calloc(1, sizeof(*c))) == NULL) {
 			*over = 1;
 			return NULL;
 		}
 		memcpy(c->key, key, sizeof(c->key));
 		memcpy(c->name, name, sizeof(c->name));
-		*cp = c;
+		hmap_insert(px->clients, &c->link, c->key, sizeof(c->key));
 	} else if (c->lingering) {
 		c->lingering = 0;
 		TAILQ_REMOVE(&px->lingering, c, linger);
@@ -319,13 +292,9 @@ clients_new(struct proxy *px, unsigned max_sessions)
 {
 	size_t want = max_sessions / 2 > 16 ? max_sessions / 2 : 16;
 
-	px->nbuckets = 1;
-	while (px->nbuckets < want && px->nbuckets < 65536)
-		px->nbuckets <<= 1;
-	if (getrandom(&px->seed, sizeof(px->seed), GRND_NONBLOCK) == -1)
-		px->seed = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+	/* Seeded per map: clients choose their addresses. */
 	TAILQ_INIT(&px->lingering);
-	px->clients = calloc(px->nbuckets, sizeof(*px->clients));
+	px->clients = hmap_new(want < 65536 ? want : 65536);
 	return px->clients != NULL ? 0 : -1;
 }
 
@@ -727,7 +696,7 @@ proxy_free(struct proxy *px)
 		event_free(px->flush);
 	if (px->clients != NULL)
 		clients_sweep(px, 1);
-	free(px->clients); /* empty: every session is closed */
+	hmap_free(px->clients); /* empty: every session is closed */
 	free(px);
 }
 
