@@ -7,8 +7,8 @@
  * static resolves), which keeps allow, deny and plain-allow ids apart, so
  * a decision can stop early in one list and still see every deny; and
  * the tables of the log reader (audit/logview.c), one id per key, the
- * index of its entry.  proxy/dns.c keeps its own chains: its cache drops
- * entries as they expire and evicts the oldest, which this table cannot.
+ * index of its entry.  Tables whose entries must go again (proxy/dns.c's
+ * cache and lookups, proxy/proxy.c's clients) use common/hmap.h.
  *
  * The policy inserts keys at load time from the trusted policy; the log
  * reader inserts at most LOGVIEW_KEYS_MAX keys per table from a log the
