@@ -10,8 +10,8 @@
  * chain.
  *
  * Users: proxy/dns.c (the cache and the lookups in flight, dropped as
- * they expire or end) and proxy/proxy.c (the clients of the per-client
- * limit).  common/htab.h is the insert-only table of the policy index
+ * they expire or end), proxy/proxy.c (the clients of the per-client
+ * limit) and proxy/ca.c (the leaf cache, oldest evicted).  common/htab.h is the insert-only table of the policy index
  * and the log reader.
  */
 #ifndef PH_HMAP_H

@@ -8,7 +8,8 @@
  * a decision can stop early in one list and still see every deny; and
  * the tables of the log reader (audit/logview.c), one id per key, the
  * index of its entry.  Tables whose entries must go again (proxy/dns.c's
- * cache and lookups, proxy/proxy.c's clients) use common/hmap.h.
+ * cache and lookups, proxy/proxy.c's clients, proxy/ca.c's leaves) use
+ * common/hmap.h.
  *
  * The policy inserts keys at load time from the trusted policy; the log
  * reader inserts at most LOGVIEW_KEYS_MAX keys per table from a log the

@@ -7,10 +7,10 @@
  * constraints with NAME_CONSTRAINTS_check(), OpenSSL's own verifier code,
  * so that ca_leaf() refuses exactly what a client would.
  *
- * The leaf cache is a chained hash table of CA_CACHE_MAX entries at most,
- * plus a ring that remembers their order for eviction.  Hosts come from
- * the sandbox (any subdomain of a wildcard rule), so the hash is seeded
- * at random; even so, a chain can never be longer than the cap, which
+ * The leaf cache is a hash map (common/hmap.h) of CA_CACHE_MAX entries at
+ * most, plus a ring that remembers their order for eviction.  Hosts come
+ * from the sandbox (any subdomain of a wildcard rule), so the map's hash
+ * is seeded at random; even so, a chain can never be longer than the cap, which
  * bounds the worst case to a scan far cheaper than the signature that
  * follows a miss.
  */
@@ -33,6 +33,7 @@
 #include <openssl/x509v3.h>
 
 #include "common/fd.h"
+#include "common/hmap.h"
 #include "common/secfile.h"
 #include "policy/target.h"
 
@@ -48,7 +49,7 @@
 #define SENTINEL_DNS "pinhole.invalid" /* RFC 2606: never resolves */
 
 struct leaf {
-	struct leaf *next; /* in its bucket */
+	struct hmap_entry link; /* in the CA's cache */
 	X509 *cert;
 	time_t expires;
 	size_t len;
@@ -62,8 +63,7 @@ struct ca {
 	NAME_CONSTRAINTS *nc; /* decoded from cert; NULL when it has none */
 	char *pem;
 	time_t not_before, not_after;
-	uint64_t seed;
-	struct leaf *bucket[BUCKETS];
+	struct hmap *cache; /* struct leaf by host */
 	struct leaf *ring[CA_CACHE_MAX]; /* insertion order */
 	size_t oldest, count;
 };
@@ -119,34 +119,10 @@ printable(char out[81], const char *s)
 	return out;
 }
 
-static uint64_t
-hash(uint64_t seed, const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL ^ seed; /* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h ^ (h >> 29);
-}
-
-static struct leaf **
-bucket_of(struct ca *ca, const char *host, size_t len)
-{
-	return &ca->bucket[hash(ca->seed, host, len) & (BUCKETS - 1)];
-}
-
 static struct leaf *
 cache_find(struct ca *ca, const char *host, size_t len)
 {
-	struct leaf *e;
-
-	for (e = *bucket_of(ca, host, len); e != NULL; e = e->next)
-		if (e->len == len && memcmp(e->host, host, len) == 0)
-			return e;
-	return NULL;
+	return HMAP_ITEM(hmap_find(ca->cache, host, len), struct leaf, link);
 }
 
 static void
@@ -156,15 +132,13 @@ leaf_free(struct leaf *e)
 	free(e);
 }
 
-/* Unlinks the oldest leaf from its bucket and frees it. */
+/* Unlinks the oldest leaf from the map and frees it. */
 static void
 cache_evict(struct ca *ca)
 {
-	struct leaf *e = ca->ring[ca->oldest], **pp;
+	struct leaf *e = ca->ring[ca->oldest];
 
-	for (pp = bucket_of(ca, e->host, e->len); *pp != e; pp = &(*pp)->next)
-		;
-	*pp = e->next;
+	hmap_remove(ca->cache, &e->link);
 	leaf_free(e);
 	ca->ring[ca->oldest] = NULL;
 	ca->oldest = (ca->oldest + 1) % CA_CACHE_MAX;
@@ -179,7 +153,7 @@ static struct leaf *
 cache_add(
     struct ca *ca, const char *host, size_t len, X509 *cert, time_t expires)
 {
-	struct leaf *e, **b;
+	struct leaf *e;
 
 	/* The data path: no fatal on ENOMEM, the caller fails the session. */
 	if ((e = malloc(sizeof(*e) + len + 1)) == NULL)
@@ -190,9 +164,7 @@ cache_add(
 	e->len = len;
 	e->cert = cert;
 	e->expires = expires;
-	b = bucket_of(ca, host, len);
-	e->next = *b;
-	*b = e;
+	hmap_insert(ca->cache, &e->link, e->host, len);
 	ca->ring[(ca->oldest + ca->count) % CA_CACHE_MAX] = e;
 	ca->count++;
 	return e;
@@ -516,8 +488,8 @@ ca_alloc(char *err, size_t errlen)
 		    err, errlen, "cannot allocate the CA: %s", strerror(errno));
 		return NULL;
 	}
-	if (RAND_bytes((unsigned char *)&ca->seed, sizeof(ca->seed)) != 1) {
-		seterr_ssl(err, errlen, "no random bytes for the CA");
+	if ((ca->cache = hmap_new(BUCKETS)) == NULL) {
+		seterr(err, errlen, "cannot allocate the CA's cache");
 		free(ca);
 		return NULL;
 	}
@@ -882,6 +854,7 @@ ca_free(struct ca *ca)
 	if (ca == NULL)
 		return;
 	cache_clear(ca);
+	hmap_free(ca->cache);
 	/* EVP_PKEY_free clears the key material it frees. */
 	EVP_PKEY_free(ca->key);
 	EVP_PKEY_free(ca->leaf_key);
