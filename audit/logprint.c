@@ -38,26 +38,9 @@ shown(const struct logview_totals *t, enum logview_class c)
 	    t->n[c] > 0;
 }
 
+/* Most first, then by host, port and reason: denials and distrust alike. */
 static int
 cmp_denial(const void *pa, const void *pb)
-{
-	const struct logview_entry *a =
-	    *(const struct logview_entry *const *)pa;
-	const struct logview_entry *b =
-	    *(const struct logview_entry *const *)pb;
-	int c;
-
-	if (logview_entry_count(a) != logview_entry_count(b))
-		return logview_entry_count(a) > logview_entry_count(b) ? -1 : 1;
-	if ((c = strcmp(a->host, b->host)) != 0)
-		return c;
-	if (a->port != b->port)
-		return a->port < b->port ? -1 : 1;
-	return strcmp(a->reason, b->reason);
-}
-
-static int
-cmp_distrust(const void *pa, const void *pb)
 {
 	const struct logview_entry *a =
 	    *(const struct logview_entry *const *)pa;
@@ -260,8 +243,7 @@ print_distrust(const struct logview *lv, FILE *f)
 	size_t i, n = 0;
 	uint64_t max = 0;
 
-	if ((v = logview_sorted(lv, LOGVIEW_DISTRUST, cmp_distrust, &n)) ==
-	    NULL)
+	if ((v = logview_sorted(lv, LOGVIEW_DISTRUST, cmp_denial, &n)) == NULL)
 		return -1;
 	for (i = 0; i < n; i++)
 		if (logview_entry_count(v[i]) > max)
@@ -603,8 +585,8 @@ print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 		goto out;
 	if (!o->denied_only &&
 	    (json_object_set_new(root, "distrust",
-	         json_table(
-	             lv, LOGVIEW_DISTRUST, cmp_distrust, json_distrust)) != 0 ||
+	         json_table(lv, LOGVIEW_DISTRUST, cmp_denial, json_distrust)) !=
+	            0 ||
 	        json_object_set_new(root, "hosts",
 	            json_table(lv, LOGVIEW_HOSTS, cmp_host, json_host)) != 0 ||
 	        json_object_set_new(root, "totals", json_totals(lv)) != 0))
