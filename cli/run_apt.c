@@ -13,7 +13,8 @@
  *   - APT_CONFIG names a read-only file pinhole writes: the user's own
  *     APT_CONFIG first (#include: apt reads it first, as without pinhole),
  *     then APT::Sandbox::User "root" (the sandbox's root, which holds no
- *     privilege on the host) and, when a rule intercepts,
+ *     privilege on the host) and, when the sandbox trusts more than the
+ *     system (a rule intercepts, or `trust` lines),
  *     Acquire::https::CaInfo naming the bundle that holds the run CA.
  *
  * apt's http and https methods take the proxy from http_proxy and
