@@ -238,7 +238,7 @@ static int
 decide(struct session *s, const struct http_head *h, const struct target_url *u)
 {
 	struct decide_request r = {0};
-	int built = 0;
+	int built = 0, go;
 
 	r.host = &u->host;
 	r.port = u->port;
@@ -250,11 +250,13 @@ decide(struct session *s, const struct http_head *h, const struct target_url *u)
 		built = build_head(s, h, u);
 	if (session_audit_request(s) != 0)
 		return -1;
+	/* Known before S may be freed by a reply or a close. */
+	go = s->dec.verdict == POLICY_ALLOW && built == 0;
 	if (s->dec.verdict != POLICY_ALLOW)
 		session_reply_close(s, 403, s->dec.reason);
 	else if (built != 0)
 		session_close(s, "out of memory, or a secret without a value");
-	return s->dec.verdict == POLICY_ALLOW && built == 0 ? 0 : -1;
+	return go ? 0 : -1;
 }
 
 /* --- body relay ----------------------------------------------------------- */
