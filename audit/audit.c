@@ -55,6 +55,7 @@
 struct fold {
 	int have;
 	char *method, *host, *path, *rule_file, *reason;
+	const char *via; /* static (audit_rec's) */
 	unsigned rule_line;
 	int port, status;
 	uint64_t conn; /* of the last one counted */
@@ -272,6 +273,8 @@ str_value(const struct audit *a, const struct audit_rec *r, const char *ts,
 		return r->event;
 	case FIELD_METHOD:
 		return r->method;
+	case FIELD_VIA:
+		return r->via;
 	case FIELD_HOST:
 		return r->host;
 	case FIELD_PATH:
@@ -612,6 +615,7 @@ fold_same(const struct audit *a, const struct audit_rec *r)
 
 	if (!f->have || f->port != r->port || f->status != r->status ||
 	    f->rule_line != r->rule_line || !same_str(f->method, r->method) ||
+	    !same_str(f->via, r->via) ||
 	    !same_str(f->host, r->host) || !same_str(f->reason, r->reason) ||
 	    !same_str(f->rule_file, r->rule_file))
 		return 0;
@@ -657,6 +661,7 @@ fold_keep(struct audit *a, const struct audit_rec *r)
 	    dup_or_null(r->path, r->path != NULL ? path_len(r->path) : 0, &bad);
 	f->rule_file = dup_or_null(r->rule_file, SIZE_MAX, &bad);
 	f->reason = dup_or_null(r->reason, SIZE_MAX, &bad);
+	f->via = r->via;
 	f->rule_line = r->rule_line;
 	f->port = r->port;
 	f->status = r->status;
@@ -672,6 +677,7 @@ fold_rec(const struct fold *f, struct audit_rec *r)
 {
 	audit_rec_init(r, "request", f->conn);
 	r->method = f->method;
+	r->via = f->via;
 	r->host = f->host;
 	r->port = f->port;
 	r->path = f->path;

@@ -21,6 +21,8 @@ struct audit_rec {
 	const char *event; /* "request", "end" or "dns" */
 	uint64_t conn; /* connection number */
 	const char *method;
+	/* "proxy", "socks" or "capture": a static string, never copied */
+	const char *via;
 	const char *host;
 	int port; /* -1: none */
 	const char *path; /* any query string is removed */

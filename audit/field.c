@@ -16,6 +16,8 @@ static const struct field fields[FIELD_N] = {
     [FIELD_CONN] = {"conn", FIELD_INTEGER, 0, NULL, LLONG_MAX},
     [FIELD_EVENT] = {"event", FIELD_STRING, FIELD_REQUIRED, "", 0},
     [FIELD_METHOD] = {"method", FIELD_STRING, 0, "", 0},
+    /* how the connection arrived: "proxy", "socks" or "capture" */
+    [FIELD_VIA] = {"via", FIELD_STRING, 0, "", 8},
     [FIELD_HOST] = {"host", FIELD_STRING, FIELD_CUT, "", FIELD_HOST_MAX},
     [FIELD_PORT] = {"port", FIELD_INTEGER, 0, NULL, PORT_MAX},
     /* a query string or fragment may hold a token: never logged */

@@ -101,7 +101,7 @@ take_listener(struct run *r, int fd)
 {
 	if (dnsstub_is_stub_fd(fd))
 		return engine_listen_dns(r->eng, fd);
-	return proxy_listen_fd(engine_proxy(r->eng), fd);
+	return proxy_listen_fd(engine_proxy(r->eng), fd, PROXY_VIA_PROXY);
 }
 
 /* A client refused the run CA: counted for the launcher's last lines. */

@@ -136,6 +136,26 @@ const char *policy_file_at(const struct policy *, size_t i);
 /* Frees the policy and wipes its secrets.  NULL does nothing. */
 void policy_free(struct policy *);
 
+/*
+ * May some request to the name HOST be allowed, on any port (an allow
+ * rule names it, or a wildcard over it, and no port-less deny covers
+ * it)?  The DNS stub answers such a name with a synthetic address and
+ * every other name with NXDOMAIN (issue 12).  Address targets: 0.
+ * Implemented in match.c.
+ */
+int policy_host_may_allow(const struct policy *, const struct target_host *);
+
+/*
+ * The ports the sandbox captures connections on (issue 12): 80, 443 and
+ * every port of an allow rule, ascending, at most MAX of them in PORTS.
+ * A range of more than POLICY_CAPTURE_RANGE_MAX ports is not captured
+ * (its connections need the proxy variables); *SKIPPED counts the ports
+ * so left out.  Returns how many.  Implemented in policy.c.
+ */
+#define POLICY_CAPTURE_RANGE_MAX 256
+size_t policy_capture_ports(
+    const struct policy *, uint16_t *ports, size_t max, size_t *skipped);
+
 /* Decides REQ; always fills *D.  Returns D->verdict. */
 enum policy_verdict policy_decide(const struct policy *,
     const struct policy_request *req, struct policy_decision *d);

@@ -500,8 +500,9 @@ add_listener(struct proxy *px, struct evconnlistener *lev)
 }
 
 int
-proxy_listen_fd(struct proxy *px, int fd)
+proxy_listen_fd(struct proxy *px, int fd, enum proxy_via via)
 {
+	(void)via; /* FIXME(scaffold): front.c dispatches on it */
 	if (px->nlev == LISTENERS_MAX ||
 	    evutil_make_socket_nonblocking(fd) != 0)
 		return -1;

@@ -20,6 +20,15 @@ struct dns;
 struct proxy;
 struct tls;
 struct inject_standins;
+struct synth;
+
+/* How a listener's connections arrive; audit records say so ("via"). */
+enum proxy_via {
+	PROXY_VIA_PROXY, /* an HTTP proxy client: CONNECT or absolute URLs */
+	PROXY_VIA_SOCKS, /* a SOCKS5 client (socks.h) */
+	PROXY_VIA_CAPTURE, /* a connection captured in the sandbox: its
+	                      destination is the socket's own address */
+};
 
 struct proxy_config {
 	struct policy *policy; /* taken over: freed by the proxy */
@@ -47,16 +56,19 @@ struct proxy_config {
 	void *denied_arg;
 	struct tls *tls; /* borrowed; NULL: interception is refused (501) */
 	const struct inject_standins *standins; /* borrowed; placeholders */
+	/* borrowed; the DNS stub's synthetic addresses (synth.h), mapped
+	 * back to names for captured and SOCKS connections; NULL: none */
+	struct synth *synth;
 };
 
 /* Returns a proxy on BASE, not yet listening, or NULL (ENOMEM). */
 struct proxy *proxy_new(struct event_base *base, const struct proxy_config *);
 
 /*
- * Accepts connections on FD, a listening socket (made non-blocking here).
- * The proxy owns FD from then on.  Returns 0 or -1.
+ * Accepts connections on FD, a listening socket (made non-blocking here),
+ * arriving as VIA says.  The proxy owns FD from then on.  Returns 0 or -1.
  */
-int proxy_listen_fd(struct proxy *, int fd);
+int proxy_listen_fd(struct proxy *, int fd, enum proxy_via via);
 
 /*
  * Listens on SPEC: IPV4:PORT or [IPV6]:PORT (literal addresses; port 0

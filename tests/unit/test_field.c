@@ -91,6 +91,7 @@ write_all(const char *path)
 	r.rule_line = 3;
 	r.addr = "127.0.0.1:443";
 	r.secret = "token";
+	r.via = "capture";
 	assert_int_equal(audit_write(a, &r), 0);
 	audit_rec_init(&r, "end", 1);
 	r.status = 200;
