@@ -255,6 +255,14 @@ engine_listen_dns(struct engine *e, int fd)
 	return 0;
 }
 
+int
+engine_listen_refused(struct engine *e, int fd)
+{
+	(void)e;
+	close(fd); /* FIXME(scaffold): refused.c watches it */
+	return 0;
+}
+
 struct proxy *
 engine_proxy(struct engine *e)
 {

@@ -45,6 +45,10 @@ struct engine_config {
 	void (*looked_up)(void *arg, const char *name, const char *qtype);
 	void *looked_up_arg;
 	const char *own_name; /* the sandbox's host name (dnsstub.h) */
+	/* The sandbox captures connections (issue 12): the DNS stub answers
+	 * allowed names with synthetic addresses (synth.h); 0: it refuses
+	 * every name, as under pinhole run --no-capture. */
+	int capture;
 	/* Parses the policy again for a reload, reading no secret; NULL
 	 * after saying why.  NULL: no reloads. */
 	struct policy *(*parse)(void *arg);
@@ -68,6 +72,14 @@ struct proxy *engine_proxy(struct engine *);
  * with the run's audit log; taken over.  Returns 0 or -1.
  */
 int engine_listen_dns(struct engine *, int fd);
+
+/*
+ * Watches FD, the packet socket made on the sandbox's lo (capture), for
+ * connections the sandbox's kernel refused (no listener on that port)
+ * and UDP it could not deliver, and logs each destination once; taken
+ * over.  Returns 0 or -1.
+ */
+int engine_listen_refused(struct engine *, int fd);
 
 /* Starts a reload (SIGHUP); one asked for while one is pending follows it. */
 void engine_reload(struct engine *);
