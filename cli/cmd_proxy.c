@@ -34,6 +34,7 @@ struct proxy_opts {
 	const char *policies[POLICIES_MAX];
 	size_t npolicies;
 	const char *listen;
+	const char *socks; /* SOCKS5 listener (via "socks"), or NULL */
 	const char *log;
 	const char *dns;
 	uint64_t log_limit; /* 0: none */
@@ -56,18 +57,23 @@ static void
 proxy_usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: pinhole proxy -p POLICY [-p POLICY]... --listen ADDR "
-	    "[--log FILE]\n"
-	    "                     [--dns SERVERS] [--max-sessions N] "
-	    "[--max-per-client N]\n"
-	    "                     [--grace SECONDS] [--log-limit SIZE] "
-	    "[--head-memory SIZE]\n"
-	    "                     [--buffer-memory SIZE]\n\n"
+	    "usage: pinhole proxy -p POLICY [-p POLICY]... [--listen ADDR] "
+	    "[--socks ADDR]\n"
+	    "                     [--log FILE] [--dns SERVERS] [--max-sessions "
+	    "N]\n"
+	    "                     [--max-per-client N] [--grace SECONDS] "
+	    "[--log-limit SIZE]\n"
+	    "                     [--head-memory SIZE] [--buffer-memory "
+	    "SIZE]\n\n"
 	    "Runs the egress proxy without a sandbox.  ADDR is HOST:PORT (an "
 	    "IPv4 or\n[IPv6] address; port 0 picks a free one) or "
 	    "unix:PATH.\n\n"
 	    "  -p, --policy FILE      policy (repeatable; combined in order)\n"
-	    "  -l, --listen ADDR      where to accept clients\n"
+	    "  -l, --listen ADDR      where to accept HTTP proxy clients\n"
+	    "      --socks ADDR       where to accept SOCKS5 clients (no "
+	    "authentication,\n"
+	    "                         CONNECT only); --listen, --socks or "
+	    "both\n"
 	    "      --log FILE         audit log, or 'stderr' (default: the "
 	    "policy's log,\n"
 	    "                         else stderr)\n"
@@ -120,6 +126,7 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 	    {"help", no_argument, NULL, 'h'},
 	    {"policy", required_argument, NULL, 'p'},
 	    {"listen", required_argument, NULL, 'l'},
+	    {"socks", required_argument, NULL, 's'},
 	    {"log", required_argument, NULL, 'L'},
 	    {"dns", required_argument, NULL, 'D'},
 	    {"max-sessions", required_argument, NULL, 'm'},
@@ -146,6 +153,9 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 			break;
 		case 'l':
 			o->listen = optarg;
+			break;
+		case 's':
+			o->socks = optarg;
 			break;
 		case 'L':
 			o->log = optarg;
@@ -190,12 +200,14 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 		}
 	}
 	o->grace_ms = secs * 1000;
-	if (o->npolicies > 0 && o->listen != NULL && optind == argc)
+	if (o->npolicies > 0 && (o->listen != NULL || o->socks != NULL) &&
+	    optind == argc)
 		return 0;
 	log_warnx("proxy: %s",
-	    o->npolicies == 0       ? "no policy (-p FILE)"
-	        : o->listen == NULL ? "no --listen ADDR"
-	                            : "unexpected argument");
+	    o->npolicies == 0 ? "no policy (-p FILE)"
+	        : o->listen == NULL && o->socks == NULL
+	        ? "no --listen ADDR or --socks ADDR"
+	        : "unexpected argument");
 usage:
 	proxy_usage(stderr);
 	return -1;
@@ -255,14 +267,34 @@ on_stop(evutil_socket_t sig, short what, void *arg)
 }
 
 /*
- * Makes the engine (resolver, proxy; it takes L over) and the listener;
+ * Listens on SPEC (none when NULL) for clients arriving as VIA and says
+ * where, after WHAT.  Returns 0 or -1.
+ */
+static int
+listen_on(
+    struct daemon *d, const char *spec, enum proxy_via via, const char *what)
+{
+	unsigned port;
+
+	if (spec == NULL)
+		return 0;
+	if (proxy_listen(engine_proxy(d->eng), spec, via, &port) != 0)
+		return -1;
+	/* The host as given (tests read the port picked for ":0"). */
+	if (strncmp(spec, "unix:", 5) != 0)
+		fprintf(stderr, "pinhole: %s on %.*s:%u\n", what,
+		    (int)(strrchr(spec, ':') - spec), spec, port);
+	return 0;
+}
+
+/*
+ * Makes the engine (resolver, proxy; it takes L over) and the listeners;
  * returns 0 or -1 after saying why.
  */
 static int
 daemon_open(struct daemon *d, struct engine_load *l)
 {
 	struct engine_config cf = {0};
-	unsigned port;
 
 	cf.dns = d->o.dns;
 	cf.max_sessions = d->o.max_sessions;
@@ -272,14 +304,9 @@ daemon_open(struct daemon *d, struct engine_load *l)
 	cf.parse = reparse;
 	cf.parse_arg = d;
 	if ((d->eng = engine_new(d->base, &cf, l)) == NULL ||
-	    proxy_listen(
-	        engine_proxy(d->eng), d->o.listen, PROXY_VIA_PROXY, &port) != 0)
+	    listen_on(d, d->o.socks, PROXY_VIA_SOCKS, "SOCKS listening") != 0 ||
+	    listen_on(d, d->o.listen, PROXY_VIA_PROXY, "listening") != 0)
 		return -1;
-	/* The host as given (tests read the port picked for ":0"). */
-	if (strncmp(d->o.listen, "unix:", 5) != 0)
-		fprintf(stderr, "pinhole: listening on %.*s:%u\n",
-		    (int)(strrchr(d->o.listen, ':') - d->o.listen), d->o.listen,
-		    port);
 	return 0;
 }
 

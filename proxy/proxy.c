@@ -42,6 +42,7 @@
 #include "proxy/request.h"
 #include "proxy/session.h"
 #include "proxy/socks.h"
+#include "proxy/socksconn.h"
 
 #define LISTEN_BACKLOG 512
 #define ACCEPT_PAUSE_MS 100
@@ -354,7 +355,7 @@ front_start(struct proxy *px, int fd, uint64_t conn, enum proxy_via via)
 {
 	switch (via) {
 	case PROXY_VIA_SOCKS:
-		return request_new(&px->ctx, fd, conn, via); /* FIXME(front) */
+		return socksconn_new(&px->ctx, fd, conn);
 	case PROXY_VIA_CAPTURE:
 		return request_new(&px->ctx, fd, conn, via); /* CAPTURE-FRONT */
 	default:

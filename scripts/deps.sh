@@ -17,6 +17,7 @@ PACKAGES=(
 	groff-base man-db			# man page rendering check
 	curl git				# clients for integration tests
 	nginx dnsmasq socat jq openssl		# servers and tools the tests start
+	netcat-openbsd python3			# proxy_socks.sh: nc -X 5, raw SOCKS bytes
 	fcgiwrap				# git-http-backend behind nginx
 	libcap2-bin				# setcap: the escape scenarios' file caps
 )
