@@ -53,6 +53,7 @@
 #define EXT_MAX 8 /* extension headers skipped in a quoted datagram */
 #define BUCKETS 256
 #define KEY_MAX (3 + 256) /* kind, port, host */
+#define RCVBUF (1 << 20)
 
 static uint16_t
 get16(const uint8_t *p)
@@ -456,7 +457,7 @@ attach(int fd)
 	struct sockaddr_ll sll;
 	socklen_t len = sizeof(sll);
 	size_t flen;
-	int one = 1;
+	int one = 1, rcvbuf = RCVBUF;
 
 	memset(&sll, 0, sizeof(sll));
 	if (getsockname(fd, (struct sockaddr *)&sll, &len) != 0 ||
@@ -475,6 +476,9 @@ attach(int fd)
 	/* The filter drops outgoing frames anyway; this saves their copy. */
 	(void)setsockopt(
 	    fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+	/* A burst of refusals waits here for the loop (the kernel caps it
+	 * at net.core.rmem_max; what overflows is counted, refused_free). */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	memset(&sll, 0, sizeof(sll));
 	sll.sll_family = AF_PACKET;
 	sll.sll_protocol = htons(ETH_P_ALL);
@@ -542,6 +546,22 @@ log_others(struct refused *r)
 	(void)audit_write(r->cf.audit, &rec);
 }
 
+/* Frames the socket's full queue dropped: their refusals went unseen. */
+static void
+log_drops(struct refused *r)
+{
+	struct tpacket_stats st;
+	socklen_t len = sizeof(st);
+
+	memset(&st, 0, sizeof(st));
+	if (getsockopt(event_get_fd(r->ev), SOL_PACKET, PACKET_STATISTICS, &st,
+	        &len) == 0 &&
+	    st.tp_drops > 0)
+		log_warnx("capture: %u refusals in the sandbox came too fast "
+		          "to be seen, and were not logged",
+		    st.tp_drops);
+}
+
 void
 refused_free(struct refused *r)
 {
@@ -550,6 +570,7 @@ refused_free(struct refused *r)
 	if (r == NULL)
 		return;
 	log_others(r);
+	log_drops(r);
 	close(event_get_fd(r->ev));
 	event_free(r->ev);
 	for (e = hmap_first(r->dests); e != NULL; e = next) {

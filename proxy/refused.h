@@ -117,7 +117,8 @@ uint64_t refused_events(const struct refused *);
 
 /*
  * Writes one record for the refusals past REFUSED_DESTS_MAX
- * destinations, if any; closes the socket; frees R.  NULL does nothing.
+ * destinations, if any, and says how many frames the socket's full
+ * queue dropped, if any; closes the socket; frees R.  NULL does nothing.
  */
 void refused_free(struct refused *);
 

@@ -773,34 +773,61 @@ abort_captured(uint64_t *events)
 	wait_events(++*events);
 }
 
+/* The watcher's scratch log and its synthetic names. */
+static char dir[32], path[64];
+static struct audit *alog;
+static struct synth *sy;
+
+/*
+ * In a new user and network namespace as the sandbox's: the watcher on
+ * a packet socket made there, with every capability dropped first (the
+ * engine has none), its log in a scratch directory.
+ */
 static void
-child_watcher(void)
+watch_start(int v6)
 {
 	struct refused_config cf = {0};
-	char dir[] = "/tmp/test_refused.XXXXXX", path[64], err[256];
-	char name4[INET_ADDRSTRLEN], name6[INET6_ADDRSTRLEN];
-	uint8_t v4[4], v6[16];
-	struct synth *sy;
-	struct audit *a;
-	uint64_t events = 0;
-	int pfd, v6ok = has_ipv6();
+	char err[256];
+	int pfd;
 
+	snprintf(dir, sizeof(dir), "/tmp/test_refused.XXXXXX");
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
-	CHECK((a = audit_open(path, "0123456789abcdef", err, sizeof(err))) !=
+	CHECK((alog = audit_open(path, "0123456789abcdef", err, sizeof(err))) !=
 	    NULL);
-	enter_sandbox_netns(v6ok);
+	enter_sandbox_netns(v6);
 	CHECK((pfd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)) >= 0);
 	drop_caps();
 	CHECK((sy = synth_new()) != NULL);
-	CHECK(synth_map(sy, "db.example.com", v4, v6) == 0);
-	inet_ntop(AF_INET, v4, name4, sizeof(name4));
-	inet_ntop(AF_INET6, v6, name6, sizeof(name6));
 	CHECK((base = event_base_new()) != NULL);
-	cf.audit = a;
+	cf.audit = alog;
 	cf.synth = sy;
 	cf.denied = on_denied;
 	CHECK((watcher = refused_new(base, &cf, pfd)) != NULL);
+}
+
+/* Frees the watcher and closes its log (to be read after). */
+static void
+watch_stop(void)
+{
+	refused_free(watcher);
+	audit_close(alog);
+	synth_free(sy);
+	event_base_free(base);
+}
+
+static void
+child_watcher(void)
+{
+	char name4[INET_ADDRSTRLEN], name6[INET6_ADDRSTRLEN];
+	uint8_t v4[4], v6[16];
+	uint64_t events = 0;
+	int v6ok = has_ipv6();
+
+	watch_start(v6ok);
+	CHECK(synth_map(sy, "db.example.com", v4, v6) == 0);
+	inet_ntop(AF_INET, v4, name4, sizeof(name4));
+	inet_ntop(AF_INET6, v6, name6, sizeof(name6));
 
 	/* Refused: one record; again: still one. */
 	CHECK(try_connect("203.0.113.7", 5555, 0, NULL) == ECONNREFUSED);
@@ -834,10 +861,7 @@ child_watcher(void)
 		wait_events(events += 2);
 		CHECK(ndenied == 7);
 	}
-	refused_free(watcher);
-	audit_close(a);
-	synth_free(sy);
-	event_base_free(base);
+	watch_stop();
 
 	CHECK(
 	    lines_with(path, "\"event\":\"request\"", NULL) == (v6ok ? 7 : 4));
@@ -877,6 +901,46 @@ test_watcher(void **state)
 	fixture_child_ok(child_watcher);
 }
 
+/* Past REFUSED_DESTS_MAX destinations: counted, in one record. */
+static void
+child_others(void)
+{
+	unsigned i, extra = 6;
+	uint64_t events = 0;
+
+	watch_start(0);
+	for (i = 0; i < REFUSED_DESTS_MAX + extra; i++) {
+		CHECK(try_connect("203.0.113.9", 10000 + i, 0, NULL) ==
+		    ECONNREFUSED);
+		events++;
+		/* A known destination again: neither logged nor counted. */
+		if (i % 100 == 0) {
+			CHECK(try_connect("203.0.113.9", 10000, 0, NULL) ==
+			    ECONNREFUSED);
+			events++;
+		}
+		wait_events(events);
+	}
+	CHECK(ndenied == REFUSED_DESTS_MAX);
+	watch_stop();
+	CHECK(lines_with(path, "\"method\":\"CONNECT\"", NULL) ==
+	    REFUSED_DESTS_MAX);
+	CHECK(lines_with(
+	          path, "\"host\":\"203.0.113.9\",\"port\":10000,", NULL) == 1);
+	CHECK(lines_with(path, "\"count\":6",
+	          "destinations past the first "
+	          "1024") == 1);
+	CHECK(lines_with(path, "\"count\"", NULL) == 1);
+	CHECK(unlink(path) == 0 && rmdir(dir) == 0);
+}
+
+static void
+test_others(void **state)
+{
+	(void)state;
+	fixture_child_ok(child_others);
+}
+
 /* Not a packet socket: refused, and the descriptor closed. */
 static void
 test_not_packet(void **state)
@@ -907,6 +971,7 @@ main(void)
 	    cmocka_unit_test(test_filter_rejects),
 	    cmocka_unit_test(test_reason),
 	    cmocka_unit_test(test_watcher),
+	    cmocka_unit_test(test_others),
 	    cmocka_unit_test(test_not_packet),
 	};
 
