@@ -676,14 +676,19 @@ filter_match(const struct logview *lv, const char *host)
 	return 0;
 }
 
-/* The cache slot of R's (sandbox, conn), or NULL when R has no conn. */
+/*
+ * The cache slot of R's (sandbox, conn), or NULL when R has no conn.
+ * Conn 0 is none either: summaries, dns records and what the sandbox's
+ * kernel refused (proxy/refused.c) are of no connection, and a record
+ * there without a host is not the last one's.
+ */
 static struct conn_slot *
 conn_slot(struct logview *lv, const struct rec *r, uint64_t *key)
 {
 	const char *sb = r->s[FIELD_SANDBOX] != NULL ? r->s[FIELD_SANDBOX] : "";
 	uint64_t k;
 
-	if (r->n[FIELD_CONN] < 0)
+	if (r->n[FIELD_CONN] <= 0)
 		return NULL;
 	k = fnv1a(2166136261u, sb, strlen(sb));
 	k = (k << 32 | k) ^

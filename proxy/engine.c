@@ -23,6 +23,7 @@
 #include "proxy/engine.h"
 #include "proxy/engine_load.h"
 #include "proxy/proxy.h"
+#include "proxy/refused.h"
 
 struct engine {
 	struct engine_config cf;
@@ -30,6 +31,7 @@ struct engine {
 	struct proxy *px;
 	struct dns *dns;
 	struct dnsstub *stub; /* the sandbox's DNS stub, once it has a socket */
+	struct refused *refused; /* the sandbox's refusals (capture) */
 	struct engine_load *load; /* its log and TLS outlive the proxy */
 	const char *name;
 	/* A reload whose secrets load in a thread; see engine.h. */
@@ -258,9 +260,19 @@ engine_listen_dns(struct engine *e, int fd)
 int
 engine_listen_refused(struct engine *e, int fd)
 {
-	(void)e;
-	close(fd); /* FIXME(scaffold): refused.c watches it */
-	return 0;
+	struct refused_config rc = {0};
+
+	if (e->refused != NULL) { /* one sandbox, one lo */
+		log_warnx("%s: a second refusals' socket", e->name);
+		close(fd);
+		return -1;
+	}
+	rc.audit = engine_load_audit(e->load);
+	rc.synth = NULL; /* FIXME(merge): e->synth, the DNS stub's map */
+	rc.denied = e->cf.denied;
+	rc.denied_arg = e->cf.denied_arg;
+	e->refused = refused_new(e->base, &rc, fd);
+	return e->refused != NULL ? 0 : -1;
 }
 
 struct proxy *
@@ -289,6 +301,7 @@ engine_free(struct engine *e)
 	}
 	proxy_free(e->px);
 	dnsstub_free(e->stub); /* logs the names past its table */
+	refused_free(e->refused); /* logs the refusals past its table */
 	dns_free(e->dns);
 	engine_load_free(e->load); /* closes the log */
 	free(e);

@@ -76,8 +76,9 @@ int engine_listen_dns(struct engine *, int fd);
 /*
  * Watches FD, the packet socket made on the sandbox's lo (capture), for
  * connections the sandbox's kernel refused (no listener on that port)
- * and UDP it could not deliver, and logs each destination once; taken
- * over.  Returns 0 or -1.
+ * and UDP it could not deliver, and logs each destination once, telling
+ * the denied callback (refused.h); taken over.  Returns 0, or -1 after
+ * saying why (a second socket is refused: one sandbox, one lo).
  */
 int engine_listen_refused(struct engine *, int fd);
 

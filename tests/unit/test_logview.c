@@ -190,6 +190,36 @@ test_end_by_conn(void **state)
 	logview_free(lv);
 }
 
+/*
+ * Conn 0 is no connection (summaries, dns records, what the sandbox's
+ * kernel refused): a record there without a host is not the last one's.
+ */
+static void
+test_conn_zero(void **state)
+{
+	struct logview *lv = logview_new();
+	struct logview_host_stats st;
+	char *out;
+
+	(void)state;
+	feed_ok(lv,
+	    REQ("203.0.113.7", 5555, "deny",
+	        ",\"conn\":0,\"method\":\"CONNECT\",\"via\":\"capture\","
+	        "\"reason\":\"port 5555 is not captured: no allow rule names "
+	        "it; connection refused in the sandbox\""));
+	feed_ok(lv,
+	    "{\"event\":\"request\",\"sandbox\":\"r1\",\"conn\":0,"
+	    "\"via\":\"capture\",\"decision\":\"deny\",\"reason\":"
+	    "\"refused in the sandbox: destinations past the first 1024, "
+	    "counted\",\"count\":6}");
+	assert_int_equal(logview_host(lv, "203.0.113.7", 5555, &st), 0);
+	assert_int_equal(st.requests, 1);
+	out = print_text(lv);
+	has(out, "6x  (no host)");
+	free(out);
+	logview_free(lv);
+}
+
 static const char *const denials[] = {
     REQ("evil.example", 443, "deny",
         ",\"method\":\"CONNECT\",\"reason\":\"no rule allows "
@@ -1149,6 +1179,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_counts),
 	    cmocka_unit_test(test_end_by_conn),
+	    cmocka_unit_test(test_conn_zero),
 	    cmocka_unit_test(test_denials),
 	    cmocka_unit_test(test_text),
 	    cmocka_unit_test(test_denied_only),

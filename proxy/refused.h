@@ -1,0 +1,131 @@
+/*
+ * refused.h: what the sandbox's kernel refused under capture (issue 12).
+ *
+ * With capture every destination is local in the sandbox's network
+ * namespace (local routes 0.0.0.0/0 and ::/0 on lo).  A connection to a
+ * port no capture listener holds is therefore answered by the sandbox's
+ * own kernel with a TCP RST, and a UDP datagram to a port no socket
+ * holds (anything but the DNS stub's port 53) with an ICMP or ICMPv6
+ * port unreachable.  Both cross lo, where a packet socket made inside
+ * the sandbox (socket(AF_PACKET, SOCK_RAW, 0), handed out) lets the
+ * engine see them: this module filters them in the kernel (classic BPF),
+ * reads them on the engine's loop, and writes one audit record per
+ * destination (host, port, TCP or UDP), telling the run's denied
+ * callback as a denied request does.
+ *
+ * Which frames are events (refused_parse), exactly:
+ * - TCP "refused": a segment with RST and ACK set, SYN and FIN clear and
+ *   sequence number 0: the kernel's answer to a SYN for a port with no
+ *   listener (RFC 793: SEQ=0 when the offending segment had no ACK).
+ *   The destination the program tried is the segment's SOURCE address
+ *   and port.  A captured connection the proxy aborts (SO_LINGER 0) also
+ *   sends RST|ACK, but with its send sequence number, which is 0 only by
+ *   a 1 in 2^32 chance of the random ISN: ports that are captured are
+ *   not logged here (the proxy logs those connections itself).
+ * - UDP "unreachable": ICMP type 3 code 3, or ICMPv6 type 1 code 4,
+ *   quoting the original IP header and at least the 8 bytes of its UDP
+ *   header; the destination is the quoted header's.  A quoted datagram
+ *   from source port 53 is the DNS stub's answer to a program that no
+ *   longer waits for it: not an event.
+ * - Never an event: a destination on loopback (127.0.0.0/8, ::1,
+ *   ::ffff:127.0.0.0/104), the program's own local services; an IPv4
+ *   fragment; an outer IPv6 header followed by an extension header (the
+ *   kernel's RSTs and ICMPv6 errors carry none); in the quoted IPv6
+ *   datagram, hop-by-hop, routing and destination options headers and a
+ *   first fragment's header are skipped (at most 8), any other (AH, ESP,
+ *   no next header, a later fragment) makes it not an event; anything
+ *   truncated or inconsistent (IHL under 5, a length past the frame).
+ * Checksums are not checked: the kernel leaves them to the device on lo.
+ *
+ * ICMP itself (ping) is not seen here: the command cannot send it (no
+ * CAP_NET_RAW, and a new network namespace's ping_group_range is "1 0"),
+ * so nothing is sent and nothing is logged.
+ */
+#ifndef PH_REFUSED_H
+#define PH_REFUSED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Destinations logged one by one; refusals past them are counted. */
+#define REFUSED_DESTS_MAX 1024
+/* Frames read per wake-up, then the loop's other events have a turn. */
+#define REFUSED_BURST 64
+/* Bytes of a frame the filter passes: an ICMPv6 error is at most 1280
+ * bytes (RFC 4443 2.4), an ICMP one 576; a longer frame is cut, and the
+ * parser then finds it truncated (not an event). */
+#define REFUSED_SNAP 2048
+
+enum refused_kind {
+	REFUSED_NONE = 0, /* not an event */
+	REFUSED_TCP, /* a connection refused: no listener on the port */
+	REFUSED_UDP, /* a datagram no socket took: port unreachable */
+};
+
+/* One event: the destination the program tried. */
+struct refused_event {
+	enum refused_kind kind;
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16]; /* network order: 4 bytes (AF_INET) or 16 */
+	uint16_t port;
+};
+
+/*
+ * Parses one frame of N bytes as read from a SOCK_RAW packet socket on
+ * lo (a 14-byte Ethernet header, then IPv4 or IPv6) into EV.  Returns
+ * its kind; REFUSED_NONE (EV zeroed) when it is not an event (above).
+ */
+enum refused_kind
+refused_parse(const uint8_t *frame, size_t n, struct refused_event *ev);
+
+/*
+ * EV's audit reason, one line, in BUF (LEN bytes), with HOST the name or
+ * address shown ("port 5555 is not captured: ...").  Returns BUF.
+ */
+const char *refused_reason(
+    const struct refused_event *ev, const char *host, char *buf, size_t len);
+
+/* --- the watcher ---------------------------------------------------------- */
+
+struct audit;
+struct event_base;
+struct refused;
+struct synth;
+
+struct refused_config {
+	struct audit *audit; /* borrowed; NULL: nothing logged */
+	/* The DNS stub's synthetic addresses, shown as their names;
+	 * borrowed; NULL: addresses are shown as they are. */
+	struct synth *synth;
+	/* Each destination refused, once; may be NULL. */
+	void (*denied)(void *arg, const char *host, unsigned port);
+	void *denied_arg;
+};
+
+/*
+ * Watches FD, a packet socket made in the sandbox's network namespace
+ * and not yet bound, on BASE: attaches the filter, binds it to that
+ * namespace's lo (for every protocol), and logs each event once per
+ * destination.  FD is taken over in every case.  Returns NULL after
+ * saying why.
+ */
+struct refused *
+refused_new(struct event_base *, const struct refused_config *, int fd);
+
+/* Events seen so far (every refusal, logged or not). */
+uint64_t refused_events(const struct refused *);
+
+/*
+ * Writes one record for the refusals past REFUSED_DESTS_MAX
+ * destinations, if any, and says how many frames the socket's full
+ * queue dropped, if any; closes the socket; frees R.  NULL does nothing.
+ */
+void refused_free(struct refused *);
+
+#ifdef REFUSED_INTERNAL
+#include <linux/filter.h>
+/* The classic BPF program attached to the socket, and its length. */
+const struct sock_filter *refused_filter(size_t *len);
+#endif
+
+#endif /* PH_REFUSED_H */
