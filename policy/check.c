@@ -435,6 +435,8 @@ check_plain_ports(struct policy *p, const struct policy_rule *r)
 {
 	struct plain_scan sc;
 	char opts[64], ports[160], target[300];
+	const char *whole =
+	    r->deny ? "(the whole port denied)" : "(an opaque tunnel)";
 
 	if (request_options(r, opts, sizeof(opts)) == 0)
 		return;
@@ -446,17 +448,17 @@ check_plain_ports(struct policy *p, const struct policy_rule *r)
 	if (!sc.other)
 		policy_diag_add(p, 0, r->file, r->line, sc.first->col,
 		    "%s: %s: pinhole cannot see requests there, "
-		    "so %s cannot apply; %s it without them (an opaque "
-		    "tunnel)",
-		    target, ports, opts, r->deny ? "deny" : "allow");
+		    "so %s cannot apply; %s it without them %s",
+		    target, ports, opts, r->deny ? "deny" : "allow", whole);
 	else
 		policy_diag_add(p, 0, r->file, r->line, sc.first->col,
 		    "%s: %s: pinhole cannot see requests there, "
 		    "so %s cannot apply there (and its connections would "
 		    "fail under this rule); move %s to a rule of its own "
-		    "without them (an opaque tunnel)",
+		    "without them %s",
 		    target, ports, opts,
-		    sc.nports == 1 && !sc.more ? "that port" : "those ports");
+		    sc.nports == 1 && !sc.more ? "that port" : "those ports",
+		    whole);
 }
 
 static void
