@@ -110,7 +110,8 @@ print_dns(const struct explain_req *r, const struct policy_decision *d)
 	else
 		printf("dns: with capture (the default), a lookup of %s in "
 		       "the sandbox gets a synthetic address if an allow rule "
-		       "names it on some port, else NXDOMAIN\n",
+		       "names it on some port and no deny rule covers all its "
+		       "ports, else NXDOMAIN\n",
 		    r->host.name);
 }
 

@@ -200,7 +200,7 @@ run explain-web 0 "$PINHOLE" explain -p "$tmp/tcp.conf" www.example.org:443
 expect explain-web "$out" '^intercept: no \(opaque tunnel\)$'
 run explain-ssh-denied 1 "$PINHOLE" explain -p "$tmp/tcp.conf" gitlab.example:22
 expect explain-ssh-denied "$out" '^reason: no rule allows gitlab.example:22'
-expect explain-ssh-denied "$out" '^dns: .*gitlab.example .*if an allow rule names it on some port, else NXDOMAIN$'
+expect explain-ssh-denied "$out" '^dns: .*gitlab.example .*if an allow rule names it on some port and no deny rule covers all its ports, else NXDOMAIN$'
 run explain-conf-ssh 0 "$PINHOLE" explain -p conf/pinhole.conf github.com:22
 expect explain-conf-ssh "$out" '^intercept: no \(opaque TCP tunnel: port 22 carries ssh, not HTTP\)$'
 run explain-ssh-address 1 "$PINHOLE" explain -p "$tmp/tcp.conf" 192.0.2.1:22
