@@ -805,16 +805,15 @@ print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 	    json_object_set_new(root, "looked_up",
 	        json_table(lv, LOGVIEW_LOOKUPS, cmp_lookup, json_lookup)) != 0)
 		goto out;
-	if ((cap = any_captured(lv)) < 0 ||
-	    (cap > 0 &&
-	        json_object_set_new(root, "captured",
-	            json_table(lv, LOGVIEW_CAPTURED, cmp_captured,
-	                json_captured)) != 0))
-		goto out;
 	if (!o->denied_only &&
-	    (json_object_set_new(root, "distrust",
-	         json_table(lv, LOGVIEW_DISTRUST, cmp_denial, json_distrust)) !=
-	            0 ||
+	    ((cap = any_captured(lv)) < 0 ||
+	        (cap > 0 &&
+	            json_object_set_new(root, "captured",
+	                json_table(lv, LOGVIEW_CAPTURED, cmp_captured,
+	                    json_captured)) != 0) ||
+	        json_object_set_new(root, "distrust",
+	            json_table(lv, LOGVIEW_DISTRUST, cmp_denial,
+	                json_distrust)) != 0 ||
 	        json_object_set_new(root, "hosts",
 	            json_table(lv, LOGVIEW_HOSTS, cmp_host, json_host)) != 0 ||
 	        json_object_set_new(root, "totals", json_totals(lv)) != 0))
@@ -839,10 +838,12 @@ logprint_view(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 			goto out;
 	} else {
 		if (print_denied(lv, f) != 0 || print_distrust(lv, f) != 0 ||
-		    print_lookups(lv, f) != 0 || print_captured(lv, f) != 0)
+		    print_lookups(lv, f) != 0)
 			goto out;
 		if (!o->denied_only) {
-			if (print_hosts(lv, f) != 0)
+			/* The denied ones are in Denied already. */
+			if (print_captured(lv, f) != 0 ||
+			    print_hosts(lv, f) != 0)
 				goto out;
 			print_totals(lv, f);
 		}

@@ -236,6 +236,16 @@ same via-json-captured "$(jq -c '[.captured[] | [.host, .count, .denied]] | sort
 same via-json-kinds "$(jq -c '[.denied[].kind] | sort' <<<"$out")" '["no-rule","not-captured","udp"]'
 same via-json-answers "$(jq -c '[.looked_up[] | [.name, .denied, (.answers | join(","))]]' <<<"$out")" \
 	'[["nothere.test",1,"nxdomain"],["api.test",0,"synthetic,nodata"]]'
+# --denied: the captured denials stay in Denied, the Captured part goes.
+run via-denied 0 "$PINHOLE" log --denied "$cap"
+expect via-denied "$out" '^  1x  db\.test:5555 \(captured\)  port 5555 is not captured'
+refuse via-denied "$out" '^Captured'
+run via-denied-json 0 "$PINHOLE" log --denied --json "$cap"
+same via-denied-json "$(jq -c 'has("captured")' <<<"$out")" false
+# --host: the captured part of that host only.
+run via-host 0 "$PINHOLE" log --host DB.test "$cap"
+expect via-host "$out" '^Captured \(1 connection from programs that ignore the proxy variables\):$'
+refuse via-host "$out" 'api\.test'
 # An older log (no via, the stub refusing): no mark, no new section or key.
 run via-old 0 "$PINHOLE" log "$cls"
 refuse via-old "$out" 'Captured|\((proxy|socks|captured)'
