@@ -310,7 +310,7 @@ plain_note(struct plain_scan *sc, const struct rule_target *t, uint16_t port)
 }
 
 static void
-plain_scan(
+scan_plain(
     const struct policy *p, const struct policy_rule *r, struct plain_scan *sc)
 {
 	const struct rule_target *t;
@@ -440,7 +440,7 @@ check_plain_ports(struct policy *p, const struct policy_rule *r)
 
 	if (request_options(r, opts, sizeof(opts)) == 0)
 		return;
-	plain_scan(p, r, &sc);
+	scan_plain(p, r, &sc);
 	if (sc.first == NULL)
 		return;
 	ports_text(&sc, ports, sizeof(ports));
