@@ -53,6 +53,9 @@ static const char *const kind_names[] = {"no-rule", "port", "path", "method",
 static const char *const via_names[] = {"proxy", "socks", "capture"};
 static const char *const answer_names[] = {
     "synthetic", "nodata", "nxdomain", "refused"};
+_Static_assert(LOGVIEW_VIA_CAPTURE == 1 << 2 &&
+        LOGVIEW_ANSWER_REFUSED == 1 << 3 && LOGVIEW_ANSWER_OTHER == 1 << 4,
+    "bit i of a mask is names[i]");
 
 /* The classes of a request (logview.h), the one place they are named. */
 static const struct {
