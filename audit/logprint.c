@@ -97,6 +97,48 @@ label(const struct logview_entry *a, char *buf, size_t n)
 		snprintf(buf + o, n - o, ":%d", a->port);
 }
 
+/*
+ * " (captured)", " (socks)", " (proxy, captured)": how the requests of an
+ * entry arrived, when not all through the explicit proxy; "" when the
+ * log does not say (older logs) or when they all did.
+ */
+static void
+vias_text(unsigned vias, char *buf, size_t n)
+{
+	static const struct {
+		unsigned bit;
+		const char *word;
+	} w[] = {{LOGVIEW_VIA_PROXY, "proxy"}, {LOGVIEW_VIA_SOCKS, "socks"},
+	    {LOGVIEW_VIA_CAPTURE, "captured"}};
+	size_t i, o;
+
+	buf[0] = '\0';
+	if ((vias & ~LOGVIEW_VIA_PROXY) == 0)
+		return;
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		if (!(vias & w[i].bit))
+			continue;
+		o = strlen(buf);
+		snprintf(
+		    buf + o, n - o, "%s%s", o == 0 ? " (" : ", ", w[i].word);
+	}
+	o = strlen(buf);
+	snprintf(buf + o, n - o, ")");
+}
+
+/* label() and how the entry's requests arrived (vias_text). */
+static void
+label_via(const struct logview_entry *a, char *buf, size_t n)
+{
+	char v[32];
+	size_t o;
+
+	label(a, buf, n);
+	vias_text(a->vias, v, sizeof(v));
+	o = strlen(buf);
+	snprintf(buf + o, n - o, "%s", v);
+}
+
 static void
 human(uint64_t n, char *buf, size_t len)
 {
@@ -142,7 +184,7 @@ print_denial(FILE *f, const struct logview_entry *d, int w)
 	char lab[4 * FIELD_HOST_MAX + 32];
 	struct logview_advice a;
 
-	label(d, lab, sizeof(lab));
+	label_via(d, lab, sizeof(lab));
 	fprintf(f, "  %*" PRIu64 "x  %s  ", w, logview_entry_count(d), lab);
 	if (d->host == NULL)
 		fputs("other denials", f);
@@ -181,6 +223,7 @@ print_denied(const struct logview *lv, FILE *f)
 	return 0;
 }
 
+/* Most denied lookups first, then by name. */
 static int
 cmp_lookup(const void *pa, const void *pb)
 {
@@ -188,45 +231,148 @@ cmp_lookup(const void *pa, const void *pb)
 	    *(const struct logview_entry *const *)pa;
 	const struct logview_entry *b =
 	    *(const struct logview_entry *const *)pb;
+	uint64_t na = a->n[LOGVIEW_CLASS_DENIED],
+	         nb = b->n[LOGVIEW_CLASS_DENIED];
 
+	if (na != nb)
+		return na > nb ? -1 : 1;
 	if (a->requests != b->requests)
 		return a->requests > b->requests ? -1 : 1;
 	return strcmp(a->host, b->host);
 }
 
+/* Lookups the stub denied, in the N entries of V; *NX: any NXDOMAIN. */
+static uint64_t
+lookups_denied(const struct logview_entry **v, size_t n, int *nx)
+{
+	uint64_t d = 0;
+	size_t i;
+
+	*nx = 0;
+	for (i = 0; i < n; i++) {
+		d += v[i]->n[LOGVIEW_CLASS_DENIED];
+		*nx |= (v[i]->answers & LOGVIEW_ANSWER_NXDOMAIN) != 0;
+	}
+	return d;
+}
+
+/* One denied name; NX: the log has NXDOMAIN answers (capture on). */
+static void
+print_lookup(FILE *f, const struct logview_entry *e, int w, int nx)
+{
+	char lab[4 * FIELD_HOST_MAX + 32];
+
+	label(e, lab, sizeof(lab));
+	fprintf(f, "  %*" PRIu64 "x  %s", w, e->n[LOGVIEW_CLASS_DENIED], lab);
+	if (e->host != NULL && (e->answers & LOGVIEW_ANSWER_NXDOMAIN))
+		fputs(": the policy names no such host (NXDOMAIN in the "
+		      "sandbox)",
+		    f);
+	else if (e->host != NULL && nx && (e->answers & LOGVIEW_ANSWER_REFUSED))
+		fputs(": refused (capture was off)", f);
+	fputc('\n', f);
+}
+
 /*
  * The names programs looked up themselves, through the sandbox's DNS
- * stub: they ignore the proxy variables.  Nothing when there are none.
+ * stub, and were denied: they ignore the proxy variables.  Without
+ * capture the stub refuses every name (older logs, --no-capture); with
+ * it, a name the policy names gets a synthetic address (not listed
+ * here: its connections are) and any other NXDOMAIN.  Nothing when no
+ * lookup was denied.
  */
 static int
 print_lookups(const struct logview *lv, FILE *f)
 {
 	const struct logview_entry **v;
-	char lab[4 * FIELD_HOST_MAX + 32];
-	struct logview_totals t;
 	size_t i, n = 0;
-	uint64_t max = 0;
+	uint64_t max = 0, denied;
+	int nx;
 
-	logview_totals(lv, &t);
-	if (t.lookups == 0)
-		return 0;
 	if ((v = logview_sorted(lv, LOGVIEW_LOOKUPS, cmp_lookup, &n)) == NULL)
 		return -1;
+	denied = lookups_denied(v, n, &nx);
 	for (i = 0; i < n; i++)
-		max = v[i]->requests > max ? v[i]->requests : max;
-	fprintf(f,
-	    "\nLooked up directly and refused (%" PRIu64 " name%s; programs "
-	    "that do this ignore http_proxy/https_proxy):\n",
-	    t.lookups, t.lookups == 1 ? "" : "s");
+		if (v[i]->n[LOGVIEW_CLASS_DENIED] > max)
+			max = v[i]->n[LOGVIEW_CLASS_DENIED];
+	if (denied > 0)
+		fprintf(f,
+		    nx ? "\nLooked up directly and denied (%" PRIu64
+		         " name%s; programs that do this ignore "
+		         "http_proxy/https_proxy):\n"
+		       : "\nLooked up directly and refused (%" PRIu64
+		         " name%s; programs that do this ignore "
+		         "http_proxy/https_proxy):\n",
+		    denied, denied == 1 ? "" : "s");
+	for (i = 0; i < n; i++)
+		if (v[i]->n[LOGVIEW_CLASS_DENIED] > 0)
+			print_lookup(f, v[i], digits(max), nx);
+	if (denied > 0)
+		fprintf(f, "  %*s   %s\n", digits(max), "",
+		    nx ? "to let a program reach a name: allow NAME:PORT (its "
+		         "lookups then get an address, its connections are "
+		         "captured)"
+		       : "allow the name and make the program use the "
+		         "proxy: see pinhole(1) ENVIRONMENT");
+	free(v);
+	return 0;
+}
+
+/* Most captured first, then by host and port. */
+static int
+cmp_captured(const void *pa, const void *pb)
+{
+	const struct logview_entry *a =
+	    *(const struct logview_entry *const *)pa;
+	const struct logview_entry *b =
+	    *(const struct logview_entry *const *)pb;
+	int c;
+
+	if (a->captured != b->captured)
+		return a->captured > b->captured ? -1 : 1;
+	if ((c = strcmp(a->host, b->host)) != 0)
+		return c;
+	return a->port < b->port ? -1 : a->port > b->port;
+}
+
+/*
+ * The hosts reached by capture (programs that ignore the proxy
+ * variables), each with what let it through or what would.  Nothing
+ * when the log has none (older logs have no "via").
+ */
+static int
+print_captured(const struct logview *lv, FILE *f)
+{
+	char lab[4 * FIELD_HOST_MAX + 32], ok[LOGVIEW_ADVICE_MAX],
+	    no[LOGVIEW_ADVICE_MAX];
+	const struct logview_entry **v;
+	size_t i, n = 0;
+	uint64_t max = 0, total = 0;
+
+	if ((v = logview_sorted(lv, LOGVIEW_CAPTURED, cmp_captured, &n)) ==
+	    NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		max = v[i]->captured > max ? v[i]->captured : max;
+		total += v[i]->captured;
+	}
+	if (n > 0)
+		fprintf(f,
+		    "\nCaptured (%" PRIu64 " connection%s from programs that "
+		    "ignore the proxy variables):\n",
+		    total, total == 1 ? "" : "s");
 	for (i = 0; i < n; i++) {
 		label(v[i], lab, sizeof(lab));
-		fprintf(f, "  %*" PRIu64 "x  %s\n", digits(max), v[i]->requests,
-		    lab);
+		fprintf(
+		    f, "  %*" PRIu64 "x  %s", digits(max), v[i]->captured, lab);
+		if (v[i]->captured_denied > 0)
+			fprintf(
+			    f, "  (%" PRIu64 " denied)", v[i]->captured_denied);
+		fputc('\n', f);
+		logview_capture_hint(v[i], ok, no);
+		advice_line(f, digits(max), ok);
+		advice_line(f, digits(max), no);
 	}
-	fprintf(f,
-	    "  %*s   allow the name and make the program use the "
-	    "proxy: see pinhole(1) ENVIRONMENT\n",
-	    digits(max), "");
 	free(v);
 	return 0;
 }
@@ -317,7 +463,7 @@ print_host(FILE *f, const struct logview_entry *h,
 	char lab[4 * FIELD_HOST_MAX + 32], up[32], down[32];
 	int c;
 
-	label(h, lab, sizeof(lab));
+	label_via(h, lab, sizeof(lab));
 	human(h->bytes_up, up, sizeof(up));
 	human(h->bytes_down, down, sizeof(down));
 	fprintf(f, "  %-*s  %8" PRIu64, w, lab, h->requests);
@@ -342,7 +488,7 @@ print_hosts(const struct logview *lv, FILE *f)
 	if ((v = logview_sorted(lv, LOGVIEW_HOSTS, cmp_host, &n)) == NULL)
 		return -1;
 	for (i = 0; i < n; i++) {
-		label(v[i], lab, sizeof(lab));
+		label_via(v[i], lab, sizeof(lab));
 		if (strlen(lab) > (size_t)w)
 			w = strlen(lab) > 60 ? 60 : (int)strlen(lab);
 	}
@@ -433,18 +579,48 @@ jhost(const struct logview_entry *a)
 	return a->host != NULL && a->host[0] != '\0' ? a->host : NULL;
 }
 
+/*
+ * Adds "KEY": [names of the bits of MASK] to O when MASK has some (older
+ * logs say nothing, and their output stays as it was).  NULL: ENOMEM.
+ */
+static json_t *
+json_bits(
+    json_t *o, const char *key, unsigned mask, const char *(*name)(unsigned))
+{
+	json_t *arr;
+	unsigned b;
+
+	if (o == NULL || mask == 0)
+		return o;
+	if ((arr = json_array()) == NULL ||
+	    json_object_set_new(o, key, arr) != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	for (b = 1; b != 0 && b <= mask; b <<= 1)
+		if ((mask & b) &&
+		    json_array_append_new(arr, json_string(name(b))) != 0) {
+			json_decref(o);
+			return NULL;
+		}
+	return o;
+}
+
 static json_t *
 json_denial(const struct logview_entry *d)
 {
 	struct logview_advice a;
 
 	logview_advise(d, &a);
-	return json_pack("{s:I, s:s?, s:o, s:s?, s:b, s:s?, s:s, s:s?, s:s?}",
-	    "count", jint(logview_entry_count(d)), "host", jhost(d), "port",
-	    jport(d->port), "reason", d->reason, "reason_cut", d->reason_cut,
-	    "rule", d->rule, "kind", logview_kind_name(a.kind), "allow",
-	    a.allow[0] != '\0' ? a.allow : NULL, "note",
-	    a.note[0] != '\0' ? a.note : NULL);
+	return json_bits(
+	    json_pack("{s:I, s:s?, s:o, s:s?, s:b, s:s?, s:s, s:s?, s:s?}",
+	        "count", jint(logview_entry_count(d)), "host", jhost(d), "port",
+	        jport(d->port), "reason", d->reason, "reason_cut",
+	        d->reason_cut, "rule", d->rule, "kind",
+	        logview_kind_name(a.kind), "allow",
+	        a.allow[0] != '\0' ? a.allow : NULL, "note",
+	        a.note[0] != '\0' ? a.note : NULL),
+	    "via", d->vias, logview_via_name);
 }
 
 static json_t *
@@ -478,12 +654,15 @@ json_host(const struct logview_entry *h)
 
 	for (i = 0; s != NULL && i < h->nsecrets; i++)
 		json_array_append_new(s, json_string(h->secrets[i]));
-	return json_classes(
-	    json_pack("{s:s?, s:o, s:I, s:I, s:I, s:o, s:b}", "host", jhost(h),
-	        "port", jport(h->port), "requests", jint(h->requests),
-	        "bytes_up", jint(h->bytes_up), "bytes_down",
-	        jint(h->bytes_down), "secrets", s, "others", h->host == NULL),
-	    h->n);
+	return json_bits(
+	    json_classes(
+	        json_pack("{s:s?, s:o, s:I, s:I, s:I, s:o, s:b}", "host",
+	            jhost(h), "port", jport(h->port), "requests",
+	            jint(h->requests), "bytes_up", jint(h->bytes_up),
+	            "bytes_down", jint(h->bytes_down), "secrets", s, "others",
+	            h->host == NULL),
+	        h->n),
+	    "via", h->vias, logview_via_name);
 }
 
 /* An array of list WHICH sorted by CMP, each made by FN; NULL: ENOMEM. */
@@ -535,11 +714,54 @@ lookups_total(const struct logview *lv)
 	return t.lookups;
 }
 
+/*
+ * A looked-up name; "answers" and "denied" when the stub answered it as
+ * capture does (a synthetic address, no data, NXDOMAIN): a log without
+ * capture refuses every name, and its output stays as it was.
+ */
 static json_t *
 json_lookup(const struct logview_entry *e)
 {
-	return json_pack("{s:I, s:s?, s:b}", "count", jint(e->requests), "name",
-	    jhost(e), "others", e->host == NULL);
+	json_t *o = json_pack("{s:I, s:s?, s:b}", "count", jint(e->requests),
+	    "name", jhost(e), "others", e->host == NULL);
+
+	if (o == NULL ||
+	    (e->answers & ~(LOGVIEW_ANSWER_REFUSED | LOGVIEW_ANSWER_OTHER)) ==
+	        0)
+		return o;
+	if (json_object_set_new(o, "denied",
+	        json_integer(jint(e->n[LOGVIEW_CLASS_DENIED]))) != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return json_bits(o, "answers", e->answers, logview_answer_name);
+}
+
+static json_t *
+json_captured(const struct logview_entry *h)
+{
+	char ok[LOGVIEW_ADVICE_MAX], no[LOGVIEW_ADVICE_MAX];
+
+	logview_capture_hint(h, ok, no);
+	return json_pack("{s:s?, s:o, s:I, s:I, s:b, s:s?, s:s?, s:b}", "host",
+	    jhost(h), "port", jport(h->port), "count", jint(h->captured),
+	    "denied", jint(h->captured_denied), "udp", h->udp, "hint",
+	    ok[0] != '\0' ? ok : NULL, "denied_hint", no[0] != '\0' ? no : NULL,
+	    "others", h->host == NULL);
+}
+
+/* Whether some request of the log arrived by capture. */
+static int
+any_captured(const struct logview *lv)
+{
+	const struct logview_entry **v;
+	size_t n = 0;
+
+	if ((v = logview_sorted(lv, LOGVIEW_CAPTURED, cmp_captured, &n)) ==
+	    NULL)
+		return -1;
+	free(v);
+	return n > 0;
 }
 
 /*
@@ -573,7 +795,7 @@ static int
 print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 {
 	json_t *root;
-	int ret = -1;
+	int ret = -1, cap;
 
 	root = json_pack("{s:o}", "denied",
 	    json_table(lv, LOGVIEW_DENIALS, cmp_denial, json_denial));
@@ -584,9 +806,14 @@ print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 	        json_table(lv, LOGVIEW_LOOKUPS, cmp_lookup, json_lookup)) != 0)
 		goto out;
 	if (!o->denied_only &&
-	    (json_object_set_new(root, "distrust",
-	         json_table(lv, LOGVIEW_DISTRUST, cmp_denial, json_distrust)) !=
-	            0 ||
+	    ((cap = any_captured(lv)) < 0 ||
+	        (cap > 0 &&
+	            json_object_set_new(root, "captured",
+	                json_table(lv, LOGVIEW_CAPTURED, cmp_captured,
+	                    json_captured)) != 0) ||
+	        json_object_set_new(root, "distrust",
+	            json_table(lv, LOGVIEW_DISTRUST, cmp_denial,
+	                json_distrust)) != 0 ||
 	        json_object_set_new(root, "hosts",
 	            json_table(lv, LOGVIEW_HOSTS, cmp_host, json_host)) != 0 ||
 	        json_object_set_new(root, "totals", json_totals(lv)) != 0))
@@ -614,7 +841,9 @@ logprint_view(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 		    print_lookups(lv, f) != 0)
 			goto out;
 		if (!o->denied_only) {
-			if (print_hosts(lv, f) != 0)
+			/* The denied ones are in Denied already. */
+			if (print_captured(lv, f) != 0 ||
+			    print_hosts(lv, f) != 0)
 				goto out;
 			print_totals(lv, f);
 		}

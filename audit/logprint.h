@@ -18,9 +18,13 @@ struct logprint_opts {
  * allowed requests that the proxy refused with 403, such as a private
  * address), each with the allow line that would permit it where one can,
  * then the names programs looked up themselves through the sandbox's DNS
- * stub (only when there are some), then the per-host table, then the
- * totals (or a JSON object: "denied", "looked_up" when there are some,
- * "hosts", "totals").  Returns 0,
+ * stub and were denied (only when there are some), then the connections
+ * that arrived by capture, each with a hint (only when there are some),
+ * then the per-host table (each host marked with how its requests
+ * arrived when not all through the proxy), then the totals (or a JSON
+ * object: "denied", "looked_up" when there are some, "captured" when
+ * there are some, "hosts", "totals"; "via" on hosts and denials when the
+ * log says).  Returns 0,
  * or -1 when out of memory or when writing failed.
  */
 int

@@ -47,7 +47,15 @@ _Static_assert(ADVICE_MAX == PATH_KEEP + 2 * HOST_MAX + 128,
 _Static_assert(SECRETS_MAX == LOGVIEW_SECRETS_MAX, "secret names kept");
 
 static const char *const kind_names[] = {"no-rule", "port", "path", "method",
-    "deny-rule", "plain-http", "private", "other"};
+    "deny-rule", "plain-http", "private", "not-captured", "udp", "other"};
+
+/* The values of "via" and of a "dns" record's "answer", by bit. */
+static const char *const via_names[] = {"proxy", "socks", "capture"};
+static const char *const answer_names[] = {
+    "synthetic", "nodata", "nxdomain", "refused"};
+_Static_assert(LOGVIEW_VIA_CAPTURE == 1 << 2 &&
+        LOGVIEW_ANSWER_REFUSED == 1 << 3 && LOGVIEW_ANSWER_OTHER == 1 << 4,
+    "bit i of a mask is names[i]");
 
 /* The classes of a request (logview.h), the one place they are named. */
 static const struct {
@@ -84,6 +92,8 @@ struct rec {
 	json_int_t n[FIELD_N]; /* -1: absent */
 	int request; /* event is "request", else "end" */
 	int dns; /* event is "dns": a query to the sandbox's stub */
+	unsigned via; /* LOGVIEW_VIA_* bit, 0: none or unknown */
+	unsigned answer; /* "dns": LOGVIEW_ANSWER_* bit */
 };
 
 struct logview {
@@ -605,6 +615,21 @@ rec_lengths(struct logview *lv, const struct rec *r)
 	return 0;
 }
 
+/*
+ * The bit of S in NAMES (bit i for NAMES[i]), or OTHER when S is absent
+ * or not there: a newer writer's value is read, not refused.
+ */
+static unsigned
+name_bit(const char *s, const char *const *names, size_t n, unsigned other)
+{
+	size_t i;
+
+	for (i = 0; s != NULL && i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return 1u << i;
+	return other;
+}
+
 /* Checks what the fields say together; 0 or -1 (why set). */
 static int
 rec_check(struct logview *lv, struct rec *r)
@@ -626,6 +651,11 @@ rec_check(struct logview *lv, struct rec *r)
 	}
 	if (rec_lengths(lv, r) != 0)
 		return -1;
+	r->via = name_bit(r->s[FIELD_VIA], via_names,
+	    sizeof(via_names) / sizeof(via_names[0]), 0);
+	r->answer = name_bit(r->s[FIELD_ANSWER], answer_names,
+	    sizeof(answer_names) / sizeof(answer_names[0]),
+	    LOGVIEW_ANSWER_OTHER);
 	/* Every request is counted in a class, by its decision. */
 	if (r->request && d == NULL) {
 		whyf(lv, "request without a decision");
@@ -752,15 +782,32 @@ weight(const struct rec *r)
 	return r->n[FIELD_COUNT] >= 0 ? (uint64_t)r->n[FIELD_COUNT] : 1;
 }
 
+/* Counts a request R of host A that arrived by capture. */
+static void
+count_captured(struct logview_entry *a, const struct rec *r)
+{
+	uint64_t w = weight(r);
+
+	a->captured = sat_add(a->captured, w);
+	if (!is_allow(r))
+		a->captured_denied = sat_add(a->captured_denied, w);
+	if (r->s[FIELD_METHOD] != NULL &&
+	    strcmp(r->s[FIELD_METHOD], "UDP") == 0)
+		a->udp = 1;
+}
+
 static void
 count_agg(struct logview_entry *a, const struct rec *r)
 {
 	uint64_t w = weight(r);
 
 	a->records++;
+	a->vias |= r->via;
 	if (r->request) {
 		a->requests = sat_add(a->requests, w);
 		a->n[decided(r)] = sat_add(a->n[decided(r)], w);
+		if (r->via == LOGVIEW_VIA_CAPTURE)
+			count_captured(a, r);
 	}
 	if (r->n[FIELD_BYTES_UP] > 0)
 		a->bytes_up = sat_add(a->bytes_up, r->n[FIELD_BYTES_UP]);
@@ -792,6 +839,7 @@ count_denial(struct logview *lv, const struct rec *r,
 	if (h->host != NULL)
 		d = table_get(&lv->denials, h->host, h->port, reason, rlen);
 	d->records++;
+	d->vias |= r->via;
 	d->requests = sat_add(d->requests, r->request ? weight(r) : 1);
 	d->n[c] = sat_add(d->n[c], r->request ? weight(r) : 1);
 	if (d == lv->denials.others)
@@ -914,6 +962,7 @@ count_lookup(struct logview *lv, const struct rec *r)
 	const char *host = r->s[FIELD_HOST];
 	struct logview_entry *e = lv->lookups.others;
 	char lh[HOST_MAX + 1];
+	enum logview_class c;
 
 	if (!filter_match(lv, host))
 		return;
@@ -925,6 +974,11 @@ count_lookup(struct logview *lv, const struct rec *r)
 	}
 	e->records++;
 	e->requests = sat_add(e->requests, weight(r));
+	e->answers |= r->answer;
+	c = r->answer & (LOGVIEW_ANSWER_SYNTHETIC | LOGVIEW_ANSWER_NODATA)
+	    ? LOGVIEW_CLASS_ALLOWED
+	    : LOGVIEW_CLASS_DENIED;
+	e->n[c] = sat_add(e->n[c], weight(r));
 }
 
 /*
@@ -1100,12 +1154,17 @@ logview_read(struct logview *lv, FILE *in, const char *name, FILE *err)
 
 /* --- advice for a denial ------------------------------------------------ */
 
+#define UDP_NOTE                                                               \
+	"no allow can permit this: UDP other than DNS never leaves the "       \
+	"sandbox"
+
 static const struct {
 	const char *prefix, *infix;
 	enum logview_kind kind;
 } kinds[] = {
     {"no rule allows ", NULL, LOGVIEW_NORULE},
     {"port ", " is not allowed for ", LOGVIEW_PORT},
+    {"port ", " is not captured", LOGVIEW_UNCAPTURED},
     {"path ", " is not allowed by rule ", LOGVIEW_PATH},
     {"method ", " is not allowed by rule ", LOGVIEW_METHOD},
     {"denied by rule ", NULL, LOGVIEW_DENYRULE},
@@ -1323,8 +1382,13 @@ logview_advise(const struct logview_entry *d, struct logview_advice *a)
 
 	a->allow[0] = a->note[0] = '\0';
 	a->kind = d->host != NULL ? denial_kind(d->reason) : LOGVIEW_OTHER;
+	if (d->host != NULL && d->method != NULL &&
+	    strcmp(d->method, "UDP") == 0)
+		a->kind = LOGVIEW_UDP;
 	block[0] = '\0';
-	if (a->kind == LOGVIEW_DENYRULE)
+	if (a->kind == LOGVIEW_UDP)
+		snprintf(a->note, sizeof(a->note), "%s", UDP_NOTE);
+	else if (a->kind == LOGVIEW_DENYRULE)
 		advise_deny(d, a);
 	else if (a->kind == LOGVIEW_PLAIN)
 		snprintf(a->note, sizeof(a->note),
@@ -1342,12 +1406,100 @@ logview_advise(const struct logview_entry *d, struct logview_advice *a)
 	else
 		snprintf(a->allow, sizeof(a->allow), "allow %s%s", target,
 		    a->kind == LOGVIEW_PRIVATE ? " { private }" : block);
+	if (a->kind == LOGVIEW_UNCAPTURED && a->allow[0] != '\0')
+		snprintf(a->note, sizeof(a->note),
+		    "the ports of allow rules are captured (not those of a "
+		    "range of more than 256 ports)");
 	if (a->kind == LOGVIEW_PRIVATE && a->allow[0] != '\0' &&
 	    d->rule != NULL)
 		snprintf(a->note, sizeof(a->note),
 		    "before rule %s, which decided (the first matching allow "
 		    "wins), or add private to that rule",
 		    d->rule);
+}
+
+/* A name or an address ("192.0.2.7", "2001:db8::1")? */
+static int
+is_address(const char *h)
+{
+	if (strchr(h, ':') != NULL)
+		return 1;
+	for (; *h != '\0'; h++)
+		if (!((*h >= '0' && *h <= '9') || *h == '.'))
+			return 0;
+	return 1;
+}
+
+void
+logview_capture_hint(const struct logview_entry *h,
+    char allowed[LOGVIEW_ADVICE_MAX], char denied[LOGVIEW_ADVICE_MAX])
+{
+	char target[2 * HOST_MAX + 16], name[4 * HOST_MAX + 1];
+
+	allowed[0] = denied[0] = '\0';
+	if (h->host == NULL || h->host[0] == '\0')
+		return;
+	logview_esc_buf(name, sizeof(name), h->host);
+	if (h->captured > h->captured_denied)
+		snprintf(allowed, LOGVIEW_ADVICE_MAX,
+		    is_address(h->host)
+		        ? "a program that ignores the proxy variables "
+		          "connected to %s itself; it was captured"
+		        : "%s was resolved by a program that ignores the proxy "
+		          "variables; it was captured",
+		    name);
+	if (h->captured_denied == 0)
+		return;
+	if (h->udp)
+		snprintf(denied, LOGVIEW_ADVICE_MAX, "%s", UDP_NOTE);
+	else if (h->port < 0 || target_str(h, target, sizeof(target)) != 0)
+		snprintf(denied, LOGVIEW_ADVICE_MAX,
+		    "no allow line: the log names no usable host and port");
+	else
+		snprintf(denied, LOGVIEW_ADVICE_MAX,
+		    "to let it through: allow %s", target);
+}
+
+const char *
+logview_via_name(unsigned v)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(via_names) / sizeof(via_names[0]); i++)
+		if (v == 1u << i)
+			return via_names[i];
+	return "?";
+}
+
+const char *
+logview_answer_name(unsigned a)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(answer_names) / sizeof(answer_names[0]); i++)
+		if (a == 1u << i)
+			return answer_names[i];
+	return "other";
+}
+
+/* The hosts some of whose requests arrived by capture, sorted by CMP. */
+static const struct logview_entry **
+captured_sorted(const struct logview *lv,
+    int (*cmp)(const void *, const void *), size_t *np)
+{
+	const struct logview_entry **v;
+	size_t i, n = 0;
+
+	if ((v = calloc(lv->hosts.n + 1, sizeof(*v))) == NULL)
+		return NULL;
+	for (i = 0; i < lv->hosts.n; i++)
+		if (lv->hosts.v[i]->captured > 0)
+			v[n++] = lv->hosts.v[i];
+	qsort(v, n, sizeof(*v), cmp);
+	if (lv->hosts.others->captured > 0)
+		v[n++] = lv->hosts.others;
+	*np = n;
+	return v;
 }
 
 /* --- public: what the printers read ------------------------------------ */
@@ -1361,6 +1513,8 @@ logview_sorted(const struct logview *lv, enum logview_list which,
 	    : which == LOGVIEW_DISTRUST                  ? &lv->distrust
 	                                                 : &lv->hosts;
 
+	if (which == LOGVIEW_CAPTURED)
+		return captured_sorted(lv, cmp, np);
 	return table_sorted(t, cmp, np);
 }
 

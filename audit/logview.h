@@ -112,6 +112,18 @@ void logview_totals(const struct logview *, struct logview_totals *t);
 /* An allow line or a note: a kept path, two hosts and a few words. */
 #define LOGVIEW_ADVICE_MAX 1662
 
+/* How a connection arrived (the "via" field): bits of an entry's vias. */
+#define LOGVIEW_VIA_PROXY 0x1 /* "proxy": the explicit proxy */
+#define LOGVIEW_VIA_SOCKS 0x2 /* "socks" */
+#define LOGVIEW_VIA_CAPTURE 0x4 /* "capture": a program that ignores both */
+
+/* What the sandbox's DNS stub answered (a "dns" record's "answer"). */
+#define LOGVIEW_ANSWER_SYNTHETIC 0x1 /* an allowed name: its address */
+#define LOGVIEW_ANSWER_NODATA 0x2 /* an allowed name, another type */
+#define LOGVIEW_ANSWER_NXDOMAIN 0x4 /* the policy names no such host */
+#define LOGVIEW_ANSWER_REFUSED 0x8 /* no capture: the stub answers none */
+#define LOGVIEW_ANSWER_OTHER 0x10 /* none given, or another */
+
 /* One aggregate: a host:port, or a denial (reason set).  Read-only. */
 struct logview_entry {
 	char *host; /* lower case; "" no host; NULL "others" */
@@ -130,22 +142,32 @@ struct logview_entry {
 	char *secrets[LOGVIEW_SECRETS_MAX];
 	size_t nsecrets;
 	int more_secrets;
+	unsigned vias; /* LOGVIEW_VIA_* of its records; 0: none said */
+	/* hosts: requests that arrived by capture, and of them denied */
+	uint64_t captured, captured_denied;
+	int udp; /* hosts: one of them was UDP (refused in the sandbox) */
+	unsigned answers; /* lookups: LOGVIEW_ANSWER_* given */
 };
 
 /*
  * The requests an entry stands for, the sum of its classes: for a host,
  * its requests; for a denial, those denied by the policy and those
- * refused by the proxy; for a distrust entry, DISTRUST.  (A looked-up
- * name counts in requests.)
+ * refused by the proxy; for a distrust entry, DISTRUST; for a looked-up
+ * name, its lookups: ALLOWED those answered (a synthetic address, or no
+ * data for another type), DENIED the others (NXDOMAIN, REFUSED).
  */
 uint64_t logview_entry_count(const struct logview_entry *);
 
-/* LOOKUPS: names looked up directly ("dns" records; count in requests). */
+/*
+ * LOOKUPS: names looked up directly ("dns" records; count in requests).
+ * CAPTURED: the hosts some of whose requests arrived by capture.
+ */
 enum logview_list {
 	LOGVIEW_DENIALS,
 	LOGVIEW_HOSTS,
 	LOGVIEW_LOOKUPS,
 	LOGVIEW_DISTRUST,
+	LOGVIEW_CAPTURED,
 };
 
 /*
@@ -165,6 +187,8 @@ enum logview_kind {
 	LOGVIEW_DENYRULE,
 	LOGVIEW_PLAIN,
 	LOGVIEW_PRIVATE,
+	LOGVIEW_UNCAPTURED, /* a port no listener captures: allow it */
+	LOGVIEW_UDP, /* UDP other than DNS: never leaves the sandbox */
 	LOGVIEW_OTHER,
 };
 
@@ -180,6 +204,23 @@ void logview_advise(const struct logview_entry *d, struct logview_advice *);
 
 /* The name of kind K in the JSON output: "no-rule", "port", ... */
 const char *logview_kind_name(enum logview_kind);
+
+/*
+ * The hint for a host some of whose requests arrived by capture (list
+ * CAPTURED): ALLOWED, when some were let through, says that the program
+ * ignores the proxy variables and was captured; DENIED, when some were
+ * not, "to let it through: " and the allow line, or why no allow can
+ * (UDP).  (Not starting with "allow": only an allow line does.)
+ * Either may be "".
+ */
+void logview_capture_hint(const struct logview_entry *h,
+    char allowed[LOGVIEW_ADVICE_MAX], char denied[LOGVIEW_ADVICE_MAX]);
+
+/* "proxy", "socks", "capture": the name of via bit V (one bit). */
+const char *logview_via_name(unsigned v);
+
+/* "synthetic", "nxdomain", ...: the name of answer bit A (one bit). */
+const char *logview_answer_name(unsigned a);
 
 /*
  * Prints S to F with each unsafe byte as \xNN: the bytes of C0 and C1

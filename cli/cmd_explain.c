@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "common/ph_err.h"
+#include "policy/check.h"
 #include "policy/policy.h"
 
 #define PATH_BUF 8192
@@ -89,6 +90,48 @@ inject_kind(enum policy_inject_kind k)
 	                                : "header";
 }
 
+/*
+ * How the sandbox finds a name (issue 12): with capture on, the DNS stub
+ * answers a name some allow rule names (on any port) with a synthetic
+ * address that leads back to it, and every other name with NXDOMAIN.
+ * An allow here settles it; a deny on this port does not (another port
+ * may be allowed), so explain says what decides instead of guessing.
+ */
+static void
+print_dns(const struct explain_req *r, const struct policy_decision *d)
+{
+	if (r->host.kind != TARGET_NAME)
+		return;
+	if (d->verdict == POLICY_ALLOW)
+		printf("dns: with capture (the default), a lookup of %s in "
+		       "the sandbox gets a synthetic address (198.18.0.0/15, "
+		       "2001:2::/48) that leads back to this name\n",
+		    r->host.name);
+	else
+		printf("dns: with capture (the default), a lookup of %s in "
+		       "the sandbox gets a synthetic address if an allow rule "
+		       "names it on some port and no deny rule covers all its "
+		       "ports, else NXDOMAIN\n",
+		    r->host.name);
+}
+
+/* The intercept line: what the proxy does with the tunnel's bytes. */
+static void
+print_intercept(const struct explain_req *r, int intercept)
+{
+	const char *proto = check_port_protocol(r->port);
+
+	if (proto != NULL && !intercept)
+		printf("intercept: no (opaque TCP tunnel: port %u carries %s, "
+		       "not HTTP)\n",
+		    r->port, proto);
+	else
+		printf("intercept: %s\n",
+		    !r->tls         ? "no (plain HTTP is read directly)"
+		        : intercept ? "yes"
+		                    : "no (opaque tunnel)");
+}
+
 static void
 print_decision(
     const struct explain_req *r, const struct policy_decision *d, int intercept)
@@ -110,13 +153,10 @@ print_decision(
 		    r->method, r->path, r->tls ? "https" : "http");
 	else
 		printf("target: %s:%u (tunnel)\n", r->host.name, r->port);
+	print_dns(r, d);
 	if (d->verdict != POLICY_ALLOW)
 		return;
-	printf("intercept: %s\n",
-	    !r->tls         ? "no (plain HTTP is read "
-	                      "directly)"
-	        : intercept ? "yes"
-	                    : "no (opaque tunnel)");
+	print_intercept(r, intercept);
 	for (i = 0; i < d->ninject; i++) {
 		printf("inject: %s (%s", d->inject[i].header,
 		    inject_kind(d->inject[i].kind));

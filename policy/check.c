@@ -3,9 +3,14 @@
  * checks): secret references resolved, rules that can never match or
  * never decide, settings without effect, address blocks that take in
  * loopback or the metadata service, one secret per placeholder, unused
- * secrets.  Findings go to the policy's diagnostics.
+ * secrets, request options on ports that carry no HTTP.  Findings go to
+ * the policy's diagnostics.
  */
+#include <arpa/inet.h>
+
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define POLICY_INTERNAL
@@ -206,10 +211,261 @@ check_wide_blocks(struct policy *p, const struct policy_rule *r)
 	}
 }
 
+/*
+ * Well-known ports whose protocol is not HTTP (sorted by port, for
+ * bsearch).  A connection there is an opaque tunnel: pinhole sees no
+ * request, so paths, methods, inject, placeholder and upgrade cannot
+ * apply, and a rule that needs requests makes its connections fail
+ * (they are neither TLS nor HTTP to look into).  Kept to ports where
+ * nothing else is commonly spoken.
+ */
+static const struct plain_port {
+	uint16_t port;
+	const char *proto;
+} plain_ports[] = {
+    {22, "ssh"},
+    {23, "telnet"},
+    {25, "smtp"},
+    {53, "dns"},
+    {110, "pop3"},
+    {143, "imap"},
+    {389, "ldap"},
+    {465, "smtps"},
+    {587, "smtp"},
+    {636, "ldaps"},
+    {993, "imaps"},
+    {995, "pop3s"},
+    {1433, "mssql"},
+    {1521, "oracle"},
+    {3306, "mysql"},
+    {5432, "postgresql"},
+    {5672, "amqp"},
+    {6379, "redis"},
+    {9418, "git"},
+    {11211, "memcached"},
+    {27017, "mongodb"},
+};
+
+#define PLAIN_LIST_MAX 4 /* ports named in one message */
+
+static int
+cmp_plain(const void *key, const void *elt)
+{
+	const struct plain_port *e = elt;
+
+	return (int)*(const uint16_t *)key - (int)e->port;
+}
+
+const char *
+check_port_protocol(uint16_t port)
+{
+	const struct plain_port *e;
+
+	e = bsearch(&port, plain_ports, sizeof(plain_ports) / sizeof(*e),
+	    sizeof(*e), cmp_plain);
+	return e != NULL ? e->proto : NULL;
+}
+
+/* Does every port of R carry a protocol other than HTTP? */
+static int
+range_plain(const struct port_range *r)
+{
+	unsigned p;
+
+	for (p = r->lo; p <= r->hi; p++)
+		if (check_port_protocol((uint16_t)p) == NULL)
+			return 0;
+	return 1;
+}
+
+/* The rule's non-HTTP ports, and whether it names any other port. */
+struct plain_scan {
+	uint16_t ports[PLAIN_LIST_MAX];
+	size_t nports; /* distinct, at most PLAIN_LIST_MAX kept */
+	int more; /* more distinct ones than kept */
+	int other; /* some port may carry HTTP */
+	const struct rule_target *first; /* the first target with one */
+	uint16_t first_port;
+};
+
+static void
+plain_note(struct plain_scan *sc, const struct rule_target *t, uint16_t port)
+{
+	size_t i;
+
+	if (sc->first == NULL) {
+		sc->first = t;
+		sc->first_port = port;
+	}
+	for (i = 0; i < sc->nports; i++)
+		if (sc->ports[i] == port)
+			return;
+	if (sc->nports == PLAIN_LIST_MAX) {
+		sc->more = 1;
+		return;
+	}
+	for (i = sc->nports++; i > 0 && sc->ports[i - 1] > port; i--)
+		sc->ports[i] = sc->ports[i - 1];
+	sc->ports[i] = port;
+}
+
+static void
+scan_plain(
+    const struct policy *p, const struct policy_rule *r, struct plain_scan *sc)
+{
+	const struct rule_target *t;
+	size_t i, k;
+	unsigned port;
+
+	memset(sc, 0, sizeof(*sc));
+	for (i = 0; i < r->ntargets; i++) {
+		t = policy_target_at(p, r->first_target + i);
+		for (k = 0; k < t->nports; k++) {
+			if (!range_plain(&t->ports[k])) {
+				sc->other = 1;
+				continue;
+			}
+			for (port = t->ports[k].lo; port <= t->ports[k].hi;
+			     port++)
+				plain_note(sc, t, (uint16_t)port);
+		}
+	}
+}
+
+/* "github.com:22", "*.example.com:22", "10.0.0.0/8:5432" into BUF. */
+static void
+target_text(const struct rule_target *t, uint16_t port, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	switch (t->kind) {
+	case RT_ANY:
+		snprintf(buf, len, "*:%u", port);
+		break;
+	case RT_EXACT:
+		snprintf(buf, len, "%s:%u", t->host, port);
+		break;
+	case RT_WILD:
+		snprintf(buf, len, "*.%s:%u", t->host, port);
+		break;
+	case RT_CIDR:
+		inet_ntop(
+		    t->family == 4 ? AF_INET : AF_INET6, t->addr, a, sizeof(a));
+		if (t->plen == (t->family == 4 ? 32u : 128u))
+			snprintf(buf, len, t->family == 4 ? "%s:%u" : "[%s]:%u",
+			    a, port);
+		else
+			snprintf(buf, len,
+			    t->family == 4 ? "%s/%u:%u" : "[%s]/%u:%u", a,
+			    t->plen, port);
+		break;
+	}
+}
+
+/* Appends WORD to a list "a, b and c" of N words so far. */
+static void
+list_add(char *buf, size_t len, size_t n, int last, const char *word)
+{
+	size_t used = strlen(buf);
+
+	snprintf(buf + used, len - used, "%s%s",
+	    n == 0     ? ""
+	        : last ? " and "
+	               : ", ",
+	    word);
+}
+
+/*
+ * "port 22 carries ssh, not HTTP" or "ports 22 (ssh) and 3306 (mysql)
+ * carry no HTTP".
+ */
+static void
+ports_text(const struct plain_scan *sc, char *buf, size_t len)
+{
+	char one[32];
+	size_t i, used;
+
+	if (sc->nports == 1 && !sc->more) {
+		snprintf(buf, len, "port %u carries %s, not HTTP", sc->ports[0],
+		    check_port_protocol(sc->ports[0]));
+		return;
+	}
+	snprintf(buf, len, "ports ");
+	for (i = 0; i < sc->nports; i++) {
+		snprintf(one, sizeof(one), "%u (%s)", sc->ports[i],
+		    check_port_protocol(sc->ports[i]));
+		list_add(buf, len, i, i + 1 == sc->nports && !sc->more, one);
+	}
+	used = strlen(buf);
+	snprintf(buf + used, len - used, "%s carry no HTTP",
+	    sc->more ? " and more" : "");
+}
+
+/* The request options R has: "paths and inject". */
+static size_t
+request_options(const struct policy_rule *r, char *buf, size_t len)
+{
+	const char *names[5];
+	size_t n = 0, i;
+
+	if (r->npaths > 0)
+		names[n++] = "paths";
+	if (r->nmethods > 0)
+		names[n++] = "methods";
+	if (r->ninject > 0)
+		names[n++] = "inject";
+	if (r->nplaceholder > 0)
+		names[n++] = "placeholder";
+	if (r->nupgrade > 0)
+		names[n++] = "upgrade";
+	buf[0] = '\0';
+	for (i = 0; i < n; i++)
+		list_add(buf, len, i, i + 1 == n, names[i]);
+	return n;
+}
+
+/*
+ * Options that need requests on ports that carry none: an error, also
+ * when the rule names HTTP ports besides (its connections to the other
+ * port would fail waiting for TLS or HTTP that never comes, and the fix,
+ * a rule of its own, is one line).
+ */
+static void
+check_plain_ports(struct policy *p, const struct policy_rule *r)
+{
+	struct plain_scan sc;
+	char opts[64], ports[160], target[300];
+	const char *whole =
+	    r->deny ? "(the whole port denied)" : "(an opaque tunnel)";
+
+	if (request_options(r, opts, sizeof(opts)) == 0)
+		return;
+	scan_plain(p, r, &sc);
+	if (sc.first == NULL)
+		return;
+	ports_text(&sc, ports, sizeof(ports));
+	target_text(sc.first, sc.first_port, target, sizeof(target));
+	if (!sc.other)
+		policy_diag_add(p, 0, r->file, r->line, sc.first->col,
+		    "%s: %s: pinhole cannot see requests there, "
+		    "so %s cannot apply; %s it without them %s",
+		    target, ports, opts, r->deny ? "deny" : "allow", whole);
+	else
+		policy_diag_add(p, 0, r->file, r->line, sc.first->col,
+		    "%s: %s: pinhole cannot see requests there, "
+		    "so %s cannot apply there (and its connections would "
+		    "fail under this rule); move %s to a rule of its own "
+		    "without them %s",
+		    target, ports, opts,
+		    sc.nports == 1 && !sc.more ? "that port" : "those ports",
+		    whole);
+}
+
 static void
 check_rule(struct policy *p, struct policy_rule *r, check_distance_fn *dist)
 {
 	check_secrets_of(p, r, dist);
+	check_plain_ports(p, r);
 	if (r->deny)
 		return;
 	if (r->ninject > 0 && only_port_80(p, r))

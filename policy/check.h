@@ -6,7 +6,15 @@
 #ifndef PH_CHECK_H
 #define PH_CHECK_H
 
+#include <stdint.h>
+
 struct policy;
+
+/*
+ * The protocol a well-known non-HTTP port carries ("ssh" for 22), or
+ * NULL when the port is not in check.c's short table.
+ */
+const char *check_port_protocol(uint16_t port);
 
 /* An edit distance for "did you mean" (the parser's parse_distance). */
 typedef unsigned check_distance_fn(const char *a, const char *b);

@@ -172,6 +172,40 @@ expect explain-upgrade-methods "$out" "upgrade to 'websocket' is not allowed"
 run check-upgrade 0 "$PINHOLE" check "$tmp/ws.conf"
 expect check-upgrade "$err" 'ws.conf:3:25: warning: upgrade has no effect'
 
+# --- non-HTTP ports: request options are errors; explain names the tunnel ---
+cat >"$tmp/plain.conf" <<'CONF'
+allow github.com:22 { paths /org/* }
+allow db.example.com:443,5432 { methods GET }
+CONF
+run check-plain 1 "$PINHOLE" check "$tmp/plain.conf"
+expect check-plain "$err" 'plain.conf:1:7: github.com:22: port 22 carries ssh, not HTTP: pinhole cannot see requests there, so paths cannot apply; allow it without them \(an opaque tunnel\)$'
+expect check-plain "$err" 'plain.conf:2:7: db.example.com:5432: port 5432 carries postgresql, not HTTP: .*move that port to a rule of its own without them'
+expect check-plain "$out" '2 errors'
+# The same errors stop every command that loads the policy.
+run explain-plain-policy 2 "$PINHOLE" explain -p "$tmp/plain.conf" github.com:22
+expect explain-plain-policy "$err" 'plain.conf:1:7: github.com:22: port 22 carries ssh'
+cat >"$tmp/tcp.conf" <<'CONF'
+allow github.com:22
+allow db.example.com:5432 *.example.org
+CONF
+run check-tcp 0 "$PINHOLE" check "$tmp/tcp.conf"
+refuse check-tcp "$err" 'warning|error'
+run explain-ssh 0 "$PINHOLE" explain -p "$tmp/tcp.conf" github.com:22
+expect explain-ssh "$out" '^target: github.com:22 \(tunnel\)$'
+expect explain-ssh "$out" '^intercept: no \(opaque TCP tunnel: port 22 carries ssh, not HTTP\)$'
+expect explain-ssh "$out" '^dns: .* lookup of github.com in the sandbox gets a synthetic address \(198\.18\.0\.0/15, 2001:2::/48\)'
+run explain-db 0 "$PINHOLE" explain -p "$tmp/tcp.conf" DB.example.com:5432
+expect explain-db "$out" 'port 5432 carries postgresql, not HTTP'
+run explain-web 0 "$PINHOLE" explain -p "$tmp/tcp.conf" www.example.org:443
+expect explain-web "$out" '^intercept: no \(opaque tunnel\)$'
+run explain-ssh-denied 1 "$PINHOLE" explain -p "$tmp/tcp.conf" gitlab.example:22
+expect explain-ssh-denied "$out" '^reason: no rule allows gitlab.example:22'
+expect explain-ssh-denied "$out" '^dns: .*gitlab.example .*if an allow rule names it on some port and no deny rule covers all its ports, else NXDOMAIN$'
+run explain-conf-ssh 0 "$PINHOLE" explain -p conf/pinhole.conf github.com:22
+expect explain-conf-ssh "$out" '^intercept: no \(opaque TCP tunnel: port 22 carries ssh, not HTTP\)$'
+run explain-ssh-address 1 "$PINHOLE" explain -p "$tmp/tcp.conf" 192.0.2.1:22
+refuse explain-ssh-address "$out" '^dns:'
+
 # --- include: an excerpt at most, never a file others cannot read ---------------
 printf 'root:$6$saltsalt$0123456789abcdefghijklmnopqrstuvwxyz:19000::\n' >"$tmp/pw"
 chmod 644 "$tmp/pw"

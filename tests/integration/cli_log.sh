@@ -192,6 +192,67 @@ while read -r hp want; do
 done < <(jq -r '.hosts[] | "\(.host):\(.port) \(.requests) \(.allowed) \(.denied) \(.refused) \(.failed) \(.distrust)"' <<<"$cjson")
 same classes-hosts "$(jq '.hosts | length' <<<"$cjson")" 4
 
+# --- how connections arrived: via, captured connections, the stub's answers -----
+# Crafted by hand: lines as the capture, SOCKS and DNS parts write them.
+cap=$tmp/capture.jsonl
+{
+	rec request api.test 443 method '"CONNECT"' via '"capture"' decision '"allow"'
+	printf '{"sandbox":"run1","conn":%d,"event":"end","via":"capture","status":200,"bytes_up":5}\n' "$n"
+	rec request api.test 443 method '"CONNECT"' via '"proxy"' decision '"allow"'
+	rec request github.com 22 method '"CONNECT"' via '"socks"' decision '"allow"'
+	rec request db.test 5555 method '"CONNECT"' via '"capture"' decision '"deny"' \
+		reason '"port 5555 is not captured: no allow rule names it"'
+	rec request 192.0.2.9 5000 method '"UDP"' via '"capture"' decision '"deny"' \
+		reason '"UDP to 192.0.2.9:5000 is not captured"'
+	rec request evil.test 443 method '"CONNECT"' via '"capture"' decision '"deny"' \
+		reason '"no rule allows evil.test:443"'
+	printf '{"sandbox":"run1","event":"dns","host":"api.test","qtype":"A","answer":"synthetic"}\n'
+	printf '{"sandbox":"run1","event":"dns","host":"api.test","qtype":"TXT","answer":"nodata"}\n'
+	printf '{"sandbox":"run1","event":"dns","host":"nothere.test","qtype":"A","answer":"nxdomain"}\n'
+} >"$cap"
+run via 0 "$PINHOLE" log "$cap"
+vtext=$out
+expect via "$vtext" '^  api\.test:443 \(proxy, captured\) +2 +2 +0 '
+expect via "$vtext" '^  github\.com:22 \(socks\) +1 +1 +0 '
+expect via "$vtext" '^  1x  db\.test:5555 \(captured\)  port 5555 is not captured: no allow rule names it$'
+expect via "$vtext" '^      no allow can permit this: UDP other than DNS never leaves the sandbox$'
+expect via "$vtext" '^Looked up directly and denied \(1 name; '
+expect via "$vtext" '^  1x  nothere\.test: the policy names no such host \(NXDOMAIN in the sandbox\)$'
+refuse via "$vtext" 'x  api\.test: '
+expect via "$vtext" '^Captured \(4 connections from programs that ignore the proxy variables\):$'
+expect via "$vtext" '^      api\.test was resolved by a program that ignores the proxy variables; it was captured$'
+expect via "$vtext" '^      to let it through: allow db\.test:5555$'
+expect via "$vtext" '^      to let it through: allow evil\.test:443$'
+# The suggested allow lines pass check, and let the captured ones through.
+grep -E '^      allow ' <<<"$vtext" | sed 's/^ *//' >"$tmp/via-suggested.conf"
+same via-suggest-count "$(wc -l <"$tmp/via-suggested.conf")" 2
+run via-suggest-check 0 "$PINHOLE" check "$tmp/via-suggested.conf"
+run via-suggest-db 0 "$PINHOLE" explain -p "$tmp/via-suggested.conf" db.test:5555
+run via-json 0 "$PINHOLE" log --json "$cap"
+same via-json-hosts "$(jq -c '[.hosts[] | select(.via) | "\(.host):\(.port)=\(.via | join(","))"] | sort' <<<"$out")" \
+	'["192.0.2.9:5000=capture","api.test:443=proxy,capture","db.test:5555=capture","evil.test:443=capture","github.com:22=socks"]'
+same via-json-captured "$(jq -c '[.captured[] | [.host, .count, .denied]] | sort' <<<"$out")" \
+	'[["192.0.2.9",1,1],["api.test",1,0],["db.test",1,1],["evil.test",1,1]]'
+same via-json-kinds "$(jq -c '[.denied[].kind] | sort' <<<"$out")" '["no-rule","not-captured","udp"]'
+same via-json-answers "$(jq -c '[.looked_up[] | [.name, .denied, (.answers | join(","))]]' <<<"$out")" \
+	'[["nothere.test",1,"nxdomain"],["api.test",0,"synthetic,nodata"]]'
+# --denied: the captured denials stay in Denied, the Captured part goes.
+run via-denied 0 "$PINHOLE" log --denied "$cap"
+expect via-denied "$out" '^  1x  db\.test:5555 \(captured\)  port 5555 is not captured'
+refuse via-denied "$out" '^Captured'
+run via-denied-json 0 "$PINHOLE" log --denied --json "$cap"
+same via-denied-json "$(jq -c 'has("captured")' <<<"$out")" false
+# --host: the captured part of that host only.
+run via-host 0 "$PINHOLE" log --host DB.test "$cap"
+expect via-host "$out" '^Captured \(1 connection from programs that ignore the proxy variables\):$'
+refuse via-host "$out" 'api\.test'
+# An older log (no via, the stub refusing): no mark, no new section or key.
+run via-old 0 "$PINHOLE" log "$cls"
+refuse via-old "$out" 'Captured|\((proxy|socks|captured)'
+run via-old-json 0 "$PINHOLE" log --json "$cls"
+same via-old-json-keys "$(jq -c '[keys[], (.hosts[] | has("via")), (.looked_up[] | has("answers"))] | unique' <<<"$out")" \
+	'[false,"denied","distrust","hosts","looked_up","totals"]'
+
 # --- the suggested allow lines do allow the denied requests ---------------------
 run suggest 0 "$PINHOLE" log --denied "$log"
 grep -E '^      allow ' <<<"$out" | sed 's/^ *//' >"$tmp/suggested.conf"

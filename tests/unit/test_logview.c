@@ -1155,6 +1155,169 @@ test_classes(void **state)
 	logview_free(lv);
 }
 
+/* A request of run r1 on CONN that arrived VIA, with EXTRA fields. */
+#define VREQ(conn, via, host, port, dec, extra)                                \
+	"{\"sandbox\":\"r1\",\"conn\":" #conn ",\"event\":\"request\","        \
+	"\"method\":\"CONNECT\",\"via\":\"" via "\",\"host\":\"" host          \
+	"\",\"port\":" #port ",\"decision\":\"" dec "\"" extra "}"
+
+/*
+ * "via": captured and SOCKS requests are marked in the tables and
+ * grouped with a hint; a port no listener captures and UDP get their own
+ * advice; a value the reader does not know is read, not refused.
+ */
+static void
+test_via(void **state)
+{
+	struct logprint_opts json = {0, 1};
+	struct logview *lv = logview_new();
+	struct logview_host_stats st;
+	json_t *o, *a;
+	char *out;
+
+	(void)state;
+	feed_ok(lv, VREQ(1, "capture", "api.test", 443, "allow", ""));
+	feed_ok(lv, END(1, ",\"via\":\"capture\",\"status\":200"));
+	feed_ok(lv, VREQ(2, "proxy", "api.test", 443, "allow", ""));
+	feed_ok(lv, VREQ(3, "socks", "github.com", 22, "allow", ""));
+	feed_ok(lv,
+	    VREQ(4, "capture", "db.test", 5555, "deny",
+	        ",\"reason\":\"port 5555 is not captured: no allow rule "
+	        "names it\""));
+	feed_ok(lv,
+	    "{\"sandbox\":\"r1\",\"conn\":5,\"event\":\"request\","
+	    "\"method\":\"UDP\",\"via\":\"capture\",\"host\":\"192.0.2.9\","
+	    "\"port\":5000,\"decision\":\"deny\",\"reason\":\"UDP to "
+	    "192.0.2.9:5000 is not captured\"}");
+	feed_ok(lv, VREQ(6, "capture", "192.0.2.7", 443, "allow", ""));
+	feed_ok(lv, VREQ(7, "tun", "new.test", 443, "allow", ""));
+	assert_int_not_equal(
+	    feed(lv, VREQ(8, "much-too-long", "x.test", 443, "allow", "")), 0);
+	assert_int_equal(logview_host(lv, "api.test", 443, &st), 0);
+	assert_int_equal(st.requests, 2);
+
+	out = print_text(lv);
+	has(out, "  api.test:443 (proxy, captured) ");
+	has(out, "  github.com:22 (socks) ");
+	has(out, "  new.test:443 ");
+	assert_null(strstr(out, "new.test:443 ("));
+	has(has(out, "Denied (2 requests):\n"),
+	    "  1x  db.test:5555 (captured)  port 5555 is not captured: no "
+	    "allow rule names it\n"
+	    "      allow db.test:5555\n");
+	has(out,
+	    "  1x  192.0.2.9:5000 (captured)  UDP to 192.0.2.9:5000 is not "
+	    "captured\n"
+	    "      no allow can permit this: UDP other than DNS never leaves "
+	    "the sandbox\n");
+	has(has(out,
+	        "Captured (4 connections from programs that ignore the "
+	        "proxy variables):\n"),
+	    "  1x  api.test:443\n"
+	    "      api.test was resolved by a program that ignores the proxy "
+	    "variables; it was captured\n");
+	has(out,
+	    "  1x  db.test:5555  (1 denied)\n"
+	    "      to let it through: allow db.test:5555\n");
+	has(out,
+	    "  1x  192.0.2.7:443\n"
+	    "      a program that ignores the proxy variables connected to "
+	    "192.0.2.7 itself; it was captured\n");
+	free(out);
+
+	out = print(lv, &json);
+	o = json_loads(out, 0, NULL);
+	assert_non_null(o);
+	a = json_object_get(o, "captured");
+	assert_int_equal(json_array_size(a), 4);
+	has(out, "\"kind\": \"not-captured\"");
+	has(out, "\"kind\": \"udp\"");
+	has(out, "\"denied_hint\": \"to let it through: allow db.test:5555\"");
+	has(out,
+	    "\"via\": [\n        \"proxy\",\n        \"capture\"\n      ]");
+	json_decref(o);
+	free(out);
+	logview_free(lv);
+}
+
+/* A log without "via" (older): no mark, no captured section, in JSON too. */
+static void
+test_via_absent(void **state)
+{
+	struct logprint_opts json = {0, 1};
+	struct logview *lv = logview_new();
+	char *out;
+
+	(void)state;
+	feed_ok(lv, REQ("a.test", 443, "allow", ""));
+	feed_ok(lv,
+	    REQ("b.test", 443, "deny",
+	        ",\"reason\":\"no rule allows b.test:443\""));
+	out = print_text(lv);
+	assert_null(strstr(out, "Captured"));
+	assert_null(strstr(out, "(captured)"));
+	has(out, "  1x  b.test:443  no rule allows b.test:443\n");
+	free(out);
+	out = print(lv, &json);
+	assert_null(strstr(out, "\"via\""));
+	assert_null(strstr(out, "\"captured\""));
+	free(out);
+	logview_free(lv);
+}
+
+/*
+ * The stub's answers with capture: a name the policy names gets a
+ * synthetic address (or no data) and is not listed as denied; any other
+ * NXDOMAIN, with its hint.
+ */
+static void
+test_lookup_answers(void **state)
+{
+	struct logprint_opts json = {0, 1};
+	struct logview *lv = logview_new();
+	struct logview_totals t;
+	char *out;
+
+	(void)state;
+	feed_ok(lv,
+	    "{\"event\":\"dns\",\"host\":\"api.test\",\"qtype\":\"A\","
+	    "\"answer\":\"synthetic\"}");
+	feed_ok(lv,
+	    "{\"event\":\"dns\",\"host\":\"api.test\",\"qtype\":\"MX\","
+	    "\"answer\":\"nodata\"}");
+	feed_ok(lv,
+	    "{\"event\":\"dns\",\"host\":\"nothere.test\",\"qtype\":\"A\","
+	    "\"answer\":\"nxdomain\",\"count\":3}");
+	logview_totals(lv, &t);
+	assert_int_equal(t.lookups, 5);
+	out = print_text(lv);
+	has(has(out,
+	        "Looked up directly and denied (3 names; programs that "
+	        "do this ignore http_proxy/https_proxy):\n"),
+	    "  3x  nothere.test: the policy names no such host (NXDOMAIN in "
+	    "the sandbox)\n"
+	    "      to let a program reach a name: allow NAME:PORT (its "
+	    "lookups");
+	assert_null(strstr(out, "x  api.test"));
+	free(out);
+	out = print(lv, &json);
+	has(out, "\"answers\": [\n        \"synthetic\",\n        \"nodata\"");
+	has(out, "\"denied\": 3");
+	free(out);
+
+	/* Only allowed names: no section of denied lookups. */
+	logview_free(lv);
+	lv = logview_new();
+	feed_ok(lv,
+	    "{\"event\":\"dns\",\"host\":\"api.test\",\"qtype\":\"A\","
+	    "\"answer\":\"synthetic\"}");
+	out = print_text(lv);
+	assert_null(strstr(out, "Looked up directly"));
+	has(out, "  lookups    1 name looked up directly (not requests)\n");
+	free(out);
+	logview_free(lv);
+}
+
 static void
 test_ts(void **state)
 {
@@ -1201,6 +1364,9 @@ main(void)
 	    cmocka_unit_test(test_ts),
 	    cmocka_unit_test(test_lookups),
 	    cmocka_unit_test(test_classes),
+	    cmocka_unit_test(test_via),
+	    cmocka_unit_test(test_via_absent),
+	    cmocka_unit_test(test_lookup_answers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,6 +31,7 @@
 #define POLICY_INTERNAL
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
+#include "policy/check.h"
 #include "policy/parse.h"
 #include "policy/policy.h"
 #include "tests/unit/fixture.h"
@@ -1489,6 +1490,84 @@ test_warn_inject_port_80(void **state)
 	clean(f, "secret k env A\nallow a.test { inject bearer k }\n");
 }
 
+/* Options that need requests on a port that carries none: errors. */
+static void
+test_err_request_options_plain_port(void **state)
+{
+	struct fixture *f = *state;
+
+	one_error(f, "allow github.com:22 { paths /x/* }\n", 1, 7,
+	    "github.com:22: port 22 carries ssh, not HTTP: pinhole cannot "
+	    "see requests there, so paths cannot apply; allow it without "
+	    "them (an opaque tunnel)");
+	one_error(f,
+	    "secret k env A\n"
+	    "allow db.test:5432,3306 {\n    methods GET\n"
+	    "    inject bearer k\n}\n",
+	    2, 7,
+	    "db.test:3306: ports 3306 (mysql) and 5432 (postgresql) carry no "
+	    "HTTP: pinhole cannot see requests there, so methods and "
+	    "inject cannot apply");
+	one_error(f,
+	    "secret k env A\nallow 10.0.0.0/8:25 { placeholder T k }\n", 2, 7,
+	    "10.0.0.0/8:25: port 25 carries smtp");
+	one_error(f, "allow [2001:db8::1]:6379 { paths /; upgrade ws }\n", 1, 7,
+	    "[2001:db8::1]:6379: port 6379 carries redis, not HTTP: "
+	    "pinhole cannot see requests there, so paths and upgrade");
+	one_error(f, "deny *.example.com:22-23 { paths /x }\n", 1, 6,
+	    "*.example.com:22: ports 22 (ssh) and 23 (telnet) carry no "
+	    "HTTP: pinhole cannot see requests there, so paths cannot "
+	    "apply; deny it without them");
+	one_error(f, "allow a.test:22,23,25,53,110 { paths /x }\n", 1, 7,
+	    "ports 22 (ssh), 23 (telnet), 25 (smtp), 53 (dns) and more "
+	    "carry");
+	/* Without request options, or on ports that may carry HTTP: clean. */
+	clean(f, "allow github.com:22 db.test:5432,3306\n");
+	clean(f, "deny a.test:22\nallow b.test:22,443\n");
+	clean(f,
+	    "allow a.test:* { paths /x }\nallow b.test:1-1000 { paths /y }\n");
+	clean(f, "allow a.test:8080,8443 { paths /x }\n");
+}
+
+/* A rule mixing such a port with HTTP ones: an error too, naming the way out. */
+static void
+test_err_request_options_mixed_ports(void **state)
+{
+	struct fixture *f = *state;
+
+	one_error(f, "allow a.test:443 github.com:22,443 { paths /org/* }\n", 1,
+	    18,
+	    "github.com:22: port 22 carries ssh, not HTTP: pinhole cannot "
+	    "see requests there, so paths cannot apply there (and its "
+	    "connections would fail under this rule); move that port to a "
+	    "rule of its own without them (an opaque tunnel)");
+	one_error(f, "allow a.test:443,5432,993 { methods GET }\n", 1, 7,
+	    "ports 993 (imaps) and 5432 (postgresql) carry no HTTP");
+	one_error(f, "allow a.test:443,5432,993 { methods GET }\n", 1, 7,
+	    "move those ports to a rule of its own");
+}
+
+/* The table of non-HTTP ports is sorted (bsearch) and answers. */
+static void
+test_port_protocol(void **state)
+{
+	unsigned p, last = 0;
+
+	(void)state;
+	assert_string_equal(check_port_protocol(22), "ssh");
+	assert_string_equal(check_port_protocol(5432), "postgresql");
+	assert_string_equal(check_port_protocol(27017), "mongodb");
+	assert_null(check_port_protocol(80));
+	assert_null(check_port_protocol(443));
+	assert_null(check_port_protocol(8080));
+	assert_null(check_port_protocol(0));
+	/* Every answer is found by bsearch only if the table is sorted. */
+	for (p = 1; p <= 65535; p++)
+		if (check_port_protocol((uint16_t)p) != NULL)
+			last++;
+	assert_int_equal(last, 21);
+}
+
 static void
 test_warn_upstream_ca_no_intercept(void **state)
 {
@@ -2217,6 +2296,9 @@ main(void)
 	    T(test_warn_secret_unused),
 	    T(test_warn_inject_port_80),
 	    T(test_warn_upstream_ca_no_intercept),
+	    T(test_err_request_options_plain_port),
+	    T(test_err_request_options_mixed_ports),
+	    T(test_port_protocol),
 	    T(test_warn_methods_lower_case),
 	    T(test_warn_path_not_normal),
 	    T(test_warnings_do_not_fail),

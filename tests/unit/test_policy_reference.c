@@ -143,7 +143,10 @@ static const char *const other_names[] = {
     "xtest",
 };
 
-/* Port specifications: text and ranges; "" is the default. */
+/*
+ * Port specifications: text and ranges; "" is the default.  2222, not 22:
+ * request options on a well-known non-HTTP port are an error (check.c).
+ */
 struct port_spec {
 	const char *text;
 	struct ref_ports r[MAXPORTS];
@@ -155,16 +158,16 @@ static const struct port_spec port_specs[] = {
     {"80", {{80, 80}}, 1},
     {"443", {{443, 443}}, 1},
     {"8080", {{8080, 8080}}, 1},
-    {"22", {{22, 22}}, 1},
+    {"2222", {{2222, 2222}}, 1},
     {"1-1024", {{1, 1024}}, 1},
     {"80,8080", {{80, 80}, {8080, 8080}}, 2},
-    {"443,22", {{443, 443}, {22, 22}}, 2},
+    {"443,2222", {{443, 443}, {2222, 2222}}, 2},
     {"*", {{1, 65535}}, 1},
     {"1-79,81-1024,8080", {{1, 79}, {81, 1024}, {8080, 8080}}, 3},
 };
 
 static const uint16_t req_ports[] = {
-    80, 443, 8080, 22, 1, 79, 81, 1024, 1025, 65535};
+    80, 443, 8080, 2222, 1, 79, 81, 1024, 1025, 65535};
 
 static const char *const rule_paths[] = {
     "/a/*", "/a/b", "/*/b", "/a*", "/*", "/x/*/y", "/a/b/*/c*", "/", "/b*"};
