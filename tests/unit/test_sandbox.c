@@ -856,6 +856,117 @@ test_identity_and_limits(void **state)
 	assert_string_equal(read_back(f, "pwd", buf, sizeof(buf)), want);
 }
 
+/* What one listener from the sandbox is, by getsockname (as run_engine.c). */
+enum kind { K_PACKET, K_DNS, K_PROXY, K_SOCKS, K_CAPTURE, K_OTHER };
+
+static enum kind
+kind_of(int fd, unsigned *port)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len = sizeof(ss);
+	int loop, any;
+
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+	if (ss.ss_family == AF_PACKET)
+		return K_PACKET;
+	if (ss.ss_family == AF_INET) {
+		*port = ntohs(sin->sin_port);
+		loop = sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+		any = sin->sin_addr.s_addr == htonl(INADDR_ANY);
+	} else {
+		*port = ntohs(sin6->sin6_port);
+		loop = IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr);
+		any = IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr);
+	}
+	if (*port == NET_DNS_PORT && any)
+		return K_DNS;
+	if (loop)
+		return *port == NET_PROXY_PORT ? K_PROXY
+		    : *port == NET_SOCKS_PORT  ? K_SOCKS
+		                               : K_OTHER;
+	return any ? K_CAPTURE : K_OTHER;
+}
+
+/*
+ * Capture: the loopback listeners, the DNS stub on the wildcard, one
+ * wildcard listener per port (not 53, 1080, 3128), the packet socket;
+ * many more than one message carries.
+ */
+static void
+test_capture_listeners(void **state)
+{
+	struct fixture *f = *state;
+	char *argv[] = {"/bin/sh", "-c", "exit 0", NULL};
+	uint16_t ports[306];
+	unsigned counts[K_OTHER + 1] = {0}, port, lo = ~0u, hi = 0;
+	size_t i, n = 0;
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned loops = fd >= 0 ? 2 : 1;
+	struct sbx *s;
+	enum kind k;
+
+	if (fd >= 0)
+		close(fd);
+	ports[n++] = 22;
+	ports[n++] = 53;
+	ports[n++] = 80;
+	ports[n++] = 443;
+	ports[n++] = 1080;
+	ports[n++] = 3128;
+	for (i = 0; i < 300; i++)
+		ports[n++] = (uint16_t)(20000 + i);
+	f->c.capture = 1;
+	f->c.capture_ports = ports;
+	f->c.ncapture_ports = n;
+	s = start(f, argv);
+	assert_int_equal(sbx_nlisteners(s), 2 * loops + 2 + 303 + 1);
+	for (i = 0; i < (size_t)sbx_nlisteners(s); i++) {
+		k = kind_of(sbx_listener(s, (int)i), &port);
+		counts[k]++;
+		if (k == K_CAPTURE) {
+			lo = port < lo ? port : lo;
+			hi = port > hi ? port : hi;
+		}
+	}
+	assert_int_equal(counts[K_PACKET], 1);
+	assert_int_equal(counts[K_DNS], 2);
+	assert_int_equal(counts[K_PROXY], loops);
+	assert_int_equal(counts[K_SOCKS], loops);
+	assert_int_equal(counts[K_CAPTURE], 303);
+	assert_int_equal(counts[K_OTHER], 0);
+	assert_int_equal(lo, 22);
+	assert_int_equal(hi, 20299);
+	wait_exec_ok(s);
+	assert_int_equal(wait_end(s), 0);
+	sbx_free(s);
+}
+
+/* Without capture: loopback only, no packet socket. */
+static void
+test_no_capture_listeners(void **state)
+{
+	struct fixture *f = *state;
+	char *argv[] = {"/bin/sh", "-c", "exit 0", NULL};
+	unsigned port;
+	struct sbx *s;
+	enum kind k;
+	int i;
+
+	s = start(f, argv);
+	for (i = 0; i < sbx_nlisteners(s); i++) {
+		k = kind_of(sbx_listener(s, i), &port);
+		if (k == K_OTHER)
+			assert_int_equal(port, NET_DNS_PORT); /* loopback */
+		else
+			assert_true(k == K_PROXY || k == K_SOCKS);
+	}
+	wait_exec_ok(s);
+	assert_int_equal(wait_end(s), 0);
+	sbx_free(s);
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -880,6 +991,8 @@ main(void)
 	    T(test_listener_range),
 	    T(test_release_listeners),
 	    T(test_free_closes_listeners),
+	    T(test_capture_listeners),
+	    T(test_no_capture_listeners),
 	    T(test_git_hooks_stay_closed),
 	    T(test_git_commondir_closed),
 	    T(test_git_sweep_fails),
