@@ -218,7 +218,7 @@ setup(void **state)
 	f->cf.log_opened = log_opened;
 	f->cf.arg = f;
 	f->sink = (struct engine_load_sink){on_hello, on_envsecret, on_hide,
-	    on_standin, on_ca, NULL, on_log, on_ready, f};
+	    on_standin, on_ca, NULL, on_log, on_ready, f, NULL};
 	*state = f;
 	return 0;
 }
