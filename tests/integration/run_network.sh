@@ -3,9 +3,8 @@
 # nginx (HTTP and HTTPS) on the host's loopback: the proxy variables lead
 # out, on 127.0.0.1:3128 and [::1]:3128; allowed, denied and private
 # targets; --allow; with --no-capture a direct connection fails at once
-# (ENETUNREACH) and
-# the host's loopback is not the sandbox's; the last stderr line names
-# the denials; the audit log and `pinhole log`.
+# (ENETUNREACH) and the host's loopback is not the sandbox's; the last
+# stderr line names the denials; the audit log and `pinhole log`.
 # usage: run_network.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 ph_begin run_network nginx openssl curl jq
