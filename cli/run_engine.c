@@ -101,6 +101,24 @@ on_looked_up(void *arg, const char *name, const char *qtype)
 }
 
 /*
+ * A capture listener.  One the proxy cannot take (its listener table is
+ * full) is closed: connections to that port are refused, as for a port
+ * no rule names, which fails closed; -v says so.
+ */
+static int
+take_capture(struct run *r, int fd, unsigned port)
+{
+	if (proxy_listen_fd(engine_proxy(r->eng), fd, PROXY_VIA_CAPTURE) == 0)
+		return 0;
+	if (r->verbose)
+		log_warnx("run: capture: the proxy takes no more listeners: "
+		          "port %u not captured",
+		    port);
+	(void)close(fd);
+	return 0;
+}
+
+/*
  * A listener from the sandbox, told apart by its address: the packet
  * socket, the DNS stub's (port 53), the proxy's and SOCKS's (loopback),
  * a capture listener (the wildcard).  Anything else is refused.
@@ -134,9 +152,7 @@ take_listener(struct run *r, int fd)
 	} else
 		return -1;
 	if (!loop)
-		return r->no_capture ? -1
-		                     : proxy_listen_fd(engine_proxy(r->eng), fd,
-		                           PROXY_VIA_CAPTURE);
+		return r->no_capture ? -1 : take_capture(r, fd, port);
 	if (port == NET_PROXY_PORT || port == NET_SOCKS_PORT)
 		return proxy_listen_fd(engine_proxy(r->eng), fd,
 		    port == NET_PROXY_PORT ? PROXY_VIA_PROXY : PROXY_VIA_SOCKS);
