@@ -335,16 +335,18 @@ plan_hostname(struct run *r)
 
 /*
  * /etc/resolv.conf (what it names, when a link) names the sandbox's DNS
- * stub (proxy/dnsstub.h), which refuses every name at once: a program
- * that ignores the proxy variables fails fast and pinhole says so,
- * instead of waiting for the host's resolver, which the sandbox cannot
- * reach.  Without the file glibc asks 127.0.0.1 anyway: the stub too.
+ * stub (proxy/dnsstub.h), which asks no real server: under capture it
+ * answers the names the policy may allow with synthetic addresses, else
+ * it refuses every name at once, so a program that ignores the proxy
+ * variables fails fast and pinhole says so, instead of waiting for the
+ * host's resolver, which the sandbox cannot reach.  Without the file
+ * glibc asks 127.0.0.1 anyway: the stub too.
  */
 static int
 plan_resolv(struct run *r)
 {
 	static const char conf[] =
-	    "# pinhole: the sandbox's DNS stub; it resolves no name, see "
+	    "# pinhole: the sandbox's DNS stub; it asks no real server, see "
 	    "pinhole(1) ENVIRONMENT\n"
 	    "nameserver 127.0.0.1\n"
 	    "options timeout:1 attempts:1\n";
