@@ -86,6 +86,8 @@ struct run {
 	uint16_t capture_ports[VIEW_CAPTURE_MAX];
 	size_t ncapture;
 	uint32_t capture_skipped; /* ports of ranges too wide to capture */
+	/* in the engine: capture listeners the proxy could not take */
+	unsigned capture_dropped, capture_first_dropped;
 	struct run_denied denied[RUN_DENIED_MAX];
 	size_t ndenied, denied_total;
 	unsigned lookups_said; /* engine: names said by on_looked_up */

@@ -110,10 +110,8 @@ take_capture(struct run *r, int fd, unsigned port)
 {
 	if (proxy_listen_fd(engine_proxy(r->eng), fd, PROXY_VIA_CAPTURE) == 0)
 		return 0;
-	if (r->verbose)
-		log_warnx("run: capture: the proxy takes no more listeners: "
-		          "port %u not captured",
-		    port);
+	if (r->capture_dropped++ == 0)
+		r->capture_first_dropped = port;
 	(void)close(fd);
 	return 0;
 }
@@ -201,6 +199,10 @@ start_proxy(struct run *r, const int *fds, int nfds)
 			rc = -1;
 		} else if (rc != 0)
 			(void)close(fds[i]);
+	if (r->capture_dropped > 0 && r->verbose)
+		log_warnx("run: capture: the proxy takes no more listeners: %u "
+		          "ports not captured (the first: %u)",
+		    r->capture_dropped, r->capture_first_dropped);
 	return rc;
 }
 
