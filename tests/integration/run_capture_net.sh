@@ -53,7 +53,8 @@ prun -v -p "$T/p.conf" -- bash -c '
 	bash conn.sh 203.0.113.7 2222
 	bash conn.sh 203.0.113.7 5555
 	bash conn.sh 198.51.100.1 5555
-	python3 q.py 192.0.2.53'
+	[ -n "$1" ] && bash conn.sh 2001:db8::7 443 && bash conn.sh 2001:db8::7 5555
+	python3 q.py 192.0.2.53' - "$(have_ipv6 && echo 6)"
 equal "status" "$RC" 0
 # The connection to port 80 was accepted inside and answered by pinhole.
 expect "captured: port 80 connects" "$OUT" '^203\.0\.113\.7:80: connected'
@@ -75,6 +76,13 @@ expect "uncaptured port, another address: refused" "$OUT" \
 slow=$(sed -n 's/^[0-9.]*:5555: failed \([0-9]*\) ms.*/\1/p' <<<"$OUT" |
 	awk '$1 > 500' | head -1)
 equal "uncaptured port: at once (slowest over 500 ms: none)" "$slow" ""
+if have_ipv6; then
+	expect "IPv6: port 443 connects" "$OUT" '^2001:db8::7:443: connected'
+	expect "IPv6: uncaptured port refused" "$OUT" \
+		'^2001:db8::7:5555: failed [0-9]+ ms .*Connection refused'
+else
+	echo "run_capture_net: no IPv6 on this host: ::/0 not checked"
+fi
 # DNS: a query to a documentation address is answered inside.
 expect "DNS to 192.0.2.53: answered by the stub" "$OUT" '^dns 192\.0\.2\.53: id=4242$'
 # The environment: SOCKS for ALL_PROXY, the proxy variables as before.
