@@ -19,6 +19,8 @@
  * the user namespace with every capability dropped, securebits locked and
  * no_new_privs, so nothing inside can undo the mount view.
  */
+#define SBX_INTERNAL
+
 #include <linux/close_range.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -736,11 +738,53 @@ ended_at_start(
 		ph_errf(err, errlen, "the sandbox ended at start");
 }
 
+/*
+ * The listeners, in 'F' batches until their total came.  Returns 1, 0
+ * when PID 1 ended without a word, or -1 with the reason in ERR (its
+ * own, or a malformed list: every descriptor of it closed by sbx_free).
+ */
+static int
+recv_listeners(struct sbx *s, char *err, size_t errlen)
+{
+	char type = 0, msg[MSG_MAX];
+	int r;
+
+	do
+		r = recv_msg(s, &type, msg, sizeof(msg));
+	while (r > 0 && type == 'F' && (uint32_t)s->nfds < s->total);
+	if (r > 0 && type == 'F')
+		return 1;
+	if (r > 0 && type == 'E')
+		ph_errf(err, errlen, "%s", msg);
+	else if (type == '?' || r > 0)
+		ph_errf(err, errlen,
+		    "the sandbox sent a malformed list of listeners");
+	else
+		return 0;
+	return -1;
+}
+
+struct sbx *
+sbx_test_listeners(int sock, char *err, size_t errlen)
+{
+	struct sbx *s = xcalloc(1, sizeof(*s));
+
+	s->pid = -1;
+	s->sock = sock;
+	s->fds = xcalloc(SBX_LISTENERS_MAX, sizeof(*s->fds));
+	if (recv_listeners(s, err, errlen) == 1)
+		return s;
+	if (err[0] == '\0')
+		ph_errf(err, errlen, "end of file");
+	sbx_free(s);
+	return NULL;
+}
+
 struct sbx *
 sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 {
 	struct sbx *s = xcalloc(1, sizeof(*s));
-	char type = 0, msg[MSG_MAX];
+	char type = 0;
 	int sp[2] = {-1, -1}, r;
 
 	s->pid = -1;
@@ -779,16 +823,8 @@ sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 		ph_errf(err, errlen, "the sandbox ended at start");
 		goto fail;
 	}
-	do
-		r = recv_msg(s, &type, msg, sizeof(msg));
-	while (r > 0 && type == 'F' && (uint32_t)s->nfds < s->total);
-	if (r <= 0 || type != 'F') {
-		if (r > 0 && type == 'E')
-			ph_errf(err, errlen, "%s", msg);
-		else if (type == '?' || r > 0)
-			ph_errf(err, errlen,
-			    "the sandbox sent a malformed list of listeners");
-		else
+	if ((r = recv_listeners(s, err, errlen)) <= 0) {
+		if (r == 0)
 			ended_at_start(s, c, err, errlen);
 		goto fail;
 	}

@@ -100,4 +100,13 @@ int sbx_shed(const char *const *extra, size_t nextra, int landlock,
 /* Kills what is left (SIGKILL ends the namespace), reaps, frees. */
 void sbx_free(struct sbx *);
 
+#ifdef SBX_INTERNAL
+/*
+ * The launcher's side of the listener handoff alone, on SOCK (taken
+ * over): a handle with the listeners that came, or NULL with the reason
+ * in ERR.  For tests of what a PID 1 may send.
+ */
+struct sbx *sbx_test_listeners(int sock, char *err, size_t errlen);
+#endif
+
 #endif /* PH_SANDBOX_H */

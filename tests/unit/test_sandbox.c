@@ -44,6 +44,7 @@
 #include "netns/landlock.h"
 #include "netns/mount.h"
 #include "netns/net.h"
+#define SBX_INTERNAL
 #include "netns/sandbox.h"
 #include "proxy/dnsstub.h"
 #include "tests/unit/fixture.h"
@@ -967,6 +968,155 @@ test_no_capture_listeners(void **state)
 	sbx_free(s);
 }
 
+/* --- the listener handoff, as a PID 1 may send it -------------------------- */
+
+/* Sends 'F' + TOTAL with N descriptors of /dev/null (N may be 0). */
+static void
+send_f(int sock, uint32_t total, int n)
+{
+	char msg[5] = {'F'}, cbuf[CMSG_SPACE(sizeof(int) * 16)];
+	struct iovec iov = {msg, sizeof(msg)};
+	struct msghdr m;
+	struct cmsghdr *c;
+	int fds[16], i;
+
+	assert_true(n <= 16);
+	memcpy(msg + 1, &total, 4);
+	memset(&m, 0, sizeof(m));
+	memset(cbuf, 0, sizeof(cbuf));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	for (i = 0; i < n; i++)
+		assert_true(
+		    (fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
+	if (n > 0) {
+		m.msg_control = cbuf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
+	}
+	assert_int_equal(sendmsg(sock, &m, 0), 5);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* Open descriptors of this process. */
+static int
+open_fds(void)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;
+}
+
+/* SCRIPT sends; the launcher's side takes it, or refuses saying WANT. */
+static void
+handoff(void (*script)(int), int nwant, const char *want)
+{
+	char err[256] = "";
+	int sp[2], before = open_fds();
+	struct sbx *s;
+
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	script(sp[1]);
+	close(sp[1]);
+	s = sbx_test_listeners(sp[0], err, sizeof(err));
+	if (want == NULL) {
+		assert_non_null(s);
+		assert_int_equal(sbx_nlisteners(s), nwant);
+		sbx_free(s);
+	} else {
+		assert_null(s);
+		assert_non_null(strstr(err, want));
+	}
+	/* Whatever came is closed, taken or refused. */
+	assert_int_equal(open_fds(), before);
+}
+
+static void
+batches_ok(int sock)
+{
+	send_f(sock, 20, 8);
+	send_f(sock, 20, 8);
+	send_f(sock, 20, 4);
+}
+
+static void
+total_changes(int sock)
+{
+	send_f(sock, 20, 8);
+	send_f(sock, 21, 8);
+}
+
+static void
+past_total(int sock)
+{
+	send_f(sock, 10, 8);
+	send_f(sock, 10, 8);
+}
+
+static void
+total_zero(int sock)
+{
+	send_f(sock, 0, 1);
+}
+
+static void
+total_too_big(int sock)
+{
+	send_f(sock, SBX_LISTENERS_MAX + 1, 8);
+}
+
+static void
+no_fds(int sock)
+{
+	send_f(sock, 3, 0);
+}
+
+static void
+too_many_at_once(int sock)
+{
+	send_f(sock, 16, 16); /* more than NET_FDS_MAX: cut short */
+}
+
+static void
+short_then_end(int sock)
+{
+	send_f(sock, 10, 8);
+}
+
+static void
+said_why(int sock)
+{
+	send_f(sock, 10, 8);
+	assert_int_equal(send(sock, "Eno room", 8, 0), 8);
+}
+
+static void
+test_handoff_checked(void **state)
+{
+	(void)state;
+	handoff(batches_ok, 20, NULL);
+	handoff(total_changes, 0, "malformed list of listeners");
+	handoff(past_total, 0, "malformed list of listeners");
+	handoff(total_zero, 0, "malformed list of listeners");
+	handoff(total_too_big, 0, "malformed list of listeners");
+	handoff(no_fds, 0, "malformed list of listeners");
+	handoff(too_many_at_once, 0, "malformed list of listeners");
+	handoff(short_then_end, 0, "end of file");
+	handoff(said_why, 0, "no room");
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -993,6 +1143,7 @@ main(void)
 	    T(test_free_closes_listeners),
 	    T(test_capture_listeners),
 	    T(test_no_capture_listeners),
+	    cmocka_unit_test(test_handoff_checked),
 	    T(test_git_hooks_stay_closed),
 	    T(test_git_commondir_closed),
 	    T(test_git_sweep_fails),
