@@ -149,6 +149,10 @@ start_sandbox(struct run *r, const sigset_t *mask)
 	c.limit_memory = r->limit_memory;
 	c.unix_allow = r->unix_allow;
 	c.nunix_allow = r->nunix_allow;
+	/* The ports come from the engine (view CAPTURE), always sent. */
+	c.capture = !r->no_capture && r->ncapture > 0;
+	c.capture_ports = r->capture_ports;
+	c.ncapture_ports = r->ncapture;
 	if (mnt_plan_prepare_git(r->plan, err, sizeof(err)) != 0 ||
 	    (r->sbx = sbx_start(&c, err, sizeof(err))) == NULL) {
 		log_warnx("run: %s; see pinhole doctor", err);
@@ -240,6 +244,7 @@ prepare(struct run *r, int argc, char **argv)
 	    run_engine_start(r) != 0 || run_setup_launcher(r) != 0)
 		return RUN_FAILED;
 	env_set_proxy(r->env, NET_PROXY_PORT);
+	run_setup_capture_env(r);
 	run_java_env(r->env, NET_PROXY_PORT, r->java_store);
 	return 0;
 }

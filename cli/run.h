@@ -10,6 +10,7 @@
 #define PH_RUN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "netns/sockguard.h"
@@ -56,6 +57,7 @@ struct run {
 	unsigned long long limit_memory; /* --limit-memory; 0: none */
 	struct sockguard_allow unix_allow[RUN_UNIX_MAX]; /* --unix-socket */
 	size_t nunix_allow;
+	int no_capture; /* --no-capture */
 	char **argv;
 	struct mnt_plan *plan;
 	struct env *env;
@@ -80,6 +82,12 @@ struct run {
 	struct view_order lorder; /* the launcher's check of the engine */
 	struct view_order eorder; /* the engine's check of the launcher */
 	char run_id[17];
+	/* in the launcher: the ports the sandbox captures (view CAPTURE) */
+	uint16_t capture_ports[VIEW_CAPTURE_MAX];
+	size_t ncapture;
+	uint32_t capture_skipped; /* ports of ranges too wide to capture */
+	/* in the engine: capture listeners the proxy could not take */
+	unsigned capture_dropped, capture_first_dropped;
 	struct run_denied denied[RUN_DENIED_MAX];
 	size_t ndenied, denied_total;
 	unsigned lookups_said; /* engine: names said by on_looked_up */
@@ -134,6 +142,13 @@ int run_setup_engine(struct run *r, const struct engine_load_sink *sink);
  * environment.  Returns 0, or -1 (said, by it or by the engine).
  */
 int run_setup_launcher(struct run *r);
+
+/*
+ * The command's environment for the SOCKS listener (ALL_PROXY,
+ * all_proxy), after env_set_proxy; with -v, one line on the capture
+ * mode.  In the launcher, after run_setup_launcher.
+ */
+void run_setup_capture_env(struct run *r);
 
 /* Wipes variable NAME from pinhole's environment and the sandbox's. */
 void run_wipe_env(struct run *r, const char *name);

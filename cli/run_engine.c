@@ -10,7 +10,7 @@
  *                                       policy, secrets, log, CA; the
  *     run_setup_launcher  <- view       sink below: HELLO .. READY
  *     sandbox starts
- *     run_engine_listeners LISTENERS -> engine_new (proxy/engine.c) on
+ *     run_engine_listeners LISTENERS.. -> engine_new (proxy/engine.c) on
  *                                       them, sheds privilege
  *     the command ends
  *     run_engine_stop     STOP  ->      engine_free (sessions logged)
@@ -22,6 +22,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -35,7 +38,9 @@
 #include "audit/logview.h"
 #include "cli/run.h"
 #include "common/log.h"
+#include "common/xmalloc.h"
 #include "netns/hostinfo.h"
+#include "netns/net.h"
 #include "netns/sandbox.h"
 #include "proxy/dnsstub.h"
 #include "proxy/engine.h"
@@ -95,13 +100,61 @@ on_looked_up(void *arg, const char *name, const char *qtype)
 	r->lookups_said++;
 }
 
-/* A listener from the sandbox: the proxy's, or the DNS stub's. */
+/*
+ * A capture listener.  One the proxy cannot take (its listener table is
+ * full) is closed: connections to that port are refused, as for a port
+ * no rule names, which fails closed; -v says so.
+ */
+static int
+take_capture(struct run *r, int fd, unsigned port)
+{
+	if (proxy_listen_fd(engine_proxy(r->eng), fd, PROXY_VIA_CAPTURE) == 0)
+		return 0;
+	if (r->capture_dropped++ == 0)
+		r->capture_first_dropped = port;
+	(void)close(fd);
+	return 0;
+}
+
+/*
+ * A listener from the sandbox, told apart by its address: the packet
+ * socket, the DNS stub's (port 53), the proxy's and SOCKS's (loopback),
+ * a capture listener (the wildcard).  Anything else is refused.
+ */
 static int
 take_listener(struct run *r, int fd)
 {
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len = sizeof(ss);
+	unsigned port;
+	int loop;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+		return -1;
+	if (ss.ss_family == AF_PACKET)
+		return r->no_capture ? -1 : engine_listen_refused(r->eng, fd);
 	if (dnsstub_is_stub_fd(fd))
 		return engine_listen_dns(r->eng, fd);
-	return proxy_listen_fd(engine_proxy(r->eng), fd, PROXY_VIA_PROXY);
+	if (ss.ss_family == AF_INET) {
+		port = ntohs(sin->sin_port);
+		loop = sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+		if (!loop && sin->sin_addr.s_addr != htonl(INADDR_ANY))
+			return -1;
+	} else if (ss.ss_family == AF_INET6) {
+		port = ntohs(sin6->sin6_port);
+		loop = IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr);
+		if (!loop && !IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr))
+			return -1;
+	} else
+		return -1;
+	if (!loop)
+		return r->no_capture ? -1 : take_capture(r, fd, port);
+	if (port == NET_PROXY_PORT || port == NET_SOCKS_PORT)
+		return proxy_listen_fd(engine_proxy(r->eng), fd,
+		    port == NET_PROXY_PORT ? PROXY_VIA_PROXY : PROXY_VIA_SOCKS);
+	return -1;
 }
 
 /* A client refused the run CA: counted for the launcher's last lines. */
@@ -116,7 +169,7 @@ on_distrust(void *arg, const char *host, unsigned port)
 }
 
 static int
-start_proxy(struct run *r, const struct view_msg *m)
+start_proxy(struct run *r, const int *fds, int nfds)
 {
 	struct engine_config cf = {0};
 	int i, rc = 0;
@@ -133,17 +186,23 @@ start_proxy(struct run *r, const struct view_msg *m)
 	cf.looked_up = on_looked_up;
 	cf.looked_up_arg = r;
 	cf.own_name = HOSTINFO_HOSTNAME;
+	cf.capture = !r->no_capture;
 	/* What was loaded is the engine's now. */
 	r->eng = engine_new(r->base, &cf, r->load);
 	r->load = NULL;
 	if (r->eng == NULL)
 		return -1;
-	for (i = 0; i < m->nfds; i++)
-		if (rc == 0 && take_listener(r, m->fds[i]) != 0) {
+	for (i = 0; i < nfds; i++)
+		if (rc == 0 && take_listener(r, fds[i]) != 0) {
 			log_warnx(
 			    "run: cannot accept on the sandbox's listener");
 			rc = -1;
-		}
+		} else if (rc != 0)
+			(void)close(fds[i]);
+	if (r->capture_dropped > 0 && r->verbose)
+		log_warnx("run: capture: the proxy takes no more listeners: %u "
+		          "ports not captured (the first: %u)",
+		    r->capture_dropped, r->capture_first_dropped);
 	return rc;
 }
 
@@ -215,22 +274,45 @@ send_summary(const struct run *r)
 
 #define DRAIN_TURNS 4
 
+/*
+ * The listeners, in LISTENERS batches until their total came (view.c
+ * checks the count).  Returns how many in FDS (VIEW_LISTENERS_MAX), or
+ * -1 (those that came closed).
+ */
+static int
+recv_listeners(struct run *r, int *fds)
+{
+	static unsigned char buf[VIEW_MSG_MAX];
+	struct view_msg m;
+	int n = 0, i;
+
+	do {
+		if (view_recv(r->esock, &r->eorder, buf, &m) != VIEW_OK ||
+		    m.type != VIEW_LISTENERS) {
+			while (n > 0)
+				(void)close(fds[--n]);
+			return -1; /* the launcher said why, or ended */
+		}
+		for (i = 0; i < m.nfds; i++)
+			fds[n++] = m.fds[i];
+	} while (r->eorder.fds_got < r->eorder.fds_total);
+	return n;
+}
+
 /* The proxy on the listeners until the launcher says STOP. */
 static int
 engine_serve(struct run *r)
 {
-	static unsigned char buf[VIEW_MSG_MAX];
-	struct view_msg m;
+	static int fds[VIEW_LISTENERS_MAX];
 	struct event *ev = NULL;
-	int rc = -1, i;
+	int rc = -1, i, n;
 
 	if (r->verbose)
 		log_init(NULL, log_verbose() + 1);
 	view_order_init(&r->eorder, VIEW_FROM_USER);
-	if (view_recv(r->esock, &r->eorder, buf, &m) != VIEW_OK ||
-	    m.type != VIEW_LISTENERS)
-		return -1; /* the launcher said why, or ended */
-	if (start_proxy(r, &m) != 0)
+	if ((n = recv_listeners(r, fds)) < 0)
+		return -1;
+	if (start_proxy(r, fds, n) != 0)
 		/* Said: the launcher adds nothing (run_engine_said_why). */
 		(void)view_send(
 		    r->esock, VIEW_ERROR, "proxy", sizeof("proxy"), NULL, 0);
@@ -347,6 +429,36 @@ on_log(void *arg, const char *path)
 	return send_text(arg, VIEW_LOG, path);
 }
 
+/*
+ * The ports the sandbox captures (policy_capture_ports), for the launcher
+ * to give PID 1; past VIEW_CAPTURE_MAX, counted as left out.
+ */
+static int
+on_policy(void *arg, const struct policy *p)
+{
+	struct run *r = arg;
+	uint16_t *ports = xcalloc(65536, sizeof(*ports));
+	unsigned char *out = xmalloc(4 + 2 * VIEW_CAPTURE_MAX);
+	size_t skipped = 0, n = policy_capture_ports(p, ports, 65536, &skipped);
+	ssize_t len;
+	int rc = -1;
+
+	if (n > VIEW_CAPTURE_MAX) {
+		skipped += n - VIEW_CAPTURE_MAX;
+		n = VIEW_CAPTURE_MAX;
+	}
+	len = view_put_capture(out, 4 + 2 * VIEW_CAPTURE_MAX,
+	    skipped > UINT32_MAX ? UINT32_MAX : (uint32_t)skipped, ports, n);
+	if (len > 0 &&
+	    view_send(r->esock, VIEW_CAPTURE, out, (size_t)len, NULL, 0) == 0)
+		rc = 0;
+	else
+		log_warn("run: engine: cannot send the view");
+	free(out);
+	free(ports);
+	return rc;
+}
+
 static int
 on_ready(void *arg)
 {
@@ -365,7 +477,7 @@ static void __attribute__((noreturn)) engine_main(struct run *r)
 	static const int quiet[] = {
 	    SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
 	const struct engine_load_sink sink = {on_hello, on_envsecret, on_hide,
-	    on_standin, on_ca, on_trust, on_log, on_ready, r};
+	    on_standin, on_ca, on_trust, on_log, on_ready, r, on_policy};
 	sigset_t none;
 	size_t i;
 	int rc;
@@ -421,15 +533,20 @@ run_engine_start(struct run *r)
 int
 run_engine_listeners(struct run *r)
 {
-	int fds[VIEW_FDS_MAX], i, n = sbx_nlisteners(r->sbx);
-	uint32_t count = (uint32_t)n;
-	int rc;
+	int fds[VIEW_FDS_MAX], i, j, k, n = sbx_nlisteners(r->sbx), rc = 0;
+	unsigned char p[8];
 
-	for (i = 0; i < n && i < VIEW_FDS_MAX; i++)
-		fds[i] = sbx_listener(r->sbx, i);
-	rc = n <= VIEW_FDS_MAX
-	    ? view_send(r->esock, VIEW_LISTENERS, &count, 4, fds, n)
-	    : -1;
+	/* In batches, each saying the total (view.h). */
+	if (n < 1 || n > VIEW_LISTENERS_MAX)
+		rc = -1;
+	for (i = 0; rc == 0 && i < n; i += k) {
+		k = n - i < VIEW_FDS_MAX ? n - i : VIEW_FDS_MAX;
+		for (j = 0; j < k; j++)
+			fds[j] = sbx_listener(r->sbx, i + j);
+		(void)view_put_listeners(
+		    p, sizeof(p), (uint32_t)n, (uint32_t)k);
+		rc = view_send(r->esock, VIEW_LISTENERS, p, 8, fds, k);
+	}
 	/* The engine's now: the launcher keeps no way into the proxy. */
 	for (i = 0; i < n; i++)
 		(void)close(sbx_listener(r->sbx, i));

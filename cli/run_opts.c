@@ -66,6 +66,9 @@ run_usage(FILE *f)
 	    "Unix socket\n"
 	    "                         PATH (a way out of the sandbox: "
 	    "see pinhole(1))\n"
+	    "      --no-capture       no transparent capture: only programs "
+	    "that honour\n"
+	    "                         the proxy variables get out\n"
 	    "  -v, --verbose          say what the sandbox applied; one line "
 	    "per decision\n"
 	    "  -h, --help             this text\n\n"
@@ -243,6 +246,8 @@ plain_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 		slot = &r->cache_dir;
 	else if (strcmp(o, "--no-cache") == 0)
 		r->no_cache = 1;
+	else if (strcmp(o, "--no-capture") == 0)
+		r->no_capture = 1;
 	else if (strcmp(o, "-p") == 0 || strcmp(o, "--policy") == 0) {
 		if (r->npolicies == RUN_POLICIES_MAX) {
 			log_warnx(

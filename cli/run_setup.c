@@ -29,6 +29,7 @@
 #include "netns/env.h"
 #include "netns/hostinfo.h"
 #include "netns/mount.h"
+#include "netns/net.h"
 #include "audit/audit.h"
 #include "proxy/dns.h"
 #include "proxy/engine_load.h"
@@ -334,16 +335,18 @@ plan_hostname(struct run *r)
 
 /*
  * /etc/resolv.conf (what it names, when a link) names the sandbox's DNS
- * stub (proxy/dnsstub.h), which refuses every name at once: a program
- * that ignores the proxy variables fails fast and pinhole says so,
- * instead of waiting for the host's resolver, which the sandbox cannot
- * reach.  Without the file glibc asks 127.0.0.1 anyway: the stub too.
+ * stub (proxy/dnsstub.h), which asks no real server: under capture it
+ * answers the names the policy may allow with synthetic addresses, else
+ * it refuses every name at once, so a program that ignores the proxy
+ * variables fails fast and pinhole says so, instead of waiting for the
+ * host's resolver, which the sandbox cannot reach.  Without the file
+ * glibc asks 127.0.0.1 anyway: the stub too.
  */
 static int
 plan_resolv(struct run *r)
 {
 	static const char conf[] =
-	    "# pinhole: the sandbox's DNS stub; it resolves no name, see "
+	    "# pinhole: the sandbox's DNS stub; it asks no real server, see "
 	    "pinhole(1) ENVIRONMENT\n"
 	    "nameserver 127.0.0.1\n"
 	    "options timeout:1 attempts:1\n";
@@ -478,6 +481,10 @@ take_view(struct run *r, const struct view_msg *m, int *bad)
 	case VIEW_LOG:
 		r->logpath = xstrdup(view_get_text(m));
 		break;
+	case VIEW_CAPTURE:
+		r->ncapture =
+		    view_get_capture(m, &r->capture_skipped, r->capture_ports);
+		break;
 	case VIEW_ERROR:
 		return -1; /* the engine said why */
 	default:
@@ -536,6 +543,64 @@ engine_gone(struct run *r)
 		log_warnx("run: the engine ended at start");
 }
 
+/* --- capture -------------------------------------------------------------- */
+
+/*
+ * A policy whose ranges are too wide to capture (policy.h,
+ * POLICY_CAPTURE_RANGE_MAX) or with more ports than a sandbox takes: one
+ * line, since those connections work through the proxy variables only.
+ */
+static void
+say_skipped(const struct run *r)
+{
+	if (r->no_capture || r->capture_skipped == 0)
+		return;
+	fprintf(stderr,
+	    "pinhole: capture: %u port%s of the policy's allow rules %s not "
+	    "captured (a rule's port range is over %d ports, or the policy "
+	    "names over %d): connections to them need the proxy variables "
+	    "(http_proxy, ALL_PROXY)\n",
+	    (unsigned)r->capture_skipped, r->capture_skipped == 1 ? "" : "s",
+	    r->capture_skipped == 1 ? "is" : "are", POLICY_CAPTURE_RANGE_MAX,
+	    VIEW_CAPTURE_MAX);
+}
+
+#define SAY_PORTS 16 /* ports named in -v's line */
+
+void
+run_setup_capture_env(struct run *r)
+{
+	static const char url[] = "socks5h://127.0.0.1:1080";
+	size_t i, said = 0;
+
+	/* SOCKS5 listens inside in both modes (net.h NET_SOCKS_PORT). */
+	env_set(r->env, "ALL_PROXY", url);
+	env_set(r->env, "all_proxy", url);
+	if (!r->verbose)
+		return;
+	if (r->no_capture) {
+		fprintf(stderr,
+		    "pinhole: capture off (--no-capture): only "
+		    "programs that honour the proxy variables get "
+		    "out\n");
+		return;
+	}
+	fprintf(stderr, "pinhole: capture on: ports");
+	for (i = 0; i < r->ncapture; i++) {
+		if (net_port_reserved(r->capture_ports[i]))
+			continue;
+		if (said++ == SAY_PORTS) {
+			fprintf(stderr, " and more");
+			break;
+		}
+		fprintf(
+		    stderr, "%s %u", said > 1 ? "," : "", r->capture_ports[i]);
+	}
+	fprintf(stderr,
+	    "; DNS answers allowed names with 198.18.0.0/15 and "
+	    "2001:2::/48\n");
+}
+
 /*
  * The launcher's part: the view from the engine (every message checked by
  * view_recv), then the mount plan and the environment made from it.
@@ -567,6 +632,7 @@ run_setup_launcher(struct run *r)
 			return -1;
 	} while (m.type != VIEW_READY);
 	r->lorder = o; /* the summary is checked against the same order */
+	say_skipped(r);
 	if (bad || plan_hide_homes(r) != 0 || plan_machine_id(r) != 0 ||
 	    plan_hostname(r) != 0 || plan_resolv(r) != 0 ||
 	    plan_trust(r) != 0 || run_apt_setup(r) != 0)

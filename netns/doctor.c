@@ -69,13 +69,14 @@ struct probe {
 };
 
 static doctor_child_fn probe_userns, probe_namespaces, probe_network,
-    probe_mounts, probe_landlock, probe_seccomp;
+    probe_capture, probe_mounts, probe_landlock, probe_seccomp;
 
 /* In running order: the order a failure would show at start-up. */
 static const struct probe probes[] = {
     {"userns", 1, 0, probe_userns},
     {"namespaces", 1, 1, probe_namespaces},
     {"network", 1, 1, probe_network},
+    {"capture", 0, 1, probe_capture},
     {"mounts", 1, 1, probe_mounts},
     {"landlock", 0, 0, probe_landlock},
     {"seccomp", 0, 0, probe_seccomp},
@@ -516,6 +517,90 @@ probe_network(struct doctor_result *r, void *arg)
 		doctor_verdict(r, DOCTOR_YES, "",
 		    "lo up; 127.0.0.1 listener accepts; 192.0.2.1 unreachable "
 		    "(ENETUNREACH)");
+}
+
+/* --- capture ------------------------------------------------------------- */
+
+#define CAPTURE_PORT 9 /* discard: what the listener takes does not matter */
+
+/*
+ * With the local routes up, a wildcard listener on CAPTURE_PORT accepts
+ * a connection to 192.0.2.1 (TEST-NET-1, answered inside) and the
+ * accepted socket's local address is 192.0.2.1.  Returns 0, or -1 and
+ * WHY.
+ */
+static int
+capture_roundtrip(char *why, size_t len)
+{
+	static const uint16_t port = CAPTURE_PORT;
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	const uint8_t *a = NULL;
+	int l = -1, s = -1, c = -1, ret = -1;
+
+	sin.sin_port = htons(CAPTURE_PORT);
+	sin.sin_addr.s_addr = htonl(0xc0000201);
+	if (net_capture_routes(why, len) != 0 ||
+	    net_listen_capture(&port, 1, &l, 1, why, len) != 1)
+		goto out;
+	if ((s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(s, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    (c = accept4(l, NULL, NULL, SOCK_CLOEXEC)) == -1 ||
+	    getsockname(c, (struct sockaddr *)&ss, &sl) == -1) {
+		snprintf(why, len, "connecting to 192.0.2.1:%u: %s",
+		    CAPTURE_PORT, strerror(errno));
+		goto out;
+	}
+	/* 192.0.2.1, or ::ffff:192.0.2.1 on the dual-stack listener. */
+	if (ss.ss_family == AF_INET)
+		a = (const uint8_t *)&((struct sockaddr_in *)&ss)->sin_addr;
+	else if (ss.ss_family == AF_INET6)
+		a = ((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr + 12;
+	if (a == NULL || memcmp(a, "\xc0\x00\x02\x01", 4) != 0)
+		snprintf(
+		    why, len, "the accepted connection does not say 192.0.2.1");
+	else
+		ret = 0;
+out:
+	if (l != -1)
+		close(l);
+	if (s != -1)
+		close(s);
+	if (c != -1)
+		close(c);
+	return ret;
+}
+
+/*
+ * Capture (pinhole run without --no-capture): the local routes for every
+ * address and a wildcard listener that sees where a connection went.
+ */
+static void
+probe_capture(struct doctor_result *r, void *arg)
+{
+	char why[200];
+	const char *step;
+
+	(void)arg;
+	if (enter_userns(&step) == -1)
+		doctor_verdict(
+		    r, DOCTOR_NO, "", "%s: %s", step, strerror(errno));
+	else if (unshare(CLONE_NEWNET) == -1 ||
+	    net_lo_up(why, sizeof(why)) == -1)
+		doctor_verdict(r, DOCTOR_NO, "",
+		    "no network namespace with lo (see the network row)");
+	else if (capture_roundtrip(why, sizeof(why)) == -1)
+		doctor_verdict(r, DOCTOR_NO,
+		    "pinhole run fails at start unless given --no-capture "
+		    "(programs that ignore the proxy variables then get "
+		    "ENETUNREACH)",
+		    "%s", why);
+	else
+		doctor_verdict(r, DOCTOR_YES, "",
+		    "local routes for every address; a listener on port %u "
+		    "accepts a connection to 192.0.2.1:%u and sees 192.0.2.1",
+		    CAPTURE_PORT, CAPTURE_PORT);
 }
 
 /* --- mounts -------------------------------------------------------------- */

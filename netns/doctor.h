@@ -6,8 +6,8 @@
  * filter or mount leaks into the caller), waits for it a bounded time and
  * carries back one struct doctor_result.  The probes run in the order a
  * failure would show when the sandbox starts: user namespace, the other
- * namespaces, the network namespace with lo, the mount view, Landlock,
- * seccomp.  The policy's rows (cli/doctor_policy.c) use the same result,
+ * namespaces, the network namespace with lo, capture (its local routes),
+ * the mount view, Landlock, seccomp.  The policy's rows (cli/doctor_policy.c) use the same result,
  * child runner and helpers; nothing here knows of policies or prints.
  */
 #ifndef PH_DOCTOR_H
@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 /* The rows doctor_run() fills: one per kernel layer. */
-#define DOCTOR_NKERNEL 6
+#define DOCTOR_NKERNEL 7
 /* How long a probe's child may take before it is killed, in ms. */
 #define DOCTOR_TIMEOUT_MS 5000
 

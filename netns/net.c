@@ -19,6 +19,9 @@
 
 #include <netlink/netlink.h>
 #include <netlink/route/link.h>
+#include <netlink/route/route.h>
+
+#include <linux/rtnetlink.h>
 
 #include "common/ph_err.h"
 #include "netns/net.h"
@@ -54,33 +57,115 @@ out:
 	return r;
 }
 
-/* A socket of TYPE bound to FAMILY's loopback address, port PORT. */
+/* One route "local DST dev lo" (DST "0.0.0.0/0" or "::/0"). */
 static int
-listen_on(int family, int type, uint16_t port)
+add_local_route(struct nl_sock *sk, int family, const char *dst, int lo,
+    char *err, size_t errlen)
+{
+	struct rtnl_route *rt = NULL;
+	struct rtnl_nexthop *nh = NULL;
+	struct nl_addr *a = NULL;
+	int r = -1, e;
+
+	if ((e = nl_addr_parse(dst, family, &a)) < 0) {
+		ph_errf(err, errlen, "route %s: %s", dst, nl_geterror(e));
+		goto out;
+	}
+	if ((rt = rtnl_route_alloc()) == NULL ||
+	    (nh = rtnl_route_nh_alloc()) == NULL) {
+		ph_errf(err, errlen, "netlink: out of memory");
+		goto out;
+	}
+	rtnl_route_set_family(rt, (uint8_t)family);
+	rtnl_route_set_table(rt, RT_TABLE_LOCAL);
+	rtnl_route_set_type(rt, RTN_LOCAL);
+	rtnl_route_set_scope(rt, RT_SCOPE_HOST);
+	rtnl_route_set_protocol(rt, RTPROT_BOOT);
+	rtnl_route_set_dst(rt, a);
+	rtnl_route_nh_set_ifindex(nh, lo);
+	rtnl_route_add_nexthop(rt, nh);
+	nh = NULL; /* the route's now */
+	if ((e = rtnl_route_add(sk, rt, NLM_F_CREATE | NLM_F_EXCL)) < 0) {
+		ph_errf(err, errlen, "netlink: route local %s dev lo: %s", dst,
+		    nl_geterror(e));
+		goto out;
+	}
+	r = 0;
+out:
+	if (nh != NULL)
+		rtnl_route_nh_free(nh);
+	rtnl_route_put(rt);
+	nl_addr_put(a);
+	return r;
+}
+
+/* Does the kernel have IPv6 (not ipv6.disable=1)? */
+static int
+have_ipv6(void)
+{
+	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+int
+net_capture_routes(char *err, size_t errlen)
+{
+	struct nl_sock *sk;
+	int r = -1, e, lo = (int)if_nametoindex("lo");
+
+	if ((sk = nl_socket_alloc()) == NULL) {
+		ph_errf(err, errlen, "netlink: out of memory");
+		return -1;
+	}
+	if (lo == 0)
+		ph_errf(err, errlen, "no lo: %s", strerror(errno));
+	else if ((e = nl_connect(sk, NETLINK_ROUTE)) < 0)
+		ph_errf(err, errlen, "netlink: %s", nl_geterror(e));
+	else if (add_local_route(sk, AF_INET, "0.0.0.0/0", lo, err, errlen) ==
+	        0 &&
+	    (!have_ipv6() ||
+	        add_local_route(sk, AF_INET6, "::/0", lo, err, errlen) == 0))
+		r = 0;
+	nl_socket_free(sk);
+	return r;
+}
+
+/*
+ * A socket of TYPE bound to FAMILY's loopback address (WILDCARD: the
+ * wildcard, dual-stack for AF_INET6), port PORT.
+ */
+static int
+bind_on(int family, int type, uint16_t port, int wildcard)
 {
 	struct sockaddr_storage ss;
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
 	socklen_t len;
-	int fd, one = 1, saved;
+	int fd, one = 1, v6only, saved;
 
 	memset(&ss, 0, sizeof(ss));
 	if (family == AF_INET) {
 		sin->sin_family = AF_INET;
 		sin->sin_port = htons(port);
-		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sin->sin_addr.s_addr =
+		    htonl(wildcard ? INADDR_ANY : INADDR_LOOPBACK);
 		len = sizeof(*sin);
 	} else {
 		sin6->sin6_family = AF_INET6;
 		sin6->sin6_port = htons(port);
-		sin6->sin6_addr = in6addr_loopback;
+		sin6->sin6_addr = wildcard ? in6addr_any : in6addr_loopback;
 		len = sizeof(*sin6);
 	}
 	if ((fd = socket(family, type | SOCK_CLOEXEC, 0)) < 0)
 		return -1;
+	v6only = !wildcard;
 	if ((family == AF_INET6 &&
-	        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) !=
-	            0) ||
+	        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only,
+	            sizeof(v6only)) != 0) ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
 	    bind(fd, (struct sockaddr *)&ss, len) != 0 ||
 	    (type == SOCK_STREAM && listen(fd, 4096) != 0)) {
@@ -89,6 +174,23 @@ listen_on(int family, int type, uint16_t port)
 		errno = saved;
 		return -1;
 	}
+	return fd;
+}
+
+static int
+listen_on(int family, int type, uint16_t port)
+{
+	return bind_on(family, type, port, 0);
+}
+
+/* The wildcard: [::] dual-stack, or 0.0.0.0 on a kernel without IPv6. */
+static int
+listen_any(int type, uint16_t port)
+{
+	int fd = bind_on(AF_INET6, type, port, 1);
+
+	if (fd < 0 && errno == EAFNOSUPPORT)
+		fd = bind_on(AF_INET, type, port, 1);
 	return fd;
 }
 
@@ -148,6 +250,77 @@ fail:
 	while (n > 0)
 		close(fds[--n]);
 	return -1;
+}
+
+int
+net_port_reserved(uint16_t port)
+{
+	return port == NET_DNS_PORT || port == NET_SOCKS_PORT ||
+	    port == NET_PROXY_PORT;
+}
+
+/* Closes the N descriptors of FDS. */
+static void
+close_all(int *fds, int n)
+{
+	while (n > 0)
+		close(fds[--n]);
+}
+
+int
+net_listen_capture(const uint16_t *ports, size_t n, int *fds, int max,
+    char *err, size_t errlen)
+{
+	size_t i;
+	int k = 0;
+
+	for (i = 0; i < n; i++) {
+		if (ports[i] == 0 || net_port_reserved(ports[i]))
+			continue;
+		if (k == max) {
+			ph_errf(
+			    err, errlen, "capture: more than %d ports", max);
+			goto fail;
+		}
+		if ((fds[k] = listen_any(SOCK_STREAM, ports[i])) < 0) {
+			ph_errf(err, errlen, "capture: listen on port %u: %s",
+			    ports[i], strerror(errno));
+			goto fail;
+		}
+		k++;
+	}
+	return k;
+fail:
+	close_all(fds, k);
+	return -1;
+}
+
+int
+net_listen_dns_any(int *fds, int max, char *err, size_t errlen)
+{
+	if (max < 2) {
+		ph_errf(err, errlen, "DNS: too many sockets");
+		return -1;
+	}
+	if ((fds[0] = listen_any(SOCK_DGRAM, NET_DNS_PORT)) < 0 ||
+	    (fds[1] = listen_any(SOCK_STREAM, NET_DNS_PORT)) < 0) {
+		ph_errf(err, errlen, "DNS: listen on port %u: %s", NET_DNS_PORT,
+		    strerror(errno));
+		if (fds[0] >= 0)
+			close(fds[0]);
+		return -1;
+	}
+	return 2;
+}
+
+int
+net_packet_socket(char *err, size_t errlen)
+{
+	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		ph_errf(err, errlen, "packet socket: %s", strerror(errno));
+	return fd;
 }
 
 int

@@ -5,7 +5,11 @@
  *   init -> run      'R'              ready for its uid/gid maps
  *   run -> init      'G'              the uid/gid maps are written, and
  *                                     init is in the run's cgroup
- *   init -> run      'F' + SCM_RIGHTS the loopback listeners
+ *   init -> run      'F' total        + SCM_RIGHTS: the listeners, in
+ *                                     batches of at most NET_FDS_MAX,
+ *                                     each saying the total (uint32,
+ *                                     1..SBX_LISTENERS_MAX), until it
+ *                                     is reached
  *   init or command  'E' + text       setting up failed (exit 125)
  *
  * then end of file, once the command has been executed (its end of the
@@ -15,6 +19,8 @@
  * the user namespace with every capability dropped, securebits locked and
  * no_new_privs, so nothing inside can undo the mount view.
  */
+#define SBX_INTERNAL
+
 #include <linux/close_range.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -56,8 +62,9 @@
 struct sbx {
 	pid_t pid;
 	int sock;
-	int fds[NET_FDS_MAX];
+	int *fds; /* SBX_LISTENERS_MAX */
 	int nfds;
+	uint32_t total; /* announced by the first 'F' */
 	int reaped;
 	struct cgroup *cg; /* the run's cgroup; its keeper removes it */
 };
@@ -187,26 +194,95 @@ command_main(const struct sbx_config *c, int sock, int gsock)
 	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
 }
 
-/* Loopback up, listeners out: the proxy's, then the DNS stub's. */
-static void
-child_network(int sock)
+/* Sends the N descriptors of FDS in batches, each message 'F' + N. */
+static int
+send_listeners(int sock, const int *fds, int n)
 {
-	int fds[NET_FDS_MAX], n, m, i;
-	char err[256];
+	char msg[1 + sizeof(uint32_t)] = {'F'};
+	uint32_t total = (uint32_t)n;
+	char cbuf[CMSG_SPACE(sizeof(int) * NET_FDS_MAX)];
+	struct iovec iov = {msg, sizeof(msg)};
+	struct msghdr m;
+	struct cmsghdr *c;
+	int i, k;
 
-	if (net_lo_up(err, sizeof(err)) != 0)
-		child_fail(sock, "%s", err);
+	memcpy(msg + 1, &total, sizeof(total));
+	for (i = 0; i < n; i += k) {
+		k = n - i < NET_FDS_MAX ? n - i : NET_FDS_MAX;
+		memset(cbuf, 0, sizeof(cbuf));
+		memset(&m, 0, sizeof(m));
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = cbuf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)k);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)k);
+		memcpy(CMSG_DATA(c), fds + i, sizeof(int) * (size_t)k);
+		if (sendmsg(sock, &m, MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The listeners PID 1 makes, in FDS (SBX_LISTENERS_MAX): the proxy's and
+ * SOCKS's on loopback; the DNS stub's (on the wildcard under capture,
+ * else on loopback); under capture the capture listeners and the packet
+ * socket.  Returns how many; a failure ends PID 1.
+ */
+static int
+make_listeners(const struct sbx_config *c, int sock, int *fds)
+{
+	size_t nports = c->ncapture_ports;
+	char err[256];
+	int n, m;
+
 	if ((n = net_listen_loopback(NET_PROXY_PORT, fds, err, sizeof(err))) <
 	        0 ||
-	    (m = net_listen_dns(fds + n, NET_FDS_MAX - n, err, sizeof(err))) <
-	        0)
+	    (m = net_listen_loopback(
+	         NET_SOCKS_PORT, fds + n, err, sizeof(err))) < 0)
 		child_fail(sock, "%s", err);
 	n += m;
-	if (net_send_fds(sock, fds, n) != 0)
+	m = c->capture
+	    ? net_listen_dns_any(
+	          fds + n, SBX_LISTENERS_MAX - n, err, sizeof(err))
+	    : net_listen_dns(fds + n, SBX_LISTENERS_MAX - n, err, sizeof(err));
+	if (m < 0)
+		child_fail(sock, "%s", err);
+	n += m;
+	if (!c->capture)
+		return n;
+	if (nports > SBX_CAPTURE_MAX)
+		nports = SBX_CAPTURE_MAX;
+	if ((m = net_listen_capture(c->capture_ports, nports, fds + n,
+	         SBX_LISTENERS_MAX - 1 - n, err, sizeof(err))) < 0 ||
+	    (fds[n + m] = net_packet_socket(err, sizeof(err))) < 0)
+		child_fail(sock, "%s", err);
+	return n + m + 1;
+}
+
+/*
+ * Loopback up, the capture routes before any listener (a wildcard
+ * listener is no use without them), then the listeners out.
+ */
+static void
+child_network(const struct sbx_config *c, int sock)
+{
+	int *fds = xcalloc(SBX_LISTENERS_MAX, sizeof(*fds)), n, i;
+	char err[256];
+
+	if (net_lo_up(err, sizeof(err)) != 0 ||
+	    (c->capture && net_capture_routes(err, sizeof(err)) != 0))
+		child_fail(sock, "%s", err);
+	n = make_listeners(c, sock, fds);
+	if (send_listeners(sock, fds, n) != 0)
 		child_fail(
 		    sock, "passing the listeners out: %s", strerror(errno));
 	for (i = 0; i < n; i++)
 		close(fds[i]);
+	free(fds);
 }
 
 static void
@@ -371,7 +447,7 @@ child_main(const struct sbx_config *c, int sock)
 	if (recv(sock, &go, 1, 0) != 1 || go != 'G')
 		_exit(125); /* pinhole run is gone, or gave up */
 	own_cgroup_ns(c);
-	child_network(sock);
+	child_network(c, sock);
 	c = sandbox_identity(c, sock);
 	if (mnt_apply(c->plan, err, sizeof(err)) != 0)
 		child_fail(sock, "%s", err);
@@ -514,8 +590,43 @@ write_maps(pid_t pid, char *err, size_t errlen)
 }
 
 /*
- * Reads one message: *TYPE its first byte ('F', 'E'), its text in BUF,
- * its descriptors in S.  Returns 1, 0 at end of file, -1 on error.
+ * Adds the descriptors of MSG to S's listeners; TOTAL is what the
+ * message announced.  Returns 0, or -1 when they do not fit what was
+ * announced (all of this message's closed).
+ */
+static int
+take_listeners(struct sbx *s, struct msghdr *msg, uint32_t total)
+{
+	struct cmsghdr *cm;
+	int fd[NET_FDS_MAX], n = 0, i, bad = (msg->msg_flags & MSG_CTRUNC) != 0;
+
+	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			for (i = 0; i <
+			     (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			     i++)
+				if (n < NET_FDS_MAX)
+					memcpy(&fd[n++],
+					    CMSG_DATA(cm) + i * sizeof(int),
+					    sizeof(int));
+	if (total == 0 || total > SBX_LISTENERS_MAX ||
+	    (s->total != 0 && total != s->total) || n == 0 ||
+	    (uint32_t)(s->nfds + n) > total)
+		bad = 1;
+	for (i = 0; i < n; i++)
+		if (bad)
+			close(fd[i]);
+		else
+			s->fds[s->nfds++] = fd[i];
+	if (!bad)
+		s->total = total;
+	return bad ? -1 : 0;
+}
+
+/*
+ * Reads one message: *TYPE its first byte ('F', 'E'), its text in BUF;
+ * an 'F''s descriptors go to S.  Returns 1, 0 at end of file, -1 on
+ * error (an 'F' that is malformed: *TYPE is then '?').
  */
 static int
 recv_msg(struct sbx *s, char *type, char *buf, size_t len)
@@ -525,7 +636,9 @@ recv_msg(struct sbx *s, char *type, char *buf, size_t len)
 	struct iovec iov = {data, MSG_MAX};
 	struct msghdr msg;
 	struct cmsghdr *cm;
+	uint32_t total = 0;
 	ssize_t n;
+	int i;
 
 	memset(&msg, 0, sizeof(msg));
 	msg.msg_iov = &iov;
@@ -537,15 +650,30 @@ recv_msg(struct sbx *s, char *type, char *buf, size_t len)
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return (int)n;
-	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm))
-		if (cm->cmsg_level == SOL_SOCKET &&
-		    cm->cmsg_type == SCM_RIGHTS && s->nfds == 0) {
-			s->nfds =
-			    (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			memcpy(s->fds, CMSG_DATA(cm), sizeof(int) * s->nfds);
-		}
 	data[n] = '\0';
 	*type = data[0];
+	if (*type == 'F' && n == 1 + (ssize_t)sizeof(total)) {
+		memcpy(&total, data + 1, sizeof(total));
+		if (take_listeners(s, &msg, total) == 0)
+			return 1;
+	}
+	/* Descriptors anywhere else are not ours to keep. */
+	for (cm = CMSG_FIRSTHDR(&msg); total == 0 && cm != NULL;
+	     cm = CMSG_NXTHDR(&msg, cm))
+		for (i = 0; cm->cmsg_level == SOL_SOCKET &&
+		     cm->cmsg_type == SCM_RIGHTS &&
+		     i < (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		     i++) {
+			int fd;
+
+			memcpy(
+			    &fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+			close(fd);
+		}
+	if (*type == 'F') {
+		*type = '?';
+		return -1;
+	}
 	snprintf(buf, len, "%s", data + 1);
 	return 1;
 }
@@ -610,15 +738,58 @@ ended_at_start(
 		ph_errf(err, errlen, "the sandbox ended at start");
 }
 
+/*
+ * The listeners, in 'F' batches until their total came.  Returns 1, 0
+ * when PID 1 ended without a word, or -1 with the reason in ERR (its
+ * own, or a malformed list: every descriptor of it closed by sbx_free).
+ */
+static int
+recv_listeners(struct sbx *s, char *err, size_t errlen)
+{
+	char type = 0, msg[MSG_MAX];
+	int r;
+
+	do
+		r = recv_msg(s, &type, msg, sizeof(msg));
+	while (r > 0 && type == 'F' && (uint32_t)s->nfds < s->total);
+	if (r > 0 && type == 'F')
+		return 1;
+	if (r > 0 && type == 'E')
+		ph_errf(err, errlen, "%s", msg);
+	else if (type == '?' || r > 0)
+		ph_errf(err, errlen,
+		    "the sandbox sent a malformed list of listeners");
+	else
+		return 0;
+	return -1;
+}
+
+struct sbx *
+sbx_test_listeners(int sock, char *err, size_t errlen)
+{
+	struct sbx *s = xcalloc(1, sizeof(*s));
+
+	s->pid = -1;
+	s->sock = sock;
+	s->fds = xcalloc(SBX_LISTENERS_MAX, sizeof(*s->fds));
+	if (recv_listeners(s, err, errlen) == 1)
+		return s;
+	if (err[0] == '\0')
+		ph_errf(err, errlen, "end of file");
+	sbx_free(s);
+	return NULL;
+}
+
 struct sbx *
 sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 {
 	struct sbx *s = xcalloc(1, sizeof(*s));
-	char type = 0, msg[MSG_MAX];
+	char type = 0;
 	int sp[2] = {-1, -1}, r;
 
 	s->pid = -1;
 	s->sock = -1;
+	s->fds = xcalloc(SBX_LISTENERS_MAX, sizeof(*s->fds));
 	if (make_cgroup(s, c, err, errlen) != 0)
 		goto fail;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
@@ -652,11 +823,8 @@ sbx_start(const struct sbx_config *c, char *err, size_t errlen)
 		ph_errf(err, errlen, "the sandbox ended at start");
 		goto fail;
 	}
-	if ((r = recv_msg(s, &type, msg, sizeof(msg))) <= 0 || type != 'F' ||
-	    s->nfds == 0) {
-		if (r > 0 && type == 'E')
-			ph_errf(err, errlen, "%s", msg);
-		else
+	if ((r = recv_listeners(s, err, errlen)) <= 0) {
+		if (r == 0)
 			ended_at_start(s, c, err, errlen);
 		goto fail;
 	}
@@ -744,6 +912,7 @@ sbx_free(struct sbx *s)
 		close(s->sock);
 	for (i = 0; i < s->nfds; i++)
 		close(s->fds[i]);
+	free(s->fds);
 	/* PID 1 is reaped: its namespace's processes are gone. */
 	cgroup_free(s->cg);
 	free(s);

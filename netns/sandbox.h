@@ -2,7 +2,9 @@
  * sandbox.h: starting a command in the sandbox and watching it, from
  * outside.  The sandbox is a child in new user, mount, PID, network, IPC
  * and UTS namespaces: its PID 1 (init.c) brings lo up, listens on
- * 127.0.0.1:3128 and [::1]:3128 and sends the listeners out (net.c),
+ * 127.0.0.1:3128 and [::1]:3128 (the proxy), port 1080 of each (SOCKS),
+ * port 53 (the DNS stub) and, under capture, on the captured ports of
+ * every address, and sends the listeners out (net.c),
  * builds the mount view (mount.c), and starts the command with no
  * capabilities, no_new_privs, seccomp (seccomp.c) and Landlock
  * (landlock.c).
@@ -14,6 +16,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct mnt_plan;
 struct sbx;
@@ -37,7 +40,21 @@ struct sbx_config {
 	/* Host Unix sockets the command may reach (--unix-socket). */
 	const struct sockguard_allow *unix_allow;
 	size_t nunix_allow;
+	/*
+	 * Capture (issue 12; 0: pinhole run --no-capture): routes that make
+	 * every address local, a listener on the wildcard for each of the
+	 * NCAPTURE_PORTS ports (at most SBX_CAPTURE_MAX), the DNS stub on the
+	 * wildcard and the packet socket.
+	 */
+	int capture;
+	const uint16_t *capture_ports;
+	size_t ncapture_ports;
 };
+
+/* Capture listeners at most: one descriptor each, in every process. */
+#define SBX_CAPTURE_MAX 512
+/* The loopback listeners (proxy, SOCKS, DNS), the packet socket, room. */
+#define SBX_LISTENERS_MAX (SBX_CAPTURE_MAX + 16)
 
 /*
  * Starts the sandbox and waits until it listens.  Returns the sandbox, or
@@ -82,5 +99,14 @@ int sbx_shed(const char *const *extra, size_t nextra, int landlock,
 
 /* Kills what is left (SIGKILL ends the namespace), reaps, frees. */
 void sbx_free(struct sbx *);
+
+#ifdef SBX_INTERNAL
+/*
+ * The launcher's side of the listener handoff alone, on SOCK (taken
+ * over): a handle with the listeners that came, or NULL with the reason
+ * in ERR.  For tests of what a PID 1 may send.
+ */
+struct sbx *sbx_test_listeners(int sock, char *err, size_t errlen);
+#endif
 
 #endif /* PH_SANDBOX_H */

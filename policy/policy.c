@@ -583,3 +583,58 @@ policy_secret_where(const struct policy *p, size_t i, const char **file,
 	*line = p->secret_locs[i].line;
 	*col = p->secret_locs[i].col;
 }
+
+/* Marks ports LO..HI in the bit set SET (65536 bits). */
+static void
+mark_ports(uint8_t *set, unsigned lo, unsigned hi)
+{
+	unsigned p;
+
+	for (p = lo; p <= hi; p++)
+		set[p >> 3] |= (uint8_t)(1u << (p & 7));
+}
+
+static int
+port_marked(const uint8_t *set, unsigned p)
+{
+	return (set[p >> 3] >> (p & 7)) & 1;
+}
+
+/*
+ * One listener per port inside the sandbox: a range as wide as "*" would
+ * be 65535 of them, so long ranges are left to the proxy variables.
+ */
+size_t
+policy_capture_ports(
+    const struct policy *p, uint16_t *ports, size_t max, size_t *skipped)
+{
+	uint8_t take[65536 / 8], wide[65536 / 8];
+	const struct rule_target *t;
+	size_t i, k, n = 0;
+	unsigned port;
+
+	memset(take, 0, sizeof(take));
+	memset(wide, 0, sizeof(wide));
+	mark_ports(take, 80, 80);
+	mark_ports(take, 443, 443);
+	for (i = 0; i < p->ntargets; i++) {
+		t = &p->targets[i];
+		if (p->rules[t->rule].deny)
+			continue;
+		for (k = 0; k < t->nports; k++)
+			mark_ports(t->ports[k].hi - t->ports[k].lo + 1u >
+			            POLICY_CAPTURE_RANGE_MAX
+			        ? wide
+			        : take,
+			    t->ports[k].lo, t->ports[k].hi);
+	}
+	*skipped = 0;
+	for (port = 1; port <= 65535; port++) {
+		if (port_marked(take, port)) {
+			if (n < max)
+				ports[n++] = (uint16_t)port;
+		} else if (port_marked(wide, port))
+			(*skipped)++;
+	}
+	return n;
+}

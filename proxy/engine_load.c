@@ -415,7 +415,9 @@ publish_hello(struct engine_load *l)
 static int
 publish_end(struct engine_load *l)
 {
-	if (publish(l, l->sink->log, l->logpath) != 0)
+	if ((l->sink->policy != NULL &&
+	        l->sink->policy(l->sink->arg, l->p) != 0) ||
+	    publish(l, l->sink->log, l->logpath) != 0)
 		return -1;
 	return l->sink->ready != NULL ? l->sink->ready(l->sink->arg) : 0;
 }

@@ -10,7 +10,7 @@
  * path; never a secret value or the CA key.  It goes through a sink in
  * this order:
  *
- *   hello  envsecret..  hide..  standin..  ca (0 or 1)  log  ready
+ *   hello  envsecret..  hide..  standin..  ca (0 or 1)  policy  log  ready
  *
  * `pinhole run`'s engine sends each to the launcher (cli/run_engine.c), a
  * broker will send them to its client, `pinhole proxy` publishes none.
@@ -49,6 +49,9 @@ struct engine_load_sink {
 	int (*log)(void *arg, const char *path);
 	int (*ready)(void *arg);
 	void *arg;
+	/* The policy is loaded: what the view says of it besides (the ports
+	 * the sandbox captures, issue 12); before log.  May be NULL. */
+	int (*policy)(void *arg, const struct policy *p);
 };
 
 struct engine_load_config {

@@ -37,6 +37,8 @@ enum form {
 	F_U32,
 	F_U64,
 	F_ITEM, /* uint32 count, then F_TEXT */
+	F_PORTS, /* uint32, then uint16 ports ascending, none 0 */
+	F_LISTENERS, /* uint32 total, uint32 in this message */
 };
 
 struct rule {
@@ -68,6 +70,8 @@ static const struct rule rules[] = {
         PH(P_ENV) | PH(P_VIEW), P_VIEW, F_TEXT, 0},
     {VIEW_LOG, VIEW_FROM_ENGINE, 2, VIEW_TEXT_MAX, 1, PH(P_ENV) | PH(P_VIEW),
         P_VIEW, F_TEXT, 0},
+    {VIEW_CAPTURE, VIEW_FROM_ENGINE, 4 + 2, 4 + 2 * VIEW_CAPTURE_MAX, 1,
+        PH(P_ENV) | PH(P_VIEW), P_VIEW, F_PORTS, 0},
     {VIEW_READY, VIEW_FROM_ENGINE, 0, 0, 1, PH(P_VIEW), P_RUN, F_NONE,
         VIEW_LOG},
     {VIEW_DENIED, VIEW_FROM_ENGINE, 8, 8, 1, PH(P_RUN), P_SUMMARY, F_U64, 0},
@@ -78,8 +82,9 @@ static const struct rule rules[] = {
     {VIEW_BYE, VIEW_FROM_ENGINE, 0, 0, 1, PH(P_SUMMARY), P_DONE, F_NONE, 0},
     {VIEW_ERROR, VIEW_FROM_ENGINE, 2, 512, 1, ANY_LIVE | PH(P_SUMMARY), P_DONE,
         F_TEXT, 0},
-    /* The user's: LISTENERS, then STOP. */
-    {VIEW_LISTENERS, VIEW_FROM_USER, 4, 4, 1, PH(P_START), P_RUN, F_U32, 0},
+    /* The user's: LISTENERS (repeated until their total came), STOP. */
+    {VIEW_LISTENERS, VIEW_FROM_USER, 8, 8, VIEW_LISTENERS_MAX, PH(P_START),
+        STAY, F_LISTENERS, 0},
     {VIEW_STOP, VIEW_FROM_USER, 4, 4, 1, PH(P_RUN), P_DONE, F_U32, 0},
     {VIEW_ERROR, VIEW_FROM_USER, 2, 512, 1, PH(P_START) | PH(P_RUN), P_DONE,
         F_TEXT, 0},
@@ -143,6 +148,43 @@ is_hello(const unsigned char *p)
 	return 1;
 }
 
+/* LEN bytes of uint16 ports, ascending, none 0. */
+static int
+is_ports(const unsigned char *p, size_t len)
+{
+	uint16_t prev = 0, port;
+	size_t i;
+
+	if (len % 2 != 0)
+		return 0;
+	for (i = 0; i < len; i += 2) {
+		memcpy(&port, p + i, 2);
+		if (port <= prev)
+			return 0;
+		prev = port;
+	}
+	return 1;
+}
+
+/*
+ * LISTENERS: T in all (the same each time), N here (as many as came
+ * with it), no more than T so far.  The last one moves on to P_RUN.
+ */
+static int
+listeners_ok(struct view_order *o, const struct view_msg *m)
+{
+	uint32_t total = get32(m->data), n = get32(m->data + 4);
+
+	if (m->nfds < 1 || m->nfds > VIEW_FDS_MAX || n != (uint32_t)m->nfds ||
+	    total < 1 || total > VIEW_LISTENERS_MAX ||
+	    (o->fds_total != 0 && total != o->fds_total) ||
+	    n > total - o->fds_got)
+		return 0;
+	o->fds_total = total;
+	o->fds_got += n;
+	return 1;
+}
+
 static int
 form_ok(enum form f, const unsigned char *p, size_t len)
 {
@@ -161,6 +203,8 @@ form_ok(enum form f, const unsigned char *p, size_t len)
 		    is_text(nul + 1, len - (size_t)(nul + 1 - p));
 	case F_ITEM:
 		return get32(p) > 0 && is_text(p + 4, len - 4);
+	case F_PORTS:
+		return is_ports(p + 4, len - 4);
 	default:
 		return 1; /* sizes alone */
 	}
@@ -196,9 +240,7 @@ view_check(struct view_order *o, const struct view_msg *m)
 	else if (m->len < r->min || m->len > r->max)
 		rc = VIEW_E_SIZE;
 	else if ((m->nfds > 0) != (r->type == VIEW_LISTENERS) ||
-	    (r->type == VIEW_LISTENERS &&
-	        (m->nfds > VIEW_FDS_MAX ||
-	            get32(m->data) != (uint32_t)m->nfds)))
+	    (r->type == VIEW_LISTENERS && !listeners_ok(o, m)))
 		rc = VIEW_E_FDS;
 	else if (!form_ok(r->form, m->data, m->len))
 		rc = VIEW_E_FORM;
@@ -209,6 +251,8 @@ view_check(struct view_order *o, const struct view_msg *m)
 	o->count[r->type]++;
 	if (r->next != STAY)
 		o->phase = r->next;
+	else if (r->type == VIEW_LISTENERS && o->fds_got == o->fds_total)
+		o->phase = P_RUN;
 	return VIEW_OK;
 }
 
@@ -305,6 +349,38 @@ view_put_item(unsigned char *out, size_t outlen, uint32_t n, const char *what)
 	memcpy(out, &n, 4);
 	memcpy(out + 4, what, len);
 	return (ssize_t)(4 + len);
+}
+
+ssize_t
+view_put_capture(unsigned char *out, size_t outlen, uint32_t skipped,
+    const uint16_t *ports, size_t n)
+{
+	if (n < 1 || n > VIEW_CAPTURE_MAX || outlen < 4 + 2 * n)
+		return -1;
+	memcpy(out, &skipped, 4);
+	memcpy(out + 4, ports, 2 * n);
+	return (ssize_t)(4 + 2 * n);
+}
+
+ssize_t
+view_put_listeners(
+    unsigned char *out, size_t outlen, uint32_t total, uint32_t n)
+{
+	if (outlen < 8)
+		return -1;
+	memcpy(out, &total, 4);
+	memcpy(out + 4, &n, 4);
+	return 8;
+}
+
+size_t
+view_get_capture(const struct view_msg *m, uint32_t *skipped, uint16_t *ports)
+{
+	size_t n = (m->len - 4) / 2;
+
+	*skipped = get32(m->data);
+	memcpy(ports, m->data + 4, 2 * n);
+	return n;
 }
 
 void

@@ -23,8 +23,14 @@
  *   engine -> user    TRUST pem        certificates of a `trust` line,
  *                                      for the sandbox to trust (0..64)
  *   engine -> user    LOG path         where the audit log is (once)
+ *   engine -> user    CAPTURE          the ports the sandbox captures
+ *                     skipped,ports..  (uint32 ports left out, then
+ *                                      uint16 ports, ascending; 0 or 1)
  *   engine -> user    READY            the view is complete
- *   user -> engine    LISTENERS n      + SCM_RIGHTS: accept on these
+ *   user -> engine    LISTENERS t,n    + SCM_RIGHTS: accept on these N
+ *                                      (1..VIEW_FDS_MAX), of T in all
+ *                                      (1..VIEW_LISTENERS_MAX): repeated
+ *                                      until T came
  *   user -> engine    STOP status      the command ended
  *   engine -> user    DENIED total     the summary begins
  *   engine -> user    DENIED_ITEM n,hp one host:port and its count
@@ -49,7 +55,9 @@
 #define VIEW_TEXT_MAX 8192 /* a path, a name, a stand-in */
 #define VIEW_COUNT_MAX 65536 /* of one repeatable type: no policy has more */
 #define VIEW_ID_LEN 16 /* the run id, hex digits */
-#define VIEW_FDS_MAX 8 /* listeners in one LISTENERS: proxy's and DNS's */
+#define VIEW_FDS_MAX 64 /* listeners in one LISTENERS message */
+#define VIEW_LISTENERS_MAX 1024 /* in all: one per captured port, and room */
+#define VIEW_CAPTURE_MAX 512 /* ports in CAPTURE (sandbox.h SBX_CAPTURE_MAX) */
 #define VIEW_TRUST_MAX 64 /* TRUST messages: `trust` lines of a policy */
 
 enum view_type {
@@ -68,6 +76,7 @@ enum view_type {
 	VIEW_ERROR,
 	VIEW_DISTRUST,
 	VIEW_TRUST,
+	VIEW_CAPTURE,
 	VIEW_TYPE_END
 };
 
@@ -100,6 +109,7 @@ struct view_order {
 	enum view_side from; /* whose messages this checks */
 	int phase;
 	unsigned count[VIEW_TYPE_END];
+	uint32_t fds_total, fds_got; /* LISTENERS: announced, and came */
 };
 
 /* A message received, its payload in the caller's buffer. */
@@ -154,6 +164,12 @@ ssize_t view_put_standin(
     unsigned char *out, size_t outlen, const char *name, const char *value);
 ssize_t
 view_put_item(unsigned char *out, size_t outlen, uint32_t n, const char *what);
+/* CAPTURE: N ports (ascending, none 0, at most VIEW_CAPTURE_MAX). */
+ssize_t view_put_capture(unsigned char *out, size_t outlen, uint32_t skipped,
+    const uint16_t *ports, size_t n);
+/* LISTENERS: N descriptors in this message, TOTAL in all. */
+ssize_t view_put_listeners(
+    unsigned char *out, size_t outlen, uint32_t total, uint32_t n);
 
 /*
  * Readers of payloads that view_check accepted: they point into M's data
@@ -166,6 +182,10 @@ void view_get_standin(
 uint64_t view_get_u64(const struct view_msg *m);
 uint32_t view_get_u32(const struct view_msg *m);
 const char *view_get_item(const struct view_msg *m, uint32_t *n);
+/* CAPTURE: the ports left out; returns how many ports, PORTS filled
+ * (room for VIEW_CAPTURE_MAX). */
+size_t
+view_get_capture(const struct view_msg *m, uint32_t *skipped, uint16_t *ports);
 
 /*
  * Sends one message (header, payload, and NFDS descriptors with it) on

@@ -602,6 +602,10 @@ a_raw(char **av)
 	try_socket("packet-raw", AF_PACKET, SOCK_RAW, htons(0x0003));
 	try_socket("packet-dgram", AF_PACKET, SOCK_DGRAM, htons(0x0003));
 	try_socket("inet-packet", AF_INET, SOCK_PACKET, htons(0x0003));
+	/* ICMP echo without privilege: ping_group_range of a new network
+	 * namespace is "1 0", nobody's. */
+	try_socket("ping-inet", AF_INET, SOCK_DGRAM, IPPROTO_ICMP);
+	try_socket("ping-inet6", AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6);
 }
 
 static void

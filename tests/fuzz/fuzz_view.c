@@ -11,7 +11,7 @@
  * Checks: every message decoded lies inside the input; after a refusal
  * the conversation stays over; every accepted payload reads back within
  * its bounds (texts end at their NUL, stand-ins are two strings, items
- * a count and a string).  A violation abort()s.
+ * a count and a string, capture ports ascending).  A violation abort()s.
  *
  *	./fuzz_view -max_total_time=60 tests/fuzz/corpus/view
  */
@@ -34,9 +34,11 @@ check(int ok)
 static void
 read_back(const struct view_msg *m)
 {
+	static uint16_t ports[VIEW_CAPTURE_MAX];
 	struct view_hello h;
 	const char *a, *b;
 	uint32_t n;
+	size_t k, i;
 
 	switch (m->type) {
 	case VIEW_HELLO:
@@ -59,6 +61,12 @@ read_back(const struct view_msg *m)
 	case VIEW_DISTRUST:
 		a = view_get_item(m, &n);
 		check(n > 0 && strlen(a) + 5 == m->len);
+		break;
+	case VIEW_CAPTURE:
+		k = view_get_capture(m, &n, ports);
+		check(k >= 1 && k <= VIEW_CAPTURE_MAX && 4 + 2 * k == m->len);
+		for (i = 0; i < k; i++)
+			check(ports[i] > (i > 0 ? ports[i - 1] : 0));
 		break;
 	default:
 		break;

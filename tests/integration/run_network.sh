@@ -2,9 +2,9 @@
 # Scenario: the network of `pinhole run` with real curl inside against
 # nginx (HTTP and HTTPS) on the host's loopback: the proxy variables lead
 # out, on 127.0.0.1:3128 and [::1]:3128; allowed, denied and private
-# targets; --allow; a direct connection fails at once (ENETUNREACH) and
-# the host's loopback is not the sandbox's; the last stderr line names
-# the denials; the audit log and `pinhole log`.
+# targets; --allow; with --no-capture a direct connection fails at once
+# (ENETUNREACH) and the host's loopback is not the sandbox's; the last
+# stderr line names the denials; the audit log and `pinhole log`.
 # usage: run_network.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 ph_begin run_network nginx openssl curl jq
@@ -54,9 +54,10 @@ prun -a "127.0.0.1:$H_PORT" -- curl -sS --noproxy '' \
 equal "--allow: fetched" "$OUT" "allowed file"
 check "--allow: rule in the log" file_has "$T/audit.jsonl" '"rule":"--allow:1"'
 
-# Nothing but the proxy: a direct connection fails at once, and the host's
-# loopback services are not there.
-prun -p "$T/p.conf" -- bash -c '
+# Nothing but the proxy (--no-capture; capture: run_capture_net.sh): a
+# direct connection fails at once, and the host's loopback services are
+# not there.
+prun --no-capture -p "$T/p.conf" -- bash -c '
 	exec 3<>/dev/tcp/192.0.2.1/80 && echo connected
 	exec 3<>/dev/tcp/127.0.0.1/'"$H_PORT"' && echo reached-host'
 expect "direct connect: unreachable" "$ERR" 'Network is unreachable'

@@ -192,8 +192,8 @@ fixture_int80(long nr, long a, long b, long c)
 
 /* --- doctor rows ------------------------------------------------------------ */
 
-const char *const fixture_kernel_features[FIXTURE_KERNEL_FEATURES] = {
-    "userns", "namespaces", "network", "mounts", "landlock", "seccomp"};
+const char *const fixture_kernel_features[FIXTURE_KERNEL_FEATURES] = {"userns",
+    "namespaces", "network", "capture", "mounts", "landlock", "seccomp"};
 
 /* A fabricated set: one of each status, one required failure. */
 const struct doctor_result fixture_doctor_fake[FIXTURE_DOCTOR_FAKE] = {

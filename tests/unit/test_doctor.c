@@ -56,13 +56,17 @@ test_probe_details(void **state)
 	assert_string_equal(r.detail, "mount, pid, net, ipc, uts");
 	assert_int_equal(doctor_probe("network", &r), 0);
 	assert_non_null(strstr(r.detail, "ENETUNREACH"));
+	assert_int_equal(doctor_probe("capture", &r), 0);
+	assert_int_equal(r.status, DOCTOR_YES);
+	assert_int_equal(r.required, 0);
+	assert_non_null(strstr(r.detail, "sees 192.0.2.1"));
 	assert_int_equal(doctor_probe("landlock", &r), 0);
 	assert_int_equal(strncmp(r.detail, "ABI ", 4), 0);
 	assert_non_null(strstr(r.detail, "net (4)"));
 }
 
 /*
- * doctor_run: the six kernel rows in order, and nothing
+ * doctor_run: the seven kernel rows in order, and nothing
  * of what the probes did shows in this process.
  */
 static void

@@ -218,7 +218,7 @@ setup(void **state)
 	f->cf.log_opened = log_opened;
 	f->cf.arg = f;
 	f->sink = (struct engine_load_sink){on_hello, on_envsecret, on_hide,
-	    on_standin, on_ca, NULL, on_log, on_ready, f};
+	    on_standin, on_ca, NULL, on_log, on_ready, f, NULL};
 	*state = f;
 	return 0;
 }
@@ -308,6 +308,44 @@ test_view(void **state)
 	assert_non_null(engine_load_tls(f->l));
 	assert_int_equal(inject_standins_count(engine_load_standins(f->l)), 1);
 	assert_string_equal(engine_load_log_path(f->l), log);
+	free(log);
+}
+
+static int
+on_policy(void *arg, const struct policy *p)
+{
+	struct fixture *f = arg;
+	char n[32];
+
+	snprintf(n, sizeof(n), "%zu", policy_rule_count(p));
+	add(f->msg, &f->nmsg, "POLICY", n);
+	return strcmp(f->cf.name, "refuse") == 0 ? -1 : 0;
+}
+
+/* The policy hook: the loaded policy, after the CA and before the log. */
+static void
+test_policy_hook(void **state)
+{
+	struct fixture *f = *state;
+	char *log = in_dir(f, "", "audit.jsonl");
+
+	f->cf.log = log;
+	f->sink.policy = on_policy;
+	assert_int_equal(engine_load_new(&f->cf, &f->sink, &f->l), 0);
+	assert_msg(f, 7, "CA pem");
+	assert_msg(f, 8, "POLICY 3");
+	assert_msg_in(f, 9, "LOG ", "audit.jsonl");
+	assert_msg(f, 10, "READY ");
+	engine_load_free(f->l);
+	f->l = NULL;
+	/* A hook that fails fails the load: no LOG, no READY. */
+	f->cf.name = "refuse";
+	while (f->nmsg > 0)
+		free(f->msg[--f->nmsg]);
+	assert_int_not_equal(engine_load_new(&f->cf, &f->sink, &f->l), 0);
+	assert_null(f->l);
+	assert_true(f->nmsg >= 1);
+	assert_string_equal(f->msg[f->nmsg - 1], "POLICY 3");
 	free(log);
 }
 
@@ -435,6 +473,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_view, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_policy_hook, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_missing_secret, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_refused_file, setup, teardown),

@@ -323,6 +323,162 @@ test_listen_v6_taken(void **state)
 	fixture_child_ok(child_listen_v6_taken);
 }
 
+/* --- capture (issue 12) --------------------------------------------------- */
+
+/* The local address of the connection FD accepted, as text, and its port. */
+static void
+local_of(int fd, char *addr, size_t len, unsigned *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+	CHECK(getsockname(fd, (struct sockaddr *)&ss, &sl) == 0);
+	if (ss.ss_family == AF_INET) {
+		CHECK(inet_ntop(AF_INET, &sin->sin_addr, addr, len) != NULL);
+		*port = ntohs(sin->sin_port);
+	} else {
+		CHECK(ss.ss_family == AF_INET6);
+		CHECK(inet_ntop(AF_INET6, &sin6->sin6_addr, addr, len) != NULL);
+		*port = ntohs(sin6->sin6_port);
+	}
+}
+
+/* ADDR:P is accepted on LFD, which sees ADDR (or WANT) as the local side. */
+static void
+check_captured(int lfd, const char *addr, uint16_t p, const char *want)
+{
+	char got[INET6_ADDRSTRLEN];
+	unsigned port;
+	int cfd, afd;
+
+	CHECK((cfd = connect_to(addr, p)) >= 0);
+	CHECK((afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0);
+	local_of(afd, got, sizeof(got), &port);
+	if (strcmp(got, want) != 0 || port != p)
+		CHECK(!"the accepted connection's local address");
+	close(afd);
+	close(cfd);
+}
+
+static void
+child_capture(void)
+{
+	static const uint16_t ports[] = {53, 80, 1080, 2222, 3128};
+	int fds[8], n, type, v6 = has_ipv6();
+	socklen_t len = sizeof(type);
+	char err[256] = "";
+
+	enter_netns();
+	CHECK(net_lo_up(err, sizeof(err)) == 0);
+	CHECK(net_capture_routes(err, sizeof(err)) == 0);
+	/* Made already: the second time fails, and says which. */
+	CHECK(net_capture_routes(err, sizeof(err)) == -1);
+	CHECK(strstr(err, "0.0.0.0/0") != NULL);
+	/* 53, 1080 and 3128 have loopback listeners of their own. */
+	CHECK(net_listen_capture(ports, 5, fds, 1, err, sizeof(err)) == -1);
+	CHECK(
+	    (n = net_listen_capture(ports, 5, fds, 8, err, sizeof(err))) == 2);
+	CHECK(getsockopt(fds[0], SOL_SOCKET, SO_ACCEPTCONN, &type, &len) == 0 &&
+	    type == 1);
+	CHECK((fcntl(fds[0], F_GETFD) & FD_CLOEXEC) != 0);
+	/* Any address is local now; the listener sees where it went. */
+	check_captured(fds[1], "203.0.113.7", 2222,
+	    v6 ? "::ffff:203.0.113.7" : "203.0.113.7");
+	check_captured(
+	    fds[0], "192.0.2.1", 80, v6 ? "::ffff:192.0.2.1" : "192.0.2.1");
+	if (v6)
+		check_captured(fds[0], "2001:db8::7", 80, "2001:db8::7");
+	/* A port nobody listens on is refused at once, not unreachable. */
+	CHECK(connect_to("203.0.113.7", 5555) == -1 && errno == ECONNREFUSED);
+	if (v6)
+		CHECK(connect_to("2001:db8::7", 5555) == -1 &&
+		    errno == ECONNREFUSED);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+static void
+test_capture(void **state)
+{
+	(void)state;
+	fixture_child_ok(child_capture);
+}
+
+/* The DNS stub's wildcard sockets: a query to any address reaches them. */
+static void
+child_dns_any(void)
+{
+	struct sockaddr_in to;
+	char buf[8], err[256] = "";
+	int fds[2], u, tfd, afd, type;
+	socklen_t len = sizeof(type);
+
+	enter_netns();
+	CHECK(net_lo_up(err, sizeof(err)) == 0);
+	CHECK(net_capture_routes(err, sizeof(err)) == 0);
+	CHECK(net_listen_dns_any(fds, 1, err, sizeof(err)) == -1);
+	CHECK(net_listen_dns_any(fds, 2, err, sizeof(err)) == 2);
+	CHECK(getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+	    type == SOCK_DGRAM);
+	CHECK(dnsstub_is_stub_fd(fds[0]) && dnsstub_is_stub_fd(fds[1]));
+	memset(&to, 0, sizeof(to));
+	to.sin_family = AF_INET;
+	to.sin_port = htons(NET_DNS_PORT);
+	CHECK(inet_pton(AF_INET, "192.0.2.53", &to.sin_addr) == 1);
+	CHECK((u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0);
+	CHECK(sendto(u, "q", 1, 0, (struct sockaddr *)&to, sizeof(to)) == 1);
+	CHECK(recv(fds[0], buf, sizeof(buf), 0) == 1 && buf[0] == 'q');
+	CHECK((tfd = connect_to("198.51.100.53", NET_DNS_PORT)) >= 0);
+	CHECK((afd = accept4(fds[1], NULL, NULL, SOCK_CLOEXEC)) >= 0);
+	/* 127.0.0.1, which resolv.conf names, is one of them too. */
+	CHECK(sendto(u, "r", 1, 0,
+	          (struct sockaddr *)&(struct sockaddr_in){AF_INET,
+	              htons(NET_DNS_PORT), {htonl(INADDR_LOOPBACK)}, {0}},
+	          sizeof(to)) == 1);
+	CHECK(recv(fds[0], buf, sizeof(buf), 0) == 1 && buf[0] == 'r');
+	close(afd);
+	close(tfd);
+	close(u);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+static void
+test_dns_any(void **state)
+{
+	(void)state;
+	fixture_child_ok(child_dns_any);
+}
+
+/* The packet socket: made, unbound, a packet socket the engine can bind. */
+static void
+child_packet(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char err[256] = "";
+	int fd, type;
+
+	enter_netns();
+	CHECK((fd = net_packet_socket(err, sizeof(err))) >= 0);
+	CHECK((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+	CHECK(getsockname(fd, (struct sockaddr *)&ss, &len) == 0);
+	CHECK(ss.ss_family == AF_PACKET);
+	len = sizeof(type);
+	CHECK(getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+	    type == SOCK_RAW);
+	close(fd);
+}
+
+static void
+test_packet(void **state)
+{
+	(void)state;
+	fixture_child_ok(child_packet);
+}
+
 /* --- net_send_fds, net_recv_fds ------------------------------------------- */
 
 /* Open descriptors of the test process. */
@@ -575,6 +731,9 @@ main(void)
 	    cmocka_unit_test(test_listen),
 	    cmocka_unit_test(test_listen_dns),
 	    cmocka_unit_test(test_listen_v6_taken),
+	    cmocka_unit_test(test_capture),
+	    cmocka_unit_test(test_dns_any),
+	    cmocka_unit_test(test_packet),
 	    cmocka_unit_test(test_pass_pipe),
 	    cmocka_unit_test(test_pass_max),
 	    cmocka_unit_test(test_send_bad_count),

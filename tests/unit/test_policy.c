@@ -1029,6 +1029,62 @@ test_large_policy(void **state)
 	}
 }
 
+/* --- capture ports (issue 12) -------------------------------------------- */
+
+static void
+test_capture_ports(void **state)
+{
+	static const char text[] =
+	    "allow a.test:22,5432\n"
+	    "allow b.test\n"
+	    "allow c.test:8000-8003\n"
+	    "deny d.test:9999\n"
+	    "allow e.test:10000-10256\n" /* 257 ports: too wide */
+	    "allow f.test:10000\n" /* captured all the same */
+	    "allow 203.0.113.0/24:2222\n"
+	    "allow g.test:20000-20255\n"; /* 256: captured */
+	struct fixture *f = *state;
+	uint16_t ports[300], few[3];
+	size_t skipped = 99, n, i;
+
+	use_policy(f, text);
+	n = policy_capture_ports(f->p, ports, 300, &skipped);
+	assert_int_equal(n, 2 + 2 + 4 + 1 + 1 + 256);
+	assert_int_equal(skipped, 256); /* 10001..10256 */
+	assert_int_equal(ports[0], 22);
+	assert_int_equal(ports[1], 80);
+	assert_int_equal(ports[2], 443);
+	assert_int_equal(ports[3], 2222);
+	assert_int_equal(ports[4], 5432);
+	assert_int_equal(ports[5], 8000);
+	assert_int_equal(ports[8], 8003);
+	assert_int_equal(ports[9], 10000);
+	assert_int_equal(ports[10], 20000);
+	assert_int_equal(ports[n - 1], 20255);
+	for (i = 1; i < n; i++)
+		assert_true(ports[i - 1] < ports[i]);
+	for (i = 0; i < n; i++)
+		assert_int_not_equal(ports[i], 9999);
+	/* At most MAX, the lowest first. */
+	assert_int_equal(policy_capture_ports(f->p, few, 3, &skipped), 3);
+	assert_int_equal(few[2], 443);
+}
+
+static void
+test_capture_ports_default(void **state)
+{
+	struct fixture *f = *state;
+	uint16_t ports[8];
+	size_t skipped = 99;
+
+	/* No allow rule: 80 and 443 all the same; "*" is too wide. */
+	use_policy(f, "deny x.test\nallow y.test:*\n");
+	assert_int_equal(policy_capture_ports(f->p, ports, 8, &skipped), 2);
+	assert_int_equal(ports[0], 80);
+	assert_int_equal(ports[1], 443);
+	assert_int_equal(skipped, 65535 - 2);
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -1059,6 +1115,8 @@ main(void)
 	    T(test_decision_reset),
 	    T(test_reason_long_host),
 	    T(test_large_policy),
+	    T(test_capture_ports),
+	    T(test_capture_ports_default),
 	};
 
 	return cmocka_run_group_tests_name("policy", tests, NULL, NULL);

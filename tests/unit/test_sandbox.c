@@ -44,6 +44,7 @@
 #include "netns/landlock.h"
 #include "netns/mount.h"
 #include "netns/net.h"
+#define SBX_INTERNAL
 #include "netns/sandbox.h"
 #include "proxy/dnsstub.h"
 #include "tests/unit/fixture.h"
@@ -856,6 +857,266 @@ test_identity_and_limits(void **state)
 	assert_string_equal(read_back(f, "pwd", buf, sizeof(buf)), want);
 }
 
+/* What one listener from the sandbox is, by getsockname (as run_engine.c). */
+enum kind { K_PACKET, K_DNS, K_PROXY, K_SOCKS, K_CAPTURE, K_OTHER };
+
+static enum kind
+kind_of(int fd, unsigned *port)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len = sizeof(ss);
+	int loop, any;
+
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+	if (ss.ss_family == AF_PACKET)
+		return K_PACKET;
+	if (ss.ss_family == AF_INET) {
+		*port = ntohs(sin->sin_port);
+		loop = sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+		any = sin->sin_addr.s_addr == htonl(INADDR_ANY);
+	} else {
+		*port = ntohs(sin6->sin6_port);
+		loop = IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr);
+		any = IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr);
+	}
+	if (*port == NET_DNS_PORT && any)
+		return K_DNS;
+	if (loop)
+		return *port == NET_PROXY_PORT ? K_PROXY
+		    : *port == NET_SOCKS_PORT  ? K_SOCKS
+		                               : K_OTHER;
+	return any ? K_CAPTURE : K_OTHER;
+}
+
+/*
+ * Capture: the loopback listeners, the DNS stub on the wildcard, one
+ * wildcard listener per port (not 53, 1080, 3128), the packet socket;
+ * many more than one message carries.
+ */
+static void
+test_capture_listeners(void **state)
+{
+	struct fixture *f = *state;
+	char *argv[] = {"/bin/sh", "-c", "exit 0", NULL};
+	uint16_t ports[306];
+	unsigned counts[K_OTHER + 1] = {0}, port, lo = ~0u, hi = 0;
+	size_t i, n = 0;
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned loops = fd >= 0 ? 2 : 1;
+	struct sbx *s;
+	enum kind k;
+
+	if (fd >= 0)
+		close(fd);
+	ports[n++] = 22;
+	ports[n++] = 53;
+	ports[n++] = 80;
+	ports[n++] = 443;
+	ports[n++] = 1080;
+	ports[n++] = 3128;
+	for (i = 0; i < 300; i++)
+		ports[n++] = (uint16_t)(20000 + i);
+	f->c.capture = 1;
+	f->c.capture_ports = ports;
+	f->c.ncapture_ports = n;
+	s = start(f, argv);
+	assert_int_equal(sbx_nlisteners(s), 2 * loops + 2 + 303 + 1);
+	for (i = 0; i < (size_t)sbx_nlisteners(s); i++) {
+		k = kind_of(sbx_listener(s, (int)i), &port);
+		counts[k]++;
+		if (k == K_CAPTURE) {
+			lo = port < lo ? port : lo;
+			hi = port > hi ? port : hi;
+		}
+	}
+	assert_int_equal(counts[K_PACKET], 1);
+	assert_int_equal(counts[K_DNS], 2);
+	assert_int_equal(counts[K_PROXY], loops);
+	assert_int_equal(counts[K_SOCKS], loops);
+	assert_int_equal(counts[K_CAPTURE], 303);
+	assert_int_equal(counts[K_OTHER], 0);
+	assert_int_equal(lo, 22);
+	assert_int_equal(hi, 20299);
+	wait_exec_ok(s);
+	assert_int_equal(wait_end(s), 0);
+	sbx_free(s);
+}
+
+/* Without capture: loopback only, no packet socket. */
+static void
+test_no_capture_listeners(void **state)
+{
+	struct fixture *f = *state;
+	char *argv[] = {"/bin/sh", "-c", "exit 0", NULL};
+	unsigned port;
+	struct sbx *s;
+	enum kind k;
+	int i;
+
+	s = start(f, argv);
+	for (i = 0; i < sbx_nlisteners(s); i++) {
+		k = kind_of(sbx_listener(s, i), &port);
+		if (k == K_OTHER)
+			assert_int_equal(port, NET_DNS_PORT); /* loopback */
+		else
+			assert_true(k == K_PROXY || k == K_SOCKS);
+	}
+	wait_exec_ok(s);
+	assert_int_equal(wait_end(s), 0);
+	sbx_free(s);
+}
+
+/* --- the listener handoff, as a PID 1 may send it -------------------------- */
+
+/* Sends 'F' + TOTAL with N descriptors of /dev/null (N may be 0). */
+static void
+send_f(int sock, uint32_t total, int n)
+{
+	char msg[5] = {'F'}, cbuf[CMSG_SPACE(sizeof(int) * 16)];
+	struct iovec iov = {msg, sizeof(msg)};
+	struct msghdr m;
+	struct cmsghdr *c;
+	int fds[16], i;
+
+	assert_true(n <= 16);
+	memcpy(msg + 1, &total, 4);
+	memset(&m, 0, sizeof(m));
+	memset(cbuf, 0, sizeof(cbuf));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	for (i = 0; i < n; i++)
+		assert_true(
+		    (fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
+	if (n > 0) {
+		m.msg_control = cbuf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
+	}
+	assert_int_equal(sendmsg(sock, &m, 0), 5);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* Open descriptors of this process. */
+static int
+open_fds(void)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;
+}
+
+/* SCRIPT sends; the launcher's side takes it, or refuses saying WANT. */
+static void
+handoff(void (*script)(int), int nwant, const char *want)
+{
+	char err[256] = "";
+	int sp[2], before = open_fds();
+	struct sbx *s;
+
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	script(sp[1]);
+	close(sp[1]);
+	s = sbx_test_listeners(sp[0], err, sizeof(err));
+	if (want == NULL) {
+		assert_non_null(s);
+		assert_int_equal(sbx_nlisteners(s), nwant);
+		sbx_free(s);
+	} else {
+		assert_null(s);
+		assert_non_null(strstr(err, want));
+	}
+	/* Whatever came is closed, taken or refused. */
+	assert_int_equal(open_fds(), before);
+}
+
+static void
+batches_ok(int sock)
+{
+	send_f(sock, 20, 8);
+	send_f(sock, 20, 8);
+	send_f(sock, 20, 4);
+}
+
+static void
+total_changes(int sock)
+{
+	send_f(sock, 20, 8);
+	send_f(sock, 21, 8);
+}
+
+static void
+past_total(int sock)
+{
+	send_f(sock, 10, 8);
+	send_f(sock, 10, 8);
+}
+
+static void
+total_zero(int sock)
+{
+	send_f(sock, 0, 1);
+}
+
+static void
+total_too_big(int sock)
+{
+	send_f(sock, SBX_LISTENERS_MAX + 1, 8);
+}
+
+static void
+no_fds(int sock)
+{
+	send_f(sock, 3, 0);
+}
+
+static void
+too_many_at_once(int sock)
+{
+	send_f(sock, 16, 16); /* more than NET_FDS_MAX: cut short */
+}
+
+static void
+short_then_end(int sock)
+{
+	send_f(sock, 10, 8);
+}
+
+static void
+said_why(int sock)
+{
+	send_f(sock, 10, 8);
+	assert_int_equal(send(sock, "Eno room", 8, 0), 8);
+}
+
+static void
+test_handoff_checked(void **state)
+{
+	(void)state;
+	handoff(batches_ok, 20, NULL);
+	handoff(total_changes, 0, "malformed list of listeners");
+	handoff(past_total, 0, "malformed list of listeners");
+	handoff(total_zero, 0, "malformed list of listeners");
+	handoff(total_too_big, 0, "malformed list of listeners");
+	handoff(no_fds, 0, "malformed list of listeners");
+	handoff(too_many_at_once, 0, "malformed list of listeners");
+	handoff(short_then_end, 0, "end of file");
+	handoff(said_why, 0, "no room");
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -880,6 +1141,9 @@ main(void)
 	    T(test_listener_range),
 	    T(test_release_listeners),
 	    T(test_free_closes_listeners),
+	    T(test_capture_listeners),
+	    T(test_no_capture_listeners),
+	    cmocka_unit_test(test_handoff_checked),
 	    T(test_git_hooks_stay_closed),
 	    T(test_git_commondir_closed),
 	    T(test_git_sweep_fails),

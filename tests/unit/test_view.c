@@ -93,14 +93,14 @@ test_conversation(void **state)
 	struct view_order e, u;
 	unsigned char p[64];
 	uint64_t total = 3;
-	uint32_t one = 1;
+	uint32_t one = 1, lst[2] = {1, 1};
 	struct view_msg m;
 	ssize_t n;
 
 	(void)state;
 	engine_view(&e);
 	view_order_init(&u, VIEW_FROM_USER);
-	m = msg(VIEW_LISTENERS, &one, 4);
+	m = msg(VIEW_LISTENERS, lst, 8);
 	m.nfds = 1;
 	assert_int_equal(view_check(&u, &m), VIEW_OK);
 	assert_int_equal(check(&u, VIEW_STOP, &one, 4), VIEW_OK);
@@ -316,7 +316,7 @@ test_fds(void **state)
 {
 	struct view_order o;
 	struct view_msg m;
-	uint32_t two = 2;
+	uint32_t two[2] = {2, 2}, old[1] = {2};
 
 	(void)state;
 	/* Descriptors only with LISTENERS, and as many as it says. */
@@ -325,12 +325,158 @@ test_fds(void **state)
 	m.nfds = 1;
 	assert_int_equal(view_check(&o, &m), VIEW_E_FDS);
 	view_order_init(&o, VIEW_FROM_USER);
-	m = msg(VIEW_LISTENERS, &two, 4);
+	m = msg(VIEW_LISTENERS, two, 8);
 	m.nfds = 1;
 	assert_int_equal(view_check(&o, &m), VIEW_E_FDS);
 	view_order_init(&o, VIEW_FROM_USER);
-	m = msg(VIEW_LISTENERS, &two, 4);
+	m = msg(VIEW_LISTENERS, two, 8);
 	assert_int_equal(view_check(&o, &m), VIEW_E_FDS);
+	/* The old form (a count alone) is the wrong size. */
+	view_order_init(&o, VIEW_FROM_USER);
+	m = msg(VIEW_LISTENERS, old, 4);
+	m.nfds = 2;
+	assert_int_equal(view_check(&o, &m), VIEW_E_SIZE);
+}
+
+/* LISTENERS in batches: the same total each time, never past it. */
+static void
+test_listener_batches(void **state)
+{
+	struct view_order o;
+	struct view_msg m;
+	uint32_t p[2];
+
+	(void)state;
+	view_order_init(&o, VIEW_FROM_USER);
+	p[0] = 100;
+	p[1] = VIEW_FDS_MAX;
+	m = msg(VIEW_LISTENERS, p, 8);
+	m.nfds = VIEW_FDS_MAX;
+	assert_int_equal(view_check(&o, &m), VIEW_OK);
+	/* Not all came: no STOP yet. */
+	{
+		struct view_order early = o;
+
+		assert_int_equal(
+		    check(&early, VIEW_STOP, "\0\0\0\0", 4), VIEW_E_ORDER);
+	}
+	p[1] = 100 - VIEW_FDS_MAX;
+	m = msg(VIEW_LISTENERS, p, 8);
+	m.nfds = (int)p[1];
+	assert_int_equal(view_check(&o, &m), VIEW_OK);
+	/* All came: no more LISTENERS, STOP now. */
+	p[1] = 1;
+	m = msg(VIEW_LISTENERS, p, 8);
+	m.nfds = 1;
+	{
+		struct view_order more = o;
+
+		assert_int_equal(view_check(&more, &m), VIEW_E_ORDER);
+	}
+	assert_int_equal(check(&o, VIEW_STOP, "\0\0\0\0", 4), VIEW_OK);
+	/* A total that changes, one past the total, too many at once. */
+	view_order_init(&o, VIEW_FROM_USER);
+	p[0] = 3;
+	p[1] = 2;
+	m = msg(VIEW_LISTENERS, p, 8);
+	m.nfds = 2;
+	assert_int_equal(view_check(&o, &m), VIEW_OK);
+	p[0] = 4;
+	p[1] = 1;
+	m = msg(VIEW_LISTENERS, p, 8);
+	m.nfds = 1;
+	assert_int_equal(view_check(&o, &m), VIEW_E_FDS);
+	view_order_init(&o, VIEW_FROM_USER);
+	p[0] = 3;
+	p[1] = 2;
+	m = msg(VIEW_LISTENERS, p, 8);
+	m.nfds = 2;
+	assert_int_equal(view_check(&o, &m), VIEW_OK);
+	m.nfds = 2;
+	assert_int_equal(view_check(&o, &m), VIEW_E_FDS);
+	view_order_init(&o, VIEW_FROM_USER);
+	p[0] = VIEW_LISTENERS_MAX;
+	p[1] = VIEW_FDS_MAX + 1;
+	m = msg(VIEW_LISTENERS, p, 8);
+	m.nfds = VIEW_FDS_MAX + 1;
+	assert_int_equal(view_check(&o, &m), VIEW_E_FDS);
+	view_order_init(&o, VIEW_FROM_USER);
+	p[0] = VIEW_LISTENERS_MAX + 1;
+	p[1] = 1;
+	m = msg(VIEW_LISTENERS, p, 8);
+	m.nfds = 1;
+	assert_int_equal(view_check(&o, &m), VIEW_E_FDS);
+}
+
+/* CAPTURE: the ports, ascending, between HELLO and READY, once. */
+static void
+test_capture(void **state)
+{
+	static const uint16_t ports[] = {22, 80, 443};
+	struct view_order o;
+	unsigned char p[4 + 2 * (VIEW_CAPTURE_MAX + 1)];
+	uint16_t got[VIEW_CAPTURE_MAX], many[VIEW_CAPTURE_MAX + 1], bad[2];
+	struct view_msg m;
+	uint32_t skipped;
+	ssize_t n;
+	size_t i;
+
+	(void)state;
+	hello(&o, VIEW_ROLE_RUN);
+	n = view_put_capture(p, sizeof(p), 7, ports, 3);
+	assert_int_equal(n, 4 + 6);
+	m = msg(VIEW_CAPTURE, p, (size_t)n);
+	assert_int_equal(view_check(&o, &m), VIEW_OK);
+	assert_int_equal(view_get_capture(&m, &skipped, got), 3);
+	assert_int_equal(skipped, 7);
+	assert_int_equal(got[0], 22);
+	assert_int_equal(got[2], 443);
+	/* Once only. */
+	assert_int_equal(check(&o, VIEW_CAPTURE, p, (size_t)n), VIEW_E_COUNT);
+	/* Before HELLO, after READY. */
+	view_order_init(&o, VIEW_FROM_ENGINE);
+	assert_int_equal(check(&o, VIEW_CAPTURE, p, (size_t)n), VIEW_E_ORDER);
+	engine_view(&o);
+	assert_int_equal(check(&o, VIEW_CAPTURE, p, (size_t)n), VIEW_E_ORDER);
+	/* No port, an odd length, one port too many. */
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_CAPTURE, p, 4), VIEW_E_SIZE);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_CAPTURE, p, 7), VIEW_E_FORM);
+	for (i = 0; i < VIEW_CAPTURE_MAX + 1; i++)
+		many[i] = (uint16_t)(1 + i);
+	assert_int_equal(
+	    view_put_capture(p, sizeof(p), 0, many, VIEW_CAPTURE_MAX + 1), -1);
+	assert_int_equal(
+	    view_put_capture(p, sizeof(p), 0, many, VIEW_CAPTURE_MAX),
+	    4 + 2 * VIEW_CAPTURE_MAX);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(
+	    check(&o, VIEW_CAPTURE, p, 4 + 2 * VIEW_CAPTURE_MAX), VIEW_OK);
+	memcpy(p + 4 + 2 * VIEW_CAPTURE_MAX, "\1\2", 2);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(
+	    check(&o, VIEW_CAPTURE, p, 4 + 2 * (VIEW_CAPTURE_MAX + 1)),
+	    VIEW_E_SIZE);
+	/* Not ascending; port 0. */
+	bad[0] = 443;
+	bad[1] = 80;
+	n = view_put_capture(p, sizeof(p), 0, bad, 2);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_CAPTURE, p, (size_t)n), VIEW_E_FORM);
+	bad[0] = 80;
+	bad[1] = 80;
+	n = view_put_capture(p, sizeof(p), 0, bad, 2);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_CAPTURE, p, (size_t)n), VIEW_E_FORM);
+	bad[0] = 0;
+	n = view_put_capture(p, sizeof(p), 0, bad, 1);
+	hello(&o, VIEW_ROLE_RUN);
+	assert_int_equal(check(&o, VIEW_CAPTURE, p, (size_t)n), VIEW_E_FORM);
+	/* From the user: not its message. */
+	view_order_init(&o, VIEW_FROM_USER);
+	n = view_put_capture(p, sizeof(p), 0, ports, 3);
+	assert_int_equal(check(&o, VIEW_CAPTURE, p, (size_t)n), VIEW_E_TYPE);
 }
 
 static void
@@ -390,7 +536,7 @@ test_socket(void **state)
 	struct view_order e, u;
 	struct view_msg m;
 	unsigned char p[64];
-	uint32_t one = 1;
+	uint32_t one = 1, lst[2] = {1, 1};
 	struct stat a, b;
 	ssize_t n;
 	int sv[2], fd;
@@ -413,7 +559,7 @@ test_socket(void **state)
 	/* The listener crosses with LISTENERS. */
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
-	assert_int_equal(view_send(sv[1], VIEW_LISTENERS, &one, 4, &fd, 1), 0);
+	assert_int_equal(view_send(sv[1], VIEW_LISTENERS, lst, 8, &fd, 1), 0);
 	assert_int_equal(view_recv(sv[0], &u, buf, &m), VIEW_OK);
 	assert_int_equal(m.nfds, 1);
 	assert_int_equal(fstat(fd, &a), 0);
@@ -459,6 +605,8 @@ main(void)
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test(test_forms),
 	    cmocka_unit_test(test_fds),
+	    cmocka_unit_test(test_listener_batches),
+	    cmocka_unit_test(test_capture),
 	    cmocka_unit_test(test_decode),
 	    cmocka_unit_test(test_getters),
 	    cmocka_unit_test(test_socket),
