@@ -23,6 +23,7 @@
 #include "proxy/engine.h"
 #include "proxy/engine_load.h"
 #include "proxy/proxy.h"
+#include "proxy/synth.h"
 
 struct engine {
 	struct engine_config cf;
@@ -30,6 +31,11 @@ struct engine {
 	struct proxy *px;
 	struct dns *dns;
 	struct dnsstub *stub; /* the sandbox's DNS stub, once it has a socket */
+	/* Capture: the synthetic addresses the stub answers with and the
+	 * proxy maps back (synth.h); NULL without capture.  Freed last. */
+	struct synth *synth;
+	/* The proxy's policy now, for the stub (the proxy owns it). */
+	const struct policy *policy;
 	struct engine_load *load; /* its log and TLS outlive the proxy */
 	const char *name;
 	/* A reload whose secrets load in a thread; see engine.h. */
@@ -115,6 +121,10 @@ on_reload_done(evutil_socket_t fd, short what, void *arg)
 		return;
 	if ((p = reload_join(e)) != NULL) {
 		proxy_set_policy(e->px, p);
+		/* The stub's next answer follows it.  (Out of memory,
+		 * proxy_set_policy keeps the old one and frees P: a getter
+		 * in proxy.h would let the stub ask the proxy itself.) */
+		e->policy = p;
 		log_warnx("reload: policy reloaded (%zu rules)",
 		    policy_rule_count(p));
 	}
@@ -191,8 +201,10 @@ open_all(struct engine *e, struct policy *p)
 	pc.denied_arg = e->cf.denied_arg;
 	pc.tls = engine_load_tls(e->load);
 	pc.standins = engine_load_standins(e->load);
+	pc.synth = e->synth;
 	if ((e->px = proxy_new(e->base, &pc)) == NULL)
 		fatalx("%s: out of memory", e->name);
+	e->policy = p;
 	return 0;
 }
 
@@ -224,6 +236,8 @@ engine_new(struct event_base *base, const struct engine_config *cf,
 	e->cancel_pipe[0] = e->cancel_pipe[1] = -1;
 	if (cf->parse != NULL)
 		watch_reloads(e);
+	if (cf->capture && (e->synth = synth_new()) == NULL)
+		fatalx("%s: out of memory", e->name);
 	if (open_all(e, p) != 0) {
 		if (e->px == NULL)
 			policy_free(p);
@@ -231,6 +245,15 @@ engine_new(struct event_base *base, const struct engine_config *cf,
 		e = NULL;
 	}
 	return e;
+}
+
+/* The stub asks at each query: a reload takes effect at once. */
+static const struct policy *
+policy_now(void *arg)
+{
+	struct engine *e = arg;
+
+	return e->policy;
 }
 
 int
@@ -243,6 +266,9 @@ engine_listen_dns(struct engine *e, int fd)
 		sc.looked_up = e->cf.looked_up;
 		sc.arg = e->cf.looked_up_arg;
 		sc.own_name = e->cf.own_name;
+		sc.synth = e->synth;
+		sc.policy = policy_now;
+		sc.policy_arg = e;
 		if ((e->stub = dnsstub_new(e->base, &sc)) == NULL) {
 			close(fd);
 			return -1;
@@ -291,5 +317,6 @@ engine_free(struct engine *e)
 	dnsstub_free(e->stub); /* logs the names past its table */
 	dns_free(e->dns);
 	engine_load_free(e->load); /* closes the log */
+	synth_free(e->synth); /* after the proxy and the stub, its users */
 	free(e);
 }
