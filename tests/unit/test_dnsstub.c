@@ -735,6 +735,45 @@ test_capture_server(void **state)
 	stub_clean(&st);
 }
 
+/* A reload: the stub asks for the policy at each query. */
+static void
+test_capture_reload(void **state)
+{
+	struct stub st;
+	struct policy *old;
+	uint8_t q[600], r[600];
+	size_t qn;
+	int u;
+
+	(void)state;
+	stub_start_capture(&st, NULL, fixture_policy(capture_policy, 0));
+	u = client(SOCK_DGRAM, st.uport);
+	qn = query(q, 1, "r.allowed.test", 1);
+	assert_int_equal(send(u, q, qn, 0), (ssize_t)qn);
+	spin_until_readable(st.base, u);
+	assert_int_equal(recv(u, r, sizeof(r), 0), (ssize_t)(qn + 16));
+	old = st.p;
+	st.p = fixture_policy("allow r2.test\n", 0);
+	policy_free(old);
+	qn = query(q, 2, "s.allowed.test", 1);
+	udp_ask(&st, u, q, qn, r, sizeof(r));
+	assert_int_equal(r[3] & 0x0f, DNSSTUB_NXDOMAIN);
+	qn = query(q, 3, "r2.test", 28);
+	assert_int_equal(send(u, q, qn, 0), (ssize_t)qn);
+	spin_until_readable(st.base, u);
+	assert_int_equal(recv(u, r, sizeof(r), 0), (ssize_t)(qn + 28));
+	/* no policy at all: refused (fail closed) */
+	old = st.p;
+	st.p = NULL;
+	qn = query(q, 4, "r2.test", 1);
+	udp_ask(&st, u, q, qn, r, sizeof(r));
+	assert_int_equal(r[3] & 0x0f, DNSSTUB_REFUSED);
+	st.p = old;
+	close(u);
+	stub_stop(&st);
+	stub_clean(&st);
+}
+
 /* Bytes the allocator holds now (0 where it does not say: ASan). */
 static size_t
 heap_used(void)
@@ -1014,6 +1053,7 @@ main(void)
 	    cmocka_unit_test(test_capture_answers),
 	    cmocka_unit_test(test_capture_edns),
 	    cmocka_unit_test(test_capture_server),
+	    cmocka_unit_test(test_capture_reload),
 	    cmocka_unit_test(test_capture_flood),
 	    cmocka_unit_test(test_capture_wildcard),
 	};
