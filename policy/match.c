@@ -393,6 +393,72 @@ policy_decide(const struct policy *p, const struct policy_request *req,
 	return d->verdict;
 }
 
+/* --- names the DNS stub may answer ----------------------------------- */
+
+/* The most index lists a name can hit: its own, one per proper suffix
+ * (at most 126 dots in 253 bytes), and the "*" lists. */
+#define HOST_LISTS 130
+
+struct hit {
+	const struct htab_list *l[HOST_LISTS];
+	size_t n;
+};
+
+static void
+collect(void *arg, const struct htab_list *l)
+{
+	struct hit *h = arg;
+
+	if (h->n < HOST_LISTS)
+		h->l[h->n++] = l;
+}
+
+/* Does a deny of H, without paths or methods, cover every port of T? */
+static int
+denied_on_all(
+    const struct match *m, const struct hit *h, const struct rule_target *t)
+{
+	const struct rule_target *o;
+	size_t i, j;
+
+	for (i = 0; i < h->n; i++)
+		for (j = 0; j < h->l[i][L_DENY].n; j++) {
+			o = &m->targets[h->l[i][L_DENY].ids[j]];
+			if (!policy_rule_constrained(&m->rules[o->rule]) &&
+			    ports_superset(o, t))
+				return 1;
+		}
+	return 0;
+}
+
+/*
+ * An allow target of the name some of whose ports no single port-wide
+ * deny takes back (a deny without ports covers them all): a CONNECT to
+ * the name may then be allowed on some port.  A few look-ups, as for a
+ * decision; a port taken back only by several denies together still
+ * counts as allowed (the connection is then refused, as a CONNECT).
+ */
+int
+policy_host_may_allow(const struct policy *p, const struct target_host *host)
+{
+	const struct match *m = policy_index(p);
+	const struct htab_list *l;
+	struct hit h;
+	size_t i, j;
+	int may = 0;
+
+	if (host->kind != TARGET_NAME)
+		return 0;
+	h.n = 0;
+	gather_host(m, host, collect, &h);
+	for (i = 0; i < h.n && !may; i++) {
+		l = &h.l[i][L_ALLOW];
+		for (j = 0; j < l->n && !may; j++)
+			may = !denied_on_all(m, &h, &m->targets[l->ids[j]]);
+	}
+	return may;
+}
+
 /* --- building --------------------------------------------------------- */
 
 static void

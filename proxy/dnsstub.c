@@ -1,6 +1,7 @@
 /*
  * dnsstub.c: the sandbox's DNS stub (dnsstub.h): a strict reader of one
- * query, the one function that decides its answer, and the UDP and TCP
+ * query, the one function that decides its answer (the policy's names,
+ * synthetic addresses), the answer's builder, and the UDP and TCP
  * servers on the sockets made inside the sandbox.  Nothing here asks a
  * real resolver.
  */
@@ -23,18 +24,26 @@
 #include "audit/audit.h"
 #include "common/htab.h"
 #include "common/log.h"
+#include "policy/policy.h"
 #include "policy/target.h"
 #include "proxy/dnsstub.h"
+#include "proxy/synth.h"
 
 #define HDR 12
 #define NAME_WIRE_MAX 255 /* RFC 1035 2.3.4, length bytes included */
 #define QR 0x80
 #define OPCODE_MASK 0x78
 #define RD 0x01
+#define RA 0x80
+#define TYPE_A 1
+#define TYPE_AAAA 28
+#define CLASS_IN 1
+#define QUESTION_PTR 0xc00c /* the name at offset 12: the question's */
 #define UDP_BURST 64 /* datagrams read per wake-up, then others' turn */
 #define TCP_IDLE_S 10
 #define TCP_OUT_MAX 65536 /* answers a peer leaves unread: it goes */
 #define SOCKS_MAX 8
+#define OTHERS_MAX 8 /* answers' words (dnsstub_answer.word) */
 
 static uint16_t
 get16(const uint8_t *p)
@@ -147,18 +156,48 @@ dnsstub_parse(const uint8_t *p, size_t n, struct dnsstub_query *q)
 }
 
 /*
- * REFUSED rather than NXDOMAIN: the stub does not know that the name does
- * not exist, and says only that it will not look it up.  A resolver
- * treats REFUSED as this server's failure, not as an answer about the
- * name, so nothing caches "no such name"; glibc gives up at once when its
- * only server refuses (EAI_AGAIN, "temporary failure"), so the program
- * fails fast.  Issue 12 answers the policy's names here.
+ * Without capture, REFUSED rather than NXDOMAIN: the stub does not know
+ * that the name does not exist, and says only that it will not look it
+ * up; a resolver treats REFUSED as this server's failure, so nothing
+ * caches "no such name", and glibc gives up at once when its only server
+ * refuses (EAI_AGAIN).  With capture the stub is the sandbox's whole DNS:
+ * the names the policy may allow exist (at synthetic addresses), and no
+ * other does, so NXDOMAIN (EAI_NONAME: glibc stops at once; the
+ * sandbox's resolv.conf has no search list to try).
  */
-enum dnsstub_rcode
-dnsstub_decide(const struct dnsstub_query *q)
+void
+dnsstub_decide(const struct dnsstub_query *q, const struct policy *p,
+    struct synth *synth, struct dnsstub_answer *a)
 {
-	(void)q;
-	return DNSSTUB_REFUSED;
+	uint8_t v4[4], v6[16];
+
+	memset(a, 0, sizeof(*a));
+	a->rcode = DNSSTUB_REFUSED;
+	if (synth == NULL || p == NULL)
+		goto out;
+	a->ra = 1;
+	a->rcode = DNSSTUB_NXDOMAIN;
+	if (!policy_host_may_allow(p, &q->host))
+		goto out;
+	a->rcode = DNSSTUB_NOERROR;
+	a->word = "nodata";
+	if (q->qclass != CLASS_IN ||
+	    (q->qtype != TYPE_A && q->qtype != TYPE_AAAA))
+		goto out;
+	if (synth_map(synth, q->host.name, v4, v6) != 0) {
+		a->rcode = DNSSTUB_SERVFAIL;
+		a->word = NULL;
+		goto out;
+	}
+	a->rtype = q->qtype;
+	if (q->qtype == TYPE_A)
+		memcpy(a->addr, v4, 4);
+	else
+		memcpy(a->addr, v6, 16);
+	a->word = "synthetic";
+out:
+	if (a->word == NULL)
+		a->word = dnsstub_rcode_name(a->rcode);
 }
 
 const char *
@@ -189,12 +228,29 @@ dnsstub_qtype_name(uint16_t qtype, char buf[12])
 	return buf;
 }
 
+/* A's record after the question, at OUT; returns its length. */
+static size_t
+put_record(uint8_t *out, const struct dnsstub_answer *a)
+{
+	size_t alen = a->rtype == TYPE_A ? 4 : 16;
+
+	put16(out, QUESTION_PTR);
+	put16(out + 2, a->rtype);
+	put16(out + 4, CLASS_IN);
+	put16(out + 6, 0);
+	put16(out + 8, SYNTH_TTL);
+	put16(out + 10, (uint16_t)alen);
+	memcpy(out + 12, a->addr, alen);
+	return 12 + alen;
+}
+
 size_t
 dnsstub_respond(const uint8_t *p, size_t n, int err,
-    const struct dnsstub_query *q, uint8_t *out)
+    const struct dnsstub_query *q, const struct dnsstub_answer *a, uint8_t *out)
 {
 	enum dnsstub_rcode rc;
 	size_t len = HDR;
+	int ra = 0;
 
 	/* No header to answer, or a response: answering could loop. */
 	if (n < HDR || err == DNSSTUB_E_RESPONSE)
@@ -202,15 +258,21 @@ dnsstub_respond(const uint8_t *p, size_t n, int err,
 	memset(out, 0, HDR);
 	put16(out, q->id);
 	if (err == DNSSTUB_OK) {
-		rc = dnsstub_decide(q);
+		rc = a->rcode;
+		ra = a->ra;
 		memcpy(out + HDR, p + HDR, q->qend - HDR);
 		put16(out + 4, 1);
 		len = q->qend;
+		if (rc == DNSSTUB_NOERROR &&
+		    (a->rtype == TYPE_A || a->rtype == TYPE_AAAA)) {
+			len += put_record(out + len, a);
+			put16(out + 6, 1);
+		}
 	} else
 		rc = err == DNSSTUB_E_OPCODE ? DNSSTUB_NOTIMP : DNSSTUB_FORMERR;
 	out[2] = (uint8_t)(QR |
 	    (err == DNSSTUB_E_OPCODE ? p[2] & OPCODE_MASK : 0) | q->rd);
-	out[3] = (uint8_t)rc;
+	out[3] = (uint8_t)((ra ? RA : 0) | rc);
 	return len;
 }
 
@@ -232,13 +294,17 @@ struct dnsstub {
 	size_t nudp, ntcp;
 	struct bufferevent *conns[DNSSTUB_TCP_MAX]; /* TCP, open */
 	struct htab *names; /* the names seen, up to DNSSTUB_NAMES_MAX */
-	uint64_t others; /* queries of names past the table */
+	/* Queries of names past the table, by answer (its static word). */
+	struct {
+		const char *word;
+		uint64_t n;
+	} others[OTHERS_MAX];
 	uint64_t queries;
 };
 
 /* The first query of a name: one record, and the caller told. */
 static void
-first_query(struct dnsstub *s, const struct dnsstub_query *q, const char *rc)
+first_query(struct dnsstub *s, const struct dnsstub_query *q, const char *word)
 {
 	struct audit_rec rec;
 	char buf[12];
@@ -248,7 +314,7 @@ first_query(struct dnsstub *s, const struct dnsstub_query *q, const char *rc)
 		audit_rec_init(&rec, "dns", 0);
 		rec.host = q->host.name;
 		rec.qtype = qtype;
-		rec.answer = rc;
+		rec.answer = word;
 		(void)audit_write(s->cf.audit, &rec);
 	}
 	if (s->cf.looked_up != NULL)
@@ -271,21 +337,39 @@ quiet(const struct dnsstub *s, const struct dnsstub_query *q)
 	    (s->cf.own_name != NULL && strcasecmp(n, s->cf.own_name) == 0);
 }
 
-/* Notes a well-formed query's name. */
+/* A query of a name past the table, counted under its answer. */
 static void
-note(struct dnsstub *s, const struct dnsstub_query *q)
+count_other(struct dnsstub *s, const char *word)
 {
-	const char *rc = dnsstub_rcode_name(dnsstub_decide(q));
+	size_t i;
 
-	if (quiet(s, q) ||
-	    htab_find(s->names, q->host.name, q->host.len) != NULL)
+	for (i = 0; i < OTHERS_MAX; i++)
+		if (s->others[i].word == NULL || s->others[i].word == word) {
+			s->others[i].word = word;
+			s->others[i].n++;
+			return;
+		}
+}
+
+/* Notes a well-formed query's name and its answer's WORD. */
+static void
+note(struct dnsstub *s, const struct dnsstub_query *q, const char *word)
+{
+	if (htab_find(s->names, q->host.name, q->host.len) != NULL)
 		return;
 	if (htab_count(s->names) >= DNSSTUB_NAMES_MAX ||
 	    htab_try_add(s->names, q->host.name, q->host.len, 0, 0) != 0) {
-		s->others++;
+		count_other(s, word);
 		return;
 	}
-	first_query(s, q, rc);
+	first_query(s, q, word);
+}
+
+/* The policy in force, or NULL. */
+static const struct policy *
+policy_now(const struct dnsstub *s)
+{
+	return s->cf.policy != NULL ? s->cf.policy(s->cf.policy_arg) : NULL;
 }
 
 /* One query of N bytes: its answer in OUT, and its length (0: none). */
@@ -293,38 +377,112 @@ static size_t
 handle(struct dnsstub *s, const uint8_t *p, size_t n, uint8_t *out)
 {
 	struct dnsstub_query q;
+	struct dnsstub_answer a;
 	int err = dnsstub_parse(p, n, &q);
 
 	s->queries++;
-	if (err == DNSSTUB_OK)
-		note(s, &q);
-	else
+	if (err == DNSSTUB_OK && quiet(s, &q))
+		dnsstub_decide(&q, NULL, NULL, &a); /* refused, as ever */
+	else if (err == DNSSTUB_OK) {
+		dnsstub_decide(&q, policy_now(s), s->cf.synth, &a);
+		note(s, &q, a.word);
+	} else
 		log_debug("dns: query refused: %d", err);
-	return dnsstub_respond(p, n, err, &q, out);
+	return dnsstub_respond(p, n, err, &q, &a, out);
 }
+
+/*
+ * The destination of the datagram MSG brought, as a control message for
+ * the answer in CTL (of CTLLEN bytes): the answer leaves from the address
+ * the query was sent to.  Returns the control message's length, 0 when
+ * the datagram said nothing (the kernel picks the source).
+ */
+static size_t
+reply_from(struct msghdr *msg, uint8_t *ctl, size_t ctllen)
+{
+	struct cmsghdr *c, *o;
+	struct in_pktinfo pi4;
+	struct in6_pktinfo pi6;
+
+	memset(ctl, 0, ctllen);
+	for (c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
+		o = (struct cmsghdr *)(void *)ctl;
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(pi4)) &&
+		    CMSG_SPACE(sizeof(pi4)) <= ctllen) {
+			memcpy(&pi4, CMSG_DATA(c), sizeof(pi4));
+			pi4.ipi_spec_dst = pi4.ipi_addr; /* the destination */
+			pi4.ipi_ifindex = 0;
+			o->cmsg_level = IPPROTO_IP;
+			o->cmsg_type = IP_PKTINFO;
+			o->cmsg_len = CMSG_LEN(sizeof(pi4));
+			memcpy(CMSG_DATA(o), &pi4, sizeof(pi4));
+			return CMSG_SPACE(sizeof(pi4));
+		}
+		/* An IPv4 datagram on a dual-stack socket comes with its
+		 * destination mapped (::ffff:a.b.c.d): sent back as is. */
+		if (c->cmsg_level == IPPROTO_IPV6 &&
+		    c->cmsg_type == IPV6_PKTINFO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(pi6)) &&
+		    CMSG_SPACE(sizeof(pi6)) <= ctllen) {
+			memcpy(&pi6, CMSG_DATA(c), sizeof(pi6));
+			pi6.ipi6_ifindex = 0;
+			o->cmsg_level = IPPROTO_IPV6;
+			o->cmsg_type = IPV6_PKTINFO;
+			o->cmsg_len = CMSG_LEN(sizeof(pi6));
+			memcpy(CMSG_DATA(o), &pi6, sizeof(pi6));
+			return CMSG_SPACE(sizeof(pi6));
+		}
+	}
+	return 0;
+}
+
+/* Room for one IP_PKTINFO or IPV6_PKTINFO control message. */
+#define CTL_MAX                                                                \
+	(CMSG_SPACE(sizeof(struct in6_pktinfo)) +                              \
+	    CMSG_SPACE(sizeof(struct in_pktinfo)))
 
 static void
 on_udp(evutil_socket_t fd, short what, void *arg)
 {
 	struct dnsstub *s = arg;
 	uint8_t in[DNSSTUB_QUERY_MAX + 1], out[DNSSTUB_ANSWER_MAX];
+	union {
+		struct cmsghdr align;
+		uint8_t b[CTL_MAX];
+	} ctl_in, ctl_out;
 	struct sockaddr_storage from;
-	socklen_t flen;
+	struct iovec iov;
+	struct msghdr msg;
 	ssize_t n;
-	size_t len;
+	size_t len, clen;
 	int i;
 
 	(void)what;
 	for (i = 0; i < UDP_BURST; i++) {
-		flen = sizeof(from);
+		memset(&msg, 0, sizeof(msg));
+		iov.iov_base = in;
+		iov.iov_len = sizeof(in);
+		msg.msg_name = &from;
+		msg.msg_namelen = sizeof(from);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = ctl_in.b;
+		msg.msg_controllen = sizeof(ctl_in.b);
 		/* MSG_TRUNC: the datagram's real length, to refuse a long one */
-		n = recvfrom(fd, in, sizeof(in), MSG_DONTWAIT | MSG_TRUNC,
-		    (struct sockaddr *)&from, &flen);
+		n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
 		if (n < 0)
 			break;
-		if ((len = handle(s, in, (size_t)n, out)) > 0)
-			(void)sendto(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL,
-			    (struct sockaddr *)&from, flen);
+		if ((len = handle(s, in, (size_t)n, out)) == 0)
+			continue;
+		clen = reply_from(&msg, ctl_out.b, sizeof(ctl_out.b));
+		iov.iov_base = out;
+		iov.iov_len = len;
+		msg.msg_control = clen > 0 ? ctl_out.b : NULL;
+		msg.msg_controllen = clen;
+		msg.msg_flags = 0;
+		if (sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			log_debug("dns: answer not sent: %s", strerror(errno));
 	}
 }
 
@@ -460,6 +618,38 @@ dnsstub_is_stub_fd(int fd)
 	return 0;
 }
 
+/*
+ * Asks UDP socket FD for each datagram's destination: IP_PKTINFO on an
+ * IPv4 socket, IPV6_RECVPKTINFO on an IPv6 one (a dual-stack socket
+ * reports an IPv4 datagram's destination mapped, which sendmsg takes),
+ * and IP_FREEBIND there.
+ * Without it answers still go, from the address the kernel picks: right
+ * on a socket bound to one address.
+ */
+static void
+want_destination(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int on = 1, r = -1;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+		ss.ss_family = AF_UNSPEC;
+	if (ss.ss_family == AF_INET)
+		r = setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
+	/* IPv6 checks a source address against the addresses configured,
+	 * not the local routes (IPv4 does): without IP_FREEBIND an answer
+	 * from 2001:db8::53 fails (EINVAL).  Only a query's destination is
+	 * ever used as a source. */
+	else if (ss.ss_family == AF_INET6)
+		r = setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on,
+		        sizeof(on)) != 0 ||
+		    setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &on, sizeof(on));
+	if (r != 0)
+		log_debug(
+		    "dns: no destination of datagrams: %s", strerror(errno));
+}
+
 int
 dnsstub_listen_fd(struct dnsstub *s, int fd)
 {
@@ -472,6 +662,7 @@ dnsstub_listen_fd(struct dnsstub *s, int fd)
 	    evutil_make_socket_nonblocking(fd) != 0)
 		return -1;
 	if (type == SOCK_DGRAM && s->nudp < SOCKS_MAX) {
+		want_destination(fd);
 		ev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_udp, s);
 		if (ev == NULL || event_add(ev, NULL) != 0) {
 			if (ev != NULL)
@@ -499,18 +690,21 @@ dnsstub_queries(const struct dnsstub *s)
 	return s->queries;
 }
 
-/* The names past the table, in one record. */
+/* The names past the table: one record for each answer they got. */
 static void
 log_others(struct dnsstub *s)
 {
 	struct audit_rec rec;
+	size_t i;
 
-	if (s->others == 0 || s->cf.audit == NULL)
-		return;
-	audit_rec_init(&rec, "dns", 0);
-	rec.answer = dnsstub_rcode_name(DNSSTUB_REFUSED);
-	rec.count = (int64_t)s->others;
-	(void)audit_write(s->cf.audit, &rec);
+	for (i = 0; i < OTHERS_MAX && s->cf.audit != NULL; i++) {
+		if (s->others[i].n == 0)
+			continue;
+		audit_rec_init(&rec, "dns", 0);
+		rec.answer = s->others[i].word;
+		rec.count = (int64_t)s->others[i].n;
+		(void)audit_write(s->cf.audit, &rec);
+	}
 }
 
 void

@@ -24,6 +24,7 @@
 #include "proxy/engine_load.h"
 #include "proxy/proxy.h"
 #include "proxy/refused.h"
+#include "proxy/synth.h"
 
 struct engine {
 	struct engine_config cf;
@@ -32,6 +33,11 @@ struct engine {
 	struct dns *dns;
 	struct dnsstub *stub; /* the sandbox's DNS stub, once it has a socket */
 	struct refused *refused; /* the sandbox's refusals (capture) */
+	/* Capture: the synthetic addresses the stub answers with and the
+	 * proxy maps back (synth.h); NULL without capture.  Freed last. */
+	struct synth *synth;
+	/* The proxy's policy now, for the stub (the proxy owns it). */
+	const struct policy *policy;
 	struct engine_load *load; /* its log and TLS outlive the proxy */
 	const char *name;
 	/* A reload whose secrets load in a thread; see engine.h. */
@@ -117,6 +123,10 @@ on_reload_done(evutil_socket_t fd, short what, void *arg)
 		return;
 	if ((p = reload_join(e)) != NULL) {
 		proxy_set_policy(e->px, p);
+		/* The stub's next answer follows it.  (Out of memory,
+		 * proxy_set_policy keeps the old one and frees P: a getter
+		 * in proxy.h would let the stub ask the proxy itself.) */
+		e->policy = p;
 		log_warnx("reload: policy reloaded (%zu rules)",
 		    policy_rule_count(p));
 	}
@@ -193,8 +203,10 @@ open_all(struct engine *e, struct policy *p)
 	pc.denied_arg = e->cf.denied_arg;
 	pc.tls = engine_load_tls(e->load);
 	pc.standins = engine_load_standins(e->load);
+	pc.synth = e->synth;
 	if ((e->px = proxy_new(e->base, &pc)) == NULL)
 		fatalx("%s: out of memory", e->name);
+	e->policy = p;
 	return 0;
 }
 
@@ -226,6 +238,8 @@ engine_new(struct event_base *base, const struct engine_config *cf,
 	e->cancel_pipe[0] = e->cancel_pipe[1] = -1;
 	if (cf->parse != NULL)
 		watch_reloads(e);
+	if (cf->capture && (e->synth = synth_new()) == NULL)
+		fatalx("%s: out of memory", e->name);
 	if (open_all(e, p) != 0) {
 		if (e->px == NULL)
 			policy_free(p);
@@ -233,6 +247,15 @@ engine_new(struct event_base *base, const struct engine_config *cf,
 		e = NULL;
 	}
 	return e;
+}
+
+/* The stub asks at each query: a reload takes effect at once. */
+static const struct policy *
+policy_now(void *arg)
+{
+	struct engine *e = arg;
+
+	return e->policy;
 }
 
 int
@@ -245,6 +268,9 @@ engine_listen_dns(struct engine *e, int fd)
 		sc.looked_up = e->cf.looked_up;
 		sc.arg = e->cf.looked_up_arg;
 		sc.own_name = e->cf.own_name;
+		sc.synth = e->synth;
+		sc.policy = policy_now;
+		sc.policy_arg = e;
 		if ((e->stub = dnsstub_new(e->base, &sc)) == NULL) {
 			close(fd);
 			return -1;
@@ -268,7 +294,7 @@ engine_listen_refused(struct engine *e, int fd)
 		return -1;
 	}
 	rc.audit = engine_load_audit(e->load);
-	rc.synth = NULL; /* FIXME(merge): e->synth, the DNS stub's map */
+	rc.synth = e->synth; /* NULL without capture */
 	rc.denied = e->cf.denied;
 	rc.denied_arg = e->cf.denied_arg;
 	e->refused = refused_new(e->base, &rc, fd);
@@ -304,5 +330,6 @@ engine_free(struct engine *e)
 	refused_free(e->refused); /* logs the refusals past its table */
 	dns_free(e->dns);
 	engine_load_free(e->load); /* closes the log */
+	synth_free(e->synth); /* after the proxy and the stub, its users */
 	free(e);
 }

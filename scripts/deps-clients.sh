@@ -21,6 +21,7 @@ PACKAGES=(
 	cargo					# cargo fetch/build (Debian's: a git index;
 						# a cargo >= 1.68 on PATH: the sparse index)
 	nginx fcgiwrap git jq curl openssl	# the registries' server, git smart HTTP, audit checks
+	bind9-dnsutils				# dig: the DNS stub's answers (run_dns_capture)
 )
 
 # A Node that honours NODE_USE_ENV_PROXY (>= 22.21 / 24.5; Debian's is

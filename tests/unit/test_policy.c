@@ -951,6 +951,91 @@ test_reason_long_host(void **state)
 	assert_int_equal(strncmp(d.reason, "no rule allows aaaa", 19), 0);
 }
 
+/* --- names the DNS stub answers (policy_host_may_allow) ------------------ */
+
+/* policy_host_may_allow for HOST, parsed as the stub parses names. */
+static int
+may(const struct policy *p, const char *host)
+{
+	struct target_host h;
+
+	if (target_host_parse(host, strlen(host), &h) != 0)
+		fail_msg("host %s does not parse", host);
+	return policy_host_may_allow(p, &h);
+}
+
+static void
+test_host_may_allow(void **state)
+{
+	static const char pol[] =
+	    "allow exact.test\n"
+	    "allow *.wild.test:8443\n"
+	    "allow db.test:5432\n"
+	    "allow api.test { paths /v1/* }\n"
+	    "allow 192.0.2.1\n"
+	    "allow all.test\n"
+	    "deny all.test\n" /* no ports: all of them */
+	    "allow one.test:443,8080\n"
+	    "deny one.test:443\n" /* one port: 8080 is still allowed */
+	    "allow both.test:443\n"
+	    "deny both.test:443-444\n" /* every port the allow names */
+	    "allow *.under.test\n"
+	    "deny bad.under.test\n"
+	    "allow paths.test\n"
+	    "deny paths.test { paths /admin/* }\n"; /* some requests */
+	struct fixture *f = *state;
+
+	use_policy(f, pol);
+	assert_true(may(f->p, "exact.test"));
+	assert_true(may(f->p, "EXACT.Test")); /* names are lower-cased */
+	assert_true(may(f->p, "exact.test.")); /* the trailing dot */
+	assert_false(may(f->p, "sub.exact.test"));
+	assert_true(may(f->p, "a.wild.test")); /* any port will do */
+	assert_true(may(f->p, "a.b.wild.test"));
+	assert_false(may(f->p, "wild.test")); /* not the apex */
+	assert_true(may(f->p, "db.test"));
+	assert_true(may(f->p, "api.test")); /* some requests */
+	assert_false(may(f->p, "192.0.2.1")); /* addresses: never */
+	assert_false(may(f->p, "[2001:db8::1]"));
+	assert_false(may(f->p, "all.test"));
+	assert_true(may(f->p, "one.test"));
+	assert_false(may(f->p, "both.test"));
+	assert_true(may(f->p, "good.under.test"));
+	assert_false(may(f->p, "bad.under.test"));
+	assert_true(may(f->p, "paths.test"));
+	assert_false(may(f->p, "other.test"));
+	assert_false(may(f->p, "test"));
+}
+
+static void
+test_host_may_allow_any(void **state)
+{
+	struct fixture *f = *state;
+
+	use_policy(f, "allow *\ndeny *.bad.test\n");
+	assert_true(may(f->p, "anything.example"));
+	assert_false(may(f->p, "x.bad.test"));
+	assert_true(may(f->p, "bad.test"));
+	use_policy(f, "deny *\nallow a.test\n");
+	assert_false(may(f->p, "a.test"));
+	use_policy(f, "# nothing\n");
+	assert_false(may(f->p, "a.test"));
+}
+
+/* pinhole run --allow: its text is one more file. */
+static void
+test_host_may_allow_extra(void **state)
+{
+	struct fixture *f = *state;
+	size_t nerr = 0;
+
+	assert_int_equal(policy_load_extra(NULL, 0, "--allow",
+	                     "allow cli.test:22\n", fixture_diag, &nerr, &f->p),
+	    0);
+	assert_true(may(f->p, "cli.test"));
+	assert_false(may(f->p, "other.test"));
+}
+
 /* --- scale --------------------------------------------------------------- */
 
 /* Rule i (line i + 1) has one of four shapes, by i % 4. */
@@ -1026,7 +1111,11 @@ test_large_policy(void **state)
 			fail_msg("probe %s:%u: got %d rule %u \"%s\"",
 			    probes[i].host, probes[i].port, d.verdict,
 			    d.rule_line, d.reason);
-	}
+	} /* the DNS stub's question, through the same index */
+	assert_true(may(f->p, "h9996.example.com"));
+	assert_true(may(f->p, "x.w9997.example.org"));
+	assert_false(may(f->p, "d9999.example.net"));
+	assert_false(may(f->p, "nothing.example.com"));
 }
 
 /* --- capture ports (issue 12) -------------------------------------------- */
@@ -1114,6 +1203,9 @@ main(void)
 	    T(test_rule_file_as_given),
 	    T(test_decision_reset),
 	    T(test_reason_long_host),
+	    T(test_host_may_allow),
+	    T(test_host_may_allow_any),
+	    T(test_host_may_allow_extra),
 	    T(test_large_policy),
 	    T(test_capture_ports),
 	    T(test_capture_ports_default),
