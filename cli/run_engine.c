@@ -72,8 +72,10 @@ on_denied(void *arg, const char *host, unsigned port)
 }
 
 /*
- * A program in the sandbox resolved NAME itself: it ignores the proxy
- * variables, and fails (the stub refuses).  Said once per name, as it
+ * A program in the sandbox resolved NAME itself and the stub gave it no
+ * address: without capture it refuses every name (the program ignores
+ * the proxy variables); under capture NAME is one no rule allows
+ * (NXDOMAIN).  Either way the program fails.  Said once per name, as it
  * happens, so the line comes right before the program's own error; at
  * most RUN_LOOKUPS_SAID names, then one line for the rest.
  */
@@ -86,7 +88,13 @@ on_looked_up(void *arg, const char *name, const char *qtype)
 	(void)qtype;
 	/* The stub takes label bytes only; escaped all the same. */
 	logview_esc_buf(esc, sizeof(esc), name);
-	if (r->lookups_said < RUN_LOOKUPS_SAID)
+	if (r->lookups_said < RUN_LOOKUPS_SAID && !r->no_capture)
+		fprintf(stderr,
+		    "pinhole: a program looked up %s itself: no rule allows "
+		    "it, so the sandbox's DNS says it does not exist "
+		    "(NXDOMAIN); allow %s to let it through\n",
+		    esc, esc);
+	else if (r->lookups_said < RUN_LOOKUPS_SAID)
 		fprintf(stderr,
 		    "pinhole: a program looked up %s itself (port 53): it "
 		    "probably ignores the proxy variables "

@@ -317,7 +317,10 @@ first_query(struct dnsstub *s, const struct dnsstub_query *q, const char *word)
 		rec.answer = word;
 		(void)audit_write(s->cf.audit, &rec);
 	}
-	if (s->cf.looked_up != NULL)
+	/* A name that resolved (synthetic, or NODATA for another type)
+	 * leads the program on to a captured connection: nothing to say. */
+	if (s->cf.looked_up != NULL && strcmp(word, "synthetic") != 0 &&
+	    strcmp(word, "nodata") != 0)
 		s->cf.looked_up(s->cf.arg, q->host.name, qtype);
 }
 

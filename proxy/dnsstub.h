@@ -144,7 +144,9 @@ struct dnsstub;
 
 struct dnsstub_config {
 	struct audit *audit; /* borrowed; NULL: nothing logged */
-	/* The first query of NAME (a canonical host name); may be NULL. */
+	/* The first query of NAME (a canonical host name), when the name
+	 * does not resolve (NXDOMAIN, REFUSED, SERVFAIL: the program is
+	 * about to fail); a name answered is only logged.  May be NULL. */
 	void (*looked_up)(void *arg, const char *name, const char *qtype);
 	void *arg;
 	/* The sandbox's own host name (programs look themselves up), not
