@@ -725,7 +725,8 @@ test_capture_server(void **state)
 	assert_int_equal(r[2 + 7], 1);
 	assert_memory_equal(r + 2 + qn + 12, SYNTH_V6_NET, 6);
 	close(t);
-	assert_int_equal(st.seen.calls, 4);
+	/* told: only the name that did not resolve (the program fails) */
+	assert_int_equal(st.seen.calls, 1);
 	stub_stop(&st);
 	check_logged(&st, "mixed.allowed.test", "A", "synthetic");
 	check_logged(&st, "bad.allowed.test", "A", "nxdomain");
@@ -838,7 +839,8 @@ test_capture_flood(void **state)
 	/* the second 20000 cost nothing that stays (a little slack) */
 	if (after > before + 64 * 1024)
 		fail_msg("heap grew from %zu to %zu bytes", before, after);
-	assert_int_equal(st.seen.calls, DNSSTUB_NAMES_MAX);
+	/* told: the NXDOMAIN names among the first logged, not the rest */
+	assert_true(st.seen.calls > 0 && st.seen.calls < DNSSTUB_NAMES_MAX);
 	assert_true(dnsstub_queries(st.s) == 40000);
 	close(u);
 	stub_stop(&st);
