@@ -272,7 +272,8 @@ daemon_open(struct daemon *d, struct engine_load *l)
 	cf.parse = reparse;
 	cf.parse_arg = d;
 	if ((d->eng = engine_new(d->base, &cf, l)) == NULL ||
-	    proxy_listen(engine_proxy(d->eng), d->o.listen, &port) != 0)
+	    proxy_listen(
+	        engine_proxy(d->eng), d->o.listen, PROXY_VIA_PROXY, &port) != 0)
 		return -1;
 	/* The host as given (tests read the port picked for ":0"). */
 	if (strncmp(d->o.listen, "unix:", 5) != 0)

@@ -31,8 +31,6 @@ struct intercept {
 	intercept_up_cb *up_cb;
 };
 
-static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-
 /*
  * The error of BEV's failed handshake, or 0.  libevent keeps its own code
  * (SSL_ERROR_SSL, of no library) and then OpenSSL's queue, and hands them
@@ -146,8 +144,8 @@ intercept_start(struct session *s)
 		return;
 	}
 	s->status = 200;
-	/* The 200 goes out in the clear, ahead of the TLS records. */
-	bufferevent_write(s->client.bev, established, sizeof(established) - 1);
+	/* The 200 (or SOCKS reply) goes out in the clear, ahead of TLS. */
+	session_established(s);
 	/*
 	 * Not closed with the filter: at the end, the close_notify and the
 	 * last response must still reach the socket (intercept_free).

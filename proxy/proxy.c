@@ -41,8 +41,8 @@
 #include "proxy/scan.h"
 #include "proxy/request.h"
 #include "proxy/session.h"
+#include "proxy/socks.h"
 
-#define LISTENERS_MAX 8
 #define LISTEN_BACKLOG 512
 #define ACCEPT_PAUSE_MS 100
 #define SESSIONS_DEFAULT 4096
@@ -68,10 +68,20 @@ struct client {
 	char name[INET6_ADDRSTRLEN + 4]; /* "192.0.2.1", "2001:db8::/64" */
 };
 
+/*
+ * One listening socket and how its connections arrive.  A list, not an
+ * array: capture makes one per policy port, which may be hundreds.
+ */
+struct listener {
+	LIST_ENTRY(listener) entry;
+	struct proxy *px;
+	struct evconnlistener *lev;
+	enum proxy_via via;
+};
+
 struct proxy {
 	struct session_ctx ctx;
-	struct evconnlistener *lev[LISTENERS_MAX];
-	size_t nlev;
+	LIST_HEAD(, listener) listeners;
 	struct event *resume; /* re-enables accept after EMFILE */
 	unsigned max_sessions;
 	int full; /* paused at the session limit */
@@ -221,13 +231,15 @@ clients_sweep(struct proxy *px, int all)
  * connection, and the client might never see why.
  */
 static void
-refuse(struct proxy *px, struct client *c, int fd, uint64_t conn)
+refuse(struct proxy *px, struct client *c, int fd, uint64_t conn,
+    enum proxy_via via)
 {
 	char why[160], buf[4096], reply[512];
 	size_t got = 0;
 	ssize_t n;
 	int len;
 	struct audit_rec r;
+	struct linger lg = {1, 0};
 
 	snprintf(why, sizeof(why),
 	    "per-client limit: client %s has %u connections open", c->name,
@@ -240,10 +252,19 @@ refuse(struct proxy *px, struct client *c, int fd, uint64_t conn)
 	    "Content-Length: %zu\r\nConnection: close\r\n"
 	    "X-Pinhole-Reason: %s\r\n\r\n%s\n",
 	    strlen(why) + 1, why, why);
-	(void)send(fd, reply, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (via == PROXY_VIA_SOCKS) { /* to its greeting: no method will do */
+		reply[0] = SOCKS_VERSION;
+		reply[1] = (char)SOCKS_METHOD_NONE;
+		len = 2;
+	}
+	if (via == PROXY_VIA_CAPTURE) /* a reset, no byte: as session.c's */
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	else
+		(void)send(fd, reply, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL);
 	close(fd);
 	if (px->ctx.audit != NULL) {
 		audit_rec_init(&r, "request", conn);
+		r.via = session_via_name(via);
 		r.decision = "deny";
 		r.reason = why;
 		r.status = 503;
@@ -301,13 +322,43 @@ clients_new(struct proxy *px, unsigned max_sessions)
 static void
 accepting(struct proxy *px, int on)
 {
-	size_t i;
+	struct listener *l;
 
-	for (i = 0; i < px->nlev; i++) {
+	LIST_FOREACH(l, &px->listeners, entry)
+	{
 		if (on)
-			evconnlistener_enable(px->lev[i]);
+			evconnlistener_enable(l->lev);
 		else
-			evconnlistener_disable(px->lev[i]);
+			evconnlistener_disable(l->lev);
+	}
+}
+
+static void
+listeners_free(struct proxy *px)
+{
+	struct listener *l;
+
+	while ((l = LIST_FIRST(&px->listeners)) != NULL) {
+		LIST_REMOVE(l, entry);
+		evconnlistener_free(l->lev);
+		free(l);
+	}
+}
+
+/*
+ * The session for FD, arrived as VIA: each front starts its own way.
+ * NULL (FD closed) when out of memory.
+ */
+static struct session *
+front_start(struct proxy *px, int fd, uint64_t conn, enum proxy_via via)
+{
+	switch (via) {
+	case PROXY_VIA_SOCKS:
+		return request_new(&px->ctx, fd, conn, via); /* FIXME(front) */
+	case PROXY_VIA_CAPTURE:
+		return request_new(&px->ctx, fd, conn, via); /* CAPTURE-FRONT */
+	default:
+		return request_new(&px->ctx, fd, conn, via);
 	}
 }
 
@@ -346,7 +397,8 @@ static void
 on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
     int len, void *arg)
 {
-	struct proxy *px = arg;
+	struct listener *l = arg;
+	struct proxy *px = l->px;
 	uint64_t conn = ++px->next_conn;
 	struct client *c;
 	struct session *s;
@@ -356,10 +408,10 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
 	px->starved = 0;
 	c = client_get(px, sa, len, &over);
 	if (over && c != NULL) {
-		refuse(px, c, fd, conn);
+		refuse(px, c, fd, conn, l->via);
 		return;
 	}
-	if (over || (s = request_new(&px->ctx, fd, conn)) == NULL) {
+	if (over || (s = front_start(px, fd, conn, l->via)) == NULL) {
 		if (over) /* no entry for its client: fail closed */
 			close(fd);
 		log_warnx(
@@ -394,7 +446,7 @@ on_resume(evutil_socket_t fd, short what, void *arg)
 static void
 on_accept_error(struct evconnlistener *lev, void *arg)
 {
-	struct proxy *px = arg;
+	struct proxy *px = ((struct listener *)arg)->px;
 	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
 	int err = EVUTIL_SOCKET_ERROR();
 
@@ -458,6 +510,8 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	px->ctx.denied_arg = cf->denied_arg;
 	px->ctx.tls = cf->tls;
 	px->ctx.standins = cf->standins;
+	px->ctx.synth = cf->synth;
+	LIST_INIT(&px->listeners);
 	px->ctx.ended = session_ended;
 	px->ctx.ended_arg = px;
 	TAILQ_INIT(&px->ctx.sessions);
@@ -486,14 +540,33 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	return px;
 }
 
-/* Takes LEV over: it accepts like every other listener (paused if due). */
-static int
-add_listener(struct proxy *px, struct evconnlistener *lev)
+/* A listener of PX for connections arriving as VIA, not listening yet. */
+static struct listener *
+listener_new(struct proxy *px, enum proxy_via via)
 {
-	if (lev == NULL)
+	struct listener *l = calloc(1, sizeof(*l));
+
+	if (l != NULL) {
+		l->px = px;
+		l->via = via;
+	}
+	return l;
+}
+
+/*
+ * L takes LEV over and accepts like every other listener (paused if
+ * due); without LEV, L is freed.  Returns 0 or -1.
+ */
+static int
+add_listener(struct proxy *px, struct listener *l, struct evconnlistener *lev)
+{
+	if (lev == NULL) {
+		free(l);
 		return -1;
+	}
+	l->lev = lev;
 	evconnlistener_set_error_cb(lev, on_accept_error);
-	px->lev[px->nlev++] = lev;
+	LIST_INSERT_HEAD(&px->listeners, l, entry);
 	if (px->full || px->stopping)
 		evconnlistener_disable(lev);
 	return 0;
@@ -502,13 +575,14 @@ add_listener(struct proxy *px, struct evconnlistener *lev)
 int
 proxy_listen_fd(struct proxy *px, int fd, enum proxy_via via)
 {
-	(void)via; /* FIXME(scaffold): front.c dispatches on it */
-	if (px->nlev == LISTENERS_MAX ||
-	    evutil_make_socket_nonblocking(fd) != 0)
+	struct listener *l;
+
+	if (evutil_make_socket_nonblocking(fd) != 0 ||
+	    (l = listener_new(px, via)) == NULL)
 		return -1;
 	/* Backlog 0: the socket is listening already (maybe made elsewhere). */
-	return add_listener(px,
-	    evconnlistener_new(px->ctx.base, on_accept, px,
+	return add_listener(px, l,
+	    evconnlistener_new(px->ctx.base, on_accept, l,
 	        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd));
 }
 
@@ -531,7 +605,7 @@ port_given(const char *spec, int family)
 
 /* Binds unix:PATH; a stale socket from an earlier run may go, nothing else. */
 static struct evconnlistener *
-bind_unix(struct proxy *px, const char *path)
+bind_unix(struct listener *l, const char *path)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	struct evconnlistener *lev;
@@ -544,7 +618,7 @@ bind_unix(struct proxy *px, const char *path)
 	strcpy(sun.sun_path, path);
 	if (lstat(path, &sb) == 0 && S_ISSOCK(sb.st_mode))
 		unlink(path);
-	lev = evconnlistener_new_bind(px->ctx.base, on_accept, px,
+	lev = evconnlistener_new_bind(l->px->ctx.base, on_accept, l,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, LISTEN_BACKLOG,
 	    (struct sockaddr *)&sun, sizeof(sun));
 	if (lev == NULL)
@@ -554,7 +628,7 @@ bind_unix(struct proxy *px, const char *path)
 
 /* Binds a literal IPV4:PORT or [IPV6]:PORT and says the port bound. */
 static struct evconnlistener *
-bind_inet(struct proxy *px, const char *spec, unsigned *port)
+bind_inet(struct listener *l, const char *spec, unsigned *port)
 {
 	struct sockaddr_storage ss = {0};
 	int len = sizeof(ss);
@@ -577,7 +651,7 @@ bind_inet(struct proxy *px, const char *spec, unsigned *port)
 		errno = EINVAL;
 		return NULL;
 	}
-	lev = evconnlistener_new_bind(px->ctx.base, on_accept, px,
+	lev = evconnlistener_new_bind(l->px->ctx.base, on_accept, l,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
 	    LISTEN_BACKLOG, (struct sockaddr *)&ss, len);
 	slen = sizeof(ss);
@@ -591,25 +665,29 @@ bind_inet(struct proxy *px, const char *spec, unsigned *port)
 }
 
 int
-proxy_listen(struct proxy *px, const char *spec, unsigned *port)
+proxy_listen(
+    struct proxy *px, const char *spec, enum proxy_via via, unsigned *port)
 {
+	struct listener *l;
 	struct evconnlistener *lev = NULL;
 	int r = -1;
 
 	*port = 0;
-	if (px->nlev == LISTENERS_MAX) {
-		log_warnx("proxy: too many listeners");
+	if ((l = listener_new(px, via)) == NULL) {
+		log_warnx("proxy: out of memory");
 	} else if (strncmp(spec, "unix:", 5) == 0) {
-		r = add_listener(px, bind_unix(px, spec + 5));
-	} else if ((lev = bind_inet(px, spec, port)) == NULL) {
+		r = add_listener(px, l, bind_unix(l, spec + 5));
+	} else if ((lev = bind_inet(l, spec, port)) == NULL) {
 		if (errno == EINVAL)
-			log_warnx("proxy: bad --listen '%s': use IPV4:PORT, "
+			log_warnx("proxy: bad %s '%s': use IPV4:PORT, "
 			          "[IPV6]:PORT or unix:PATH",
+			    via == PROXY_VIA_SOCKS ? "--socks" : "--listen",
 			    spec);
 		else
 			log_warn("proxy: listen on %s", spec);
+		free(l);
 	} else {
-		r = add_listener(px, lev);
+		r = add_listener(px, l, lev);
 	}
 	return r;
 }
@@ -646,14 +724,11 @@ proxy_shutdown(
     struct proxy *px, unsigned grace_ms, void (*done)(void *), void *arg)
 {
 	struct timeval tv = {grace_ms / 1000, (grace_ms % 1000) * 1000};
-	size_t i;
 
 	px->stopping = 1;
 	px->done = done;
 	px->done_arg = arg;
-	for (i = 0; i < px->nlev; i++)
-		evconnlistener_free(px->lev[i]);
-	px->nlev = 0;
+	listeners_free(px);
 	if (px->ctx.nsessions == 0) {
 		finish_stop(px);
 		return;
@@ -675,14 +750,11 @@ proxy_session_count(const struct proxy *px)
 void
 proxy_free(struct proxy *px)
 {
-	size_t i;
-
 	if (px == NULL)
 		return;
 	px->stopping = 1;
 	px->done = NULL;
-	for (i = 0; i < px->nlev; i++)
-		evconnlistener_free(px->lev[i]);
+	listeners_free(px);
 	session_close_all(&px->ctx);
 	if (px->ctx.policy != NULL && --px->ctx.policy->refs == 0) {
 		scan_free(px->ctx.policy->scan);

@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "proxy/via.h"
+
 struct event_base;
 struct policy;
 struct audit;
@@ -22,13 +24,7 @@ struct tls;
 struct inject_standins;
 struct synth;
 
-/* How a listener's connections arrive; audit records say so ("via"). */
-enum proxy_via {
-	PROXY_VIA_PROXY, /* an HTTP proxy client: CONNECT or absolute URLs */
-	PROXY_VIA_SOCKS, /* a SOCKS5 client (socks.h) */
-	PROXY_VIA_CAPTURE, /* a connection captured in the sandbox: its
-	                      destination is the socket's own address */
-};
+/* enum proxy_via: how a listener's connections arrive (via.h). */
 
 struct proxy_config {
 	struct policy *policy; /* taken over: freed by the proxy */
@@ -73,10 +69,11 @@ int proxy_listen_fd(struct proxy *, int fd, enum proxy_via via);
 /*
  * Listens on SPEC: IPV4:PORT or [IPV6]:PORT (literal addresses; port 0
  * lets the kernel pick, and *PORT says which it bound) or unix:PATH (a
- * stale socket there is replaced; *PORT is 0).  Says why it failed in the
- * log.  Returns 0 or -1.
+ * stale socket there is replaced; *PORT is 0), for connections arriving
+ * as VIA.  Says why it failed in the log.  Returns 0 or -1.
  */
-int proxy_listen(struct proxy *, const char *spec, unsigned *port);
+int proxy_listen(
+    struct proxy *, const char *spec, enum proxy_via via, unsigned *port);
 
 /*
  * Replaces the policy: every request from now on is decided by P (taken

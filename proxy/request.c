@@ -4,6 +4,7 @@
  * between forward.c, tunnel.c and intercept.c.  Decisions are decide.c's;
  * the session itself, its answers, records and timers, session.c's.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,21 @@ static void head_try(struct session *);
 
 /* --- CONNECT -------------------------------------------------------------- */
 
+/*
+ * Did the upstream refuse the connection (a reset: SOCKS reply 5, not
+ * 4)?  upstream.c says so only in its reason, "connect to ADDR: " and
+ * the error's text, that of the last address tried.
+ */
+static int
+refused(int status, const char *reason)
+{
+	const char *err = evutil_socket_error_to_string(ECONNREFUSED);
+	size_t n = strlen(reason), e = strlen(err);
+
+	return status == 502 && n > e && strcmp(reason + n - e, err) == 0 &&
+	    strncmp(reason, "connect to ", 11) == 0;
+}
+
 static void
 tunnel_up(void *arg, struct bufferevent *bev, int status, const char *reason,
     const char *addr)
@@ -36,6 +52,7 @@ tunnel_up(void *arg, struct bufferevent *bev, int status, const char *reason,
 
 	s->connecting = NULL;
 	if (bev == NULL) {
+		s->up_refused = refused(status, reason);
 		session_reply_close(s, status, reason);
 		return;
 	}
@@ -47,6 +64,46 @@ tunnel_up(void *arg, struct bufferevent *bev, int status, const char *reason,
 		session_start_idle(s);
 	} else
 		tunnel_relay_start(s); /* the bufferevent relay */
+}
+
+void
+request_connect(
+    struct session *s, const struct target_host *host, uint16_t port)
+{
+	session_note_target(s, "CONNECT", 7, host, port);
+	decide_connect(s->policy->p, host, port, &s->dec);
+	if (session_audit_request(s) != 0)
+		return;
+	if (s->dec.verdict != POLICY_ALLOW) {
+		session_reply_close(s, 403, s->dec.reason);
+		return;
+	}
+	if (s->dec.intercept && s->ctx->tls == NULL) {
+		session_reply_close(s, 501,
+		    "this rule needs TLS interception (paths, methods, "
+		    "inject or placeholder), which only pinhole run does: "
+		    "its sandbox trusts the run's CA");
+		return;
+	}
+	s->reach =
+	    s->dec.intercept ? SESSION_REACH_INTERCEPT : SESSION_REACH_TUNNEL;
+	if (s->reach == SESSION_REACH_INTERCEPT) {
+		if ((s->tt = malloc(sizeof(*s->tt))) == NULL) {
+			session_close(s, "out of memory");
+			return;
+		}
+		s->tt->host = *host;
+		s->tt->port = port;
+		intercept_start(s);
+		return;
+	}
+	bufferevent_disable(s->client.bev, EV_READ);
+	evtimer_del(s->idle);
+	s->state = SESSION_CONNECTING;
+	s->connecting = upstream_open(
+	    s->ctx, s->policy->p, &s->dec, host, port, tunnel_up, s);
+	if (s->connecting == NULL)
+		session_reply_close(s, 502, "out of memory");
 }
 
 static void
@@ -61,41 +118,9 @@ connect_start(struct session *s, const struct http_head *h)
 		session_reply_close(s, 400, "CONNECT needs HOST:PORT");
 		return;
 	}
-	session_note_target(s, "CONNECT", 7, &host, port);
-	decide_connect(s->policy->p, &host, port, &s->dec);
-	if (session_audit_request(s) != 0)
-		return;
-	if (s->dec.verdict != POLICY_ALLOW) {
-		session_reply_close(s, 403, s->dec.reason);
-		return;
-	}
-	if (s->dec.intercept && s->ctx->tls == NULL) {
-		session_reply_close(s, 501,
-		    "this rule needs TLS interception (paths, methods, "
-		    "inject or placeholder), which only pinhole run does: "
-		    "its sandbox trusts the run's CA");
-		return;
-	}
+	/* What follows the head is the tunnel's (a TLS hello sent early). */
 	evbuffer_drain(bufferevent_get_input(s->client.bev), h->head_len);
-	s->reach =
-	    s->dec.intercept ? SESSION_REACH_INTERCEPT : SESSION_REACH_TUNNEL;
-	if (s->reach == SESSION_REACH_INTERCEPT) {
-		if ((s->tt = malloc(sizeof(*s->tt))) == NULL) {
-			session_close(s, "out of memory");
-			return;
-		}
-		s->tt->host = host;
-		s->tt->port = port;
-		intercept_start(s);
-		return;
-	}
-	bufferevent_disable(s->client.bev, EV_READ);
-	evtimer_del(s->idle);
-	s->state = SESSION_CONNECTING;
-	s->connecting = upstream_open(
-	    s->ctx, s->policy->p, &s->dec, &host, port, tunnel_up, s);
-	if (s->connecting == NULL)
-		session_reply_close(s, 502, "out of memory");
+	request_connect(s, &host, port);
 }
 
 /* --- request heads -------------------------------------------------------- */
@@ -300,12 +325,19 @@ static const struct session_ops ops = {
 };
 
 struct session *
-request_new(struct session_ctx *ctx, int fd, uint64_t conn)
+request_session(
+    struct session_ctx *ctx, int fd, uint64_t conn, enum proxy_via via)
+{
+	ctx->ops = &ops; /* session.c calls back up through these */
+	return session_new(ctx, fd, conn, via);
+}
+
+struct session *
+request_new(struct session_ctx *ctx, int fd, uint64_t conn, enum proxy_via via)
 {
 	struct session *s;
 
-	ctx->ops = &ops; /* session.c calls back up through these */
-	if ((s = session_new(ctx, fd, conn)) != NULL)
+	if ((s = request_session(ctx, fd, conn, via)) != NULL)
 		head_wait(s);
 	return s;
 }

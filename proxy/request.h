@@ -14,15 +14,44 @@
 
 #include <stdint.h>
 
+#include "proxy/via.h"
+
 struct session;
 struct session_ctx;
+struct target_host;
 
 /*
- * Starts a session on accepted socket FD, connection number CONN, and
- * waits for its first request head.  Returns NULL (FD closed) when out of
- * memory.
+ * Starts a session on accepted socket FD, connection number CONN, arrived
+ * as VIA, and waits for its first request head.  Returns NULL (FD closed)
+ * when out of memory.
  */
-struct session *request_new(struct session_ctx *, int fd, uint64_t conn);
+struct session *
+request_new(struct session_ctx *, int fd, uint64_t conn, enum proxy_via via);
+
+/*
+ * The same session, reading nothing yet: for a front that speaks its own
+ * protocol first (SOCKS, capture), then calls request_connect() or
+ * session_next_request().  Returns NULL (FD closed) when out of memory.
+ */
+struct session *request_session(
+    struct session_ctx *, int fd, uint64_t conn, enum proxy_via via);
+
+/*
+ * S asks for a tunnel to HOST:PORT, as a CONNECT does (the CONNECT's own
+ * path once its head is parsed; the SOCKS and capture fronts' after
+ * theirs).  Notes the target (method "CONNECT"), has it decided
+ * (decide_connect), writes the "request" record (via S's), and then:
+ * refused -> session_reply_close() with 403 (the policy's reason), 501
+ * (interception without a CA), 502 or 504 (DNS, addresses, connect), so
+ * the front answers in its own way; allowed -> interception
+ * (intercept_start) or the upstream connection and a tunnel, where
+ * session_established() answers the front.  Bytes still in the client's
+ * input are the tunnel's (sent upstream first): the front must have
+ * drained its own.  The caller must not touch S afterwards: it may be
+ * gone.
+ */
+void request_connect(
+    struct session *s, const struct target_host *host, uint16_t port);
 
 /*
  * The policy in the context was replaced: every open tunnel that the new

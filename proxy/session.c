@@ -28,6 +28,7 @@
 #include "audit/audit.h"
 #include "proxy/scan.h"
 #include "proxy/session_int.h"
+#include "proxy/socks.h"
 
 #define RELAY_HIGH (256 * 1024) /* stop reading the feeding side */
 #define RELAY_FLOOR (16 * 1024) /* ...or less when many sessions are open */
@@ -62,6 +63,7 @@ static void
 fill_rec(const struct session *s, struct audit_rec *r, const char *event)
 {
 	audit_rec_init(r, event, s->conn);
+	r->via = session_via_name(s->via);
 	r->method = s->method[0] ? s->method : NULL;
 	r->host = s->host[0] ? s->host : NULL;
 	r->port = s->port ? s->port : -1;
@@ -178,8 +180,21 @@ nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+const char *
+session_via_name(enum proxy_via via)
+{
+	switch (via) {
+	case PROXY_VIA_SOCKS:
+		return "socks";
+	case PROXY_VIA_CAPTURE:
+		return "capture";
+	default:
+		return "proxy";
+	}
+}
+
 struct session *
-session_new(struct session_ctx *ctx, int fd, uint64_t conn)
+session_new(struct session_ctx *ctx, int fd, uint64_t conn, enum proxy_via via)
 {
 	struct session *s;
 
@@ -187,6 +202,8 @@ session_new(struct session_ctx *ctx, int fd, uint64_t conn)
 		goto fail;
 	s->ctx = ctx;
 	s->conn = conn;
+	s->via = via;
+	s->front_done = via == PROXY_VIA_PROXY;
 	s->client.dst = &s->up;
 	s->up.dst = &s->client;
 	s->client.bev =
@@ -296,6 +313,35 @@ session_status_text(int status)
 	}
 }
 
+/*
+ * Queues the SOCKS reply CODE.  The bound address is 0.0.0.0:0 even on
+ * success: the upstream's own address is the host's, which the sandbox
+ * has no need to learn.
+ */
+static void
+socks_answer(struct session *s, enum socks_reply code)
+{
+	uint8_t buf[SOCKS_REPLY_MAX];
+	size_t n = socks_reply(code, 0, NULL, 0, buf);
+
+	evbuffer_add(bufferevent_get_output(s->client.bev), buf, n);
+}
+
+/*
+ * A captured connection is refused with a reset, as a closed port
+ * would be: no byte of a proxy's making reaches a client that expected
+ * the server.  S is gone afterwards.
+ */
+static void
+reset_close(struct session *s)
+{
+	struct linger lg = {1, 0};
+
+	setsockopt(bufferevent_getfd(s->client.bev), SOL_SOCKET, SO_LINGER, &lg,
+	    sizeof(lg));
+	session_close(s, s->why);
+}
+
 static void
 closing_written(struct bufferevent *bev, void *arg)
 {
@@ -345,13 +391,34 @@ session_reply_close(struct session *s, int status, const char *reason)
 		bufferevent_free(s->up.bev);
 		s->up.bev = NULL;
 	}
-	evbuffer_add_printf(bufferevent_get_output(s->client.bev),
-	    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
-	    "Content-Length: %zu\r\nConnection: close\r\n"
-	    "X-Pinhole-Reason: %s\r\n\r\n%s\n",
-	    status, session_status_text(status), strlen(line) + 1, line, line);
+	if (!s->front_done && s->via == PROXY_VIA_CAPTURE) {
+		reset_close(s);
+		return;
+	}
+	if (!s->front_done && s->via == PROXY_VIA_SOCKS)
+		socks_answer(s, socks_reply_for_status(status, s->up_refused));
+	else
+		evbuffer_add_printf(bufferevent_get_output(s->client.bev),
+		    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
+		    "Content-Length: %zu\r\nConnection: close\r\n"
+		    "X-Pinhole-Reason: %s\r\n\r\n%s\n",
+		    status, session_status_text(status), strlen(line) + 1, line,
+		    line);
 	bufferevent_enable(s->client.bev, EV_WRITE);
 	session_finish(s);
+}
+
+void
+session_established(struct session *s)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+	if (!s->front_done && s->via == PROXY_VIA_SOCKS)
+		socks_answer(s, SOCKS_REP_OK);
+	else if (s->via != PROXY_VIA_CAPTURE)
+		evbuffer_add(
+		    bufferevent_get_output(s->client.bev), ok, sizeof(ok) - 1);
+	s->front_done = 1;
 }
 
 /* --- timers --------------------------------------------------------------- */

@@ -22,6 +22,7 @@
 
 #include "policy/policy.h"
 #include "proxy/http.h"
+#include "proxy/via.h"
 
 struct bufferevent;
 struct evbuffer;
@@ -86,14 +87,19 @@ struct session_ctx {
 	void *denied_arg;
 	struct tls *tls; /* NULL: no interception */
 	const struct inject_standins *standins; /* placeholder stand-ins */
+	struct synth *synth; /* synthetic addresses (synth.h); NULL: none */
 };
 
 /*
- * Makes a session on accepted socket FD, connection number CONN, holding
- * the context's policy; request_new() then waits for its head.  Returns
- * NULL (FD closed) when out of memory.
+ * Makes a session on accepted socket FD, connection number CONN, arrived
+ * as VIA (proxy.h), holding the context's policy; request_new() then
+ * waits for its head.  Returns NULL (FD closed) when out of memory.
  */
-struct session *session_new(struct session_ctx *, int fd, uint64_t conn);
+struct session *
+session_new(struct session_ctx *, int fd, uint64_t conn, enum proxy_via via);
+
+/* VIA as audit records say it: "proxy", "socks" or "capture" (static). */
+const char *session_via_name(enum proxy_via via);
 
 /* Tags S with OWNER, handed to ctx->ended (proxy.c: its client's count). */
 void session_set_owner(struct session *s, void *owner);
@@ -111,10 +117,26 @@ void session_finish(struct session *s);
 void session_close_all(struct session_ctx *);
 
 /*
- * Sends a proxy-made response STATUS with an X-Pinhole-Reason header and
- * a one-line body, then closes the session once it is written.
+ * Refuses S's request with STATUS (an HTTP status) for REASON, logged,
+ * then closes the session once the answer is written.  The answer is the
+ * front's: a proxy-made HTTP response with an X-Pinhole-Reason header and
+ * a one-line body for via proxy, and for any session whose front
+ * exchange is over (session_established: inside a tunnel, HTTP is
+ * spoken); before that, the SOCKS reply socks_reply_for_status() gives
+ * for via socks, and for via capture a reset (SO_LINGER 0), no byte
+ * written: a captured client expected the server, not a proxy.
  */
 void session_reply_close(struct session *s, int status, const char *reason);
+
+/*
+ * S's target is reached (a tunnel, or the TLS of an interception, goes
+ * on): queues on the client's bufferevent what the front says then --
+ * "HTTP/1.1 200 Connection established" (proxy), the SOCKS success reply
+ * with bound address 0.0.0.0:0 (socks: the upstream's own address would
+ * tell the sandbox the host's), nothing (capture) -- and marks the
+ * front's exchange over (session_reply_close answers HTTP from then on).
+ */
+void session_established(struct session *s);
 
 /* Why a request is refused when its record cannot be written. */
 #define SESSION_AUDIT_FAILED                                                   \

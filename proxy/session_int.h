@@ -80,6 +80,13 @@ struct session {
 	const char *secret; /* name of a secret this request carries */
 	struct tunnel *tun; /* spliced CONNECT tunnel (tunnel.c) */
 	void *owner; /* for ctx->ended (session_set_owner) */
+	enum proxy_via via; /* how it arrived: its records say so */
+	/*
+	 * The front's own exchange is over (session_established, or capture
+	 * found HTTP): answers are HTTP from then on, whatever the via.
+	 */
+	int front_done;
+	int up_refused; /* the upstream answered a reset (SOCKS reply 5) */
 };
 
 #endif /* PH_SESSION_INT_H */

@@ -57,8 +57,6 @@ struct tunnel {
 	struct tdir dir[2]; /* client -> upstream, upstream -> client */
 };
 
-static const char ok_line[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-
 static void on_read(evutil_socket_t, short, void *);
 static void on_write(evutil_socket_t, short, void *);
 
@@ -233,25 +231,28 @@ on_write(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Sends the 200 and the bytes the client sent behind its CONNECT straight
- * to the sockets.  Returns 0 when nothing is left in any buffer.
+ * Sends the front's answer (session_established: the 200, a SOCKS reply,
+ * nothing) and the bytes the client sent behind its request straight to
+ * the sockets.  Returns 0 when nothing is left in any buffer.
  */
 static int
 flush_start(struct session *s)
 {
 	struct evbuffer *cin = bufferevent_get_input(s->client.bev);
+	struct evbuffer *cout = bufferevent_get_output(s->client.bev);
 	int cfd = bufferevent_getfd(s->client.bev);
 	int ufd = bufferevent_getfd(s->up.bev);
+	size_t len;
 	ssize_t n;
 
-	n = send(
-	    cfd, ok_line, sizeof(ok_line) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (n < 0)
-		n = 0;
-	if ((size_t)n < sizeof(ok_line) - 1) {
-		evbuffer_add(bufferevent_get_output(s->client.bev), ok_line + n,
-		    sizeof(ok_line) - 1 - n);
-		return -1;
+	session_established(s);
+	if ((len = evbuffer_get_length(cout)) > 0) {
+		n = send(cfd, evbuffer_pullup(cout, -1), len,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0)
+			evbuffer_drain(cout, n);
+		if (n < 0 || (size_t)n < len)
+			return -1; /* the rest goes by the bufferevent */
 	}
 	while (evbuffer_get_length(cin) > 0) {
 		n = evbuffer_write(cin, ufd);

@@ -184,6 +184,8 @@ audit_wellformed addr "$PX_LOG"
 stop_proxy main "$MAIN_PID" "$MAIN_ERR"
 log=$MAIN_LOG
 audit_wellformed main "$log"
+n=$(log_query "$log" 'select(.via != "proxy")' | wc -l)
+equal "log: every record says via proxy" "$n" 0
 refuse "no query string or credential header in the log" "$(cat "$log")" 'SECRETQ|token='
 refuse "no secret value in the log or on stderr" "$(cat "$log" "$MAIN_ERR")" "$KEY"
 n=$(log_query "$log" 'select(.event == "request" and .method == "CONNECT" and

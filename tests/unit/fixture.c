@@ -399,7 +399,7 @@ fixture_client(struct fixture_proxy *f)
 	nonblock(sv[0]);
 	nonblock(sv[1]);
 	f->cfd = sv[0];
-	assert_non_null(request_new(&f->ctx, sv[1], 1));
+	assert_non_null(request_new(&f->ctx, sv[1], 1, PROXY_VIA_PROXY));
 }
 
 void

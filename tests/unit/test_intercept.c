@@ -121,7 +121,7 @@ connect_tunnel(struct fixture *f)
 	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	f->cfd = sv[0];
-	assert_non_null(request_new(&f->ctx, sv[1], 1));
+	assert_non_null(request_new(&f->ctx, sv[1], 1, PROXY_VIA_PROXY));
 	assert_int_equal(
 	    write(f->cfd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
 	/* Byte by byte: the TLS records that follow are the client's. */

@@ -59,7 +59,7 @@ setup(void **state)
 	cf.max_sessions = 16;
 	cf.max_per_client = LIMIT;
 	if ((t->px = proxy_new(t->base, &cf)) == NULL ||
-	    proxy_listen(t->px, "127.0.0.1:0", &t->port) != 0)
+	    proxy_listen(t->px, "127.0.0.1:0", PROXY_VIA_PROXY, &t->port) != 0)
 		return -1;
 	*state = t;
 	return 0;
