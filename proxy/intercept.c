@@ -163,13 +163,6 @@ intercept_start(struct session *s)
 	bufferevent_setcb(tls_bev, NULL, NULL, handshake_event, s);
 	bufferevent_enable(tls_bev, EV_READ | EV_WRITE);
 	session_start_handshake_timer(s);
-	/*
-	 * A hello read already (a captured connection's, peeked) would wait
-	 * for a read that never comes: the handshake starts on it now.
-	 */
-	if (evbuffer_get_length(bufferevent_get_input(s->icpt->raw)) > 0)
-		bufferevent_trigger(
-		    s->icpt->raw, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
 }
 
 /* --- upstream ------------------------------------------------------------- */

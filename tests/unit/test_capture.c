@@ -12,11 +12,15 @@
  * (`local 0.0.0.0/0 dev lo`, `local ::/0 dev lo`), makes the capture
  * listeners there on [::]:443, [::]:80 and [::]:2222 and hands them to
  * the proxy (SCM_RIGHTS, PROXY_VIA_CAPTURE), then connects to synthetic
- * and documentation addresses as a program in the sandbox would.  Checked: opaque TLS through to the echo (IPv4 and IPv6), an
- * SNI that differs refused, plain HTTP with Host agreeing and not (421),
- * an address target decided by address rules, a denied name and an
- * unmapped synthetic address reset at once, the server-first protocol
- * tunnelled, and the audit records (via "capture", the reasons).
+ * and documentation addresses as a program in the sandbox would.
+ * Checked: opaque TLS through to the echo (IPv4 and IPv6), an SNI that
+ * differs and a missing one refused, other bytes tunnelled, nothing sent
+ * refused at the head timeout, interception of a peeked hello (a request
+ * refused inside, 403) with no 200 before the TLS, other bytes refused
+ * on its rule, plain HTTP with Host agreeing and not (421), an address
+ * target decided by address rules, a denied name and an unmapped
+ * synthetic address reset at once, the server-first protocol tunnelled,
+ * and the audit records (via "capture", the reasons).
  */
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -40,15 +44,18 @@
 #include <cmocka.h>
 #include <event2/event.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include "audit/audit.h"
 #include "policy/policy.h"
 #include "policy/target.h"
+#include "proxy/ca.h"
 #include "proxy/capture.h"
 #include "proxy/proxy.h"
 #include "proxy/synth.h"
+#include "proxy/tls.h"
 #include "tests/unit/fixture.h"
 
 #define SKIPPED 77
@@ -317,7 +324,8 @@ servers(const int lfd[NSRV])
 /* --- the client ------------------------------------------------------------- */
 
 static uint8_t tls_v4[4], tls_v6[16], web_v4[4], web_v6[16], srv_v4[4],
-    srv_v6[16], denied_v4[4], denied_v6[16];
+    srv_v6[16], denied_v4[4], denied_v6[16], icpt_v4[4], icpt_v6[16];
+static struct ca *run_ca; /* the run CA, which the client trusts */
 
 /* A connection to ADDR (4 or 16 bytes) : PORT, with a 3 s read timeout. */
 static int
@@ -371,7 +379,8 @@ tls_through(int fd, const char *sni, int want_ok)
 	char buf[8] = {0};
 
 	SSL_set_fd(ssl, fd);
-	SSL_set_tlsext_host_name(ssl, sni);
+	if (sni != NULL)
+		SSL_set_tlsext_host_name(ssl, sni);
 	if (!want_ok) {
 		CHECK(SSL_connect(ssl) != 1);
 	} else {
@@ -382,6 +391,48 @@ tls_through(int fd, const char *sni, int want_ok)
 	}
 	SSL_free(ssl);
 	SSL_CTX_free(ctx);
+	close(fd);
+}
+
+/*
+ * Through an interception: TLS with the run CA's leaf for icpt.test,
+ * SNI given when NAME is not NULL, and a request whose path the rule
+ * refuses (403 inside the tunnel: no upstream needed).
+ */
+static void
+intercepted(int fd, const char *sni, int want_ok)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	BIO *bio = BIO_new_mem_buf(ca_cert_pem(run_ca), -1);
+	X509 *root = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+	static const char req[] =
+	    "GET /b HTTP/1.1\r\nHost: icpt.test\r\nConnection: close\r\n\r\n";
+	char buf[512];
+	SSL *ssl;
+	int n;
+
+	CHECK(ctx != NULL && root != NULL);
+	CHECK(X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), root) == 1);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	CHECK((ssl = SSL_new(ctx)) != NULL);
+	if (sni != NULL)
+		SSL_set_tlsext_host_name(ssl, sni);
+	CHECK(SSL_set1_host(ssl, "icpt.test") == 1);
+	SSL_set_fd(ssl, fd);
+	if (!want_ok)
+		CHECK(SSL_connect(ssl) != 1);
+	else {
+		CHECK(SSL_connect(ssl) == 1);
+		CHECK(SSL_write(ssl, req, sizeof(req) - 1) ==
+		    (int)sizeof(req) - 1);
+		CHECK((n = SSL_read(ssl, buf, sizeof(buf) - 1)) > 12);
+		buf[n] = '\0';
+		CHECK(strncmp(buf, "HTTP/1.1 403", 12) == 0);
+	}
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	X509_free(root);
+	BIO_free(bio);
 	close(fd);
 }
 
@@ -466,6 +517,21 @@ client(int sock)
 	tls_through(dial(tls_v4, 4, 443), "tls.test", 1);
 	tls_through(dial(tls_v6, 16, 443), "tls.test", 1);
 	tls_through(dial(tls_v4, 4, 443), "other.test", 0);
+	tls_through(dial(tls_v4, 4, 443), NULL, 0); /* no SNI, to a name */
+	/* Not TLS nor HTTP: tunnelled, as the rule does not intercept. */
+	fd = dial(tls_v4, 4, 443);
+	CHECK(write(fd, "hello\r\n", 7) == 7);
+	(void)!read(fd, buf, sizeof(buf));
+	close(fd);
+	/* Nothing sent on 443: reset after the head timeout. */
+	check_reset(dial(tls_v4, 4, 443));
+	/* Interception, its hello peeked first; no 200 before the TLS. */
+	intercepted(dial(icpt_v4, 4, 443), "icpt.test", 1);
+	intercepted(dial(icpt_v6, 16, 443), "elsewhere.test", 0);
+	/* A rule that intercepts needs TLS or HTTP. */
+	fd = dial(icpt_v4, 4, 443);
+	CHECK(write(fd, "hello\r\n", 7) == 7);
+	check_reset(fd);
 	/* Plain HTTP to the name connected to; Host must agree. */
 	exchange(dial(web_v4, 4, 80),
 	    "GET /x HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n",
@@ -529,7 +595,10 @@ static const char policy_text[] = "resolve tls.test 127.0.0.1\n"
                                   "allow tls.test:443 { private }\n"
                                   "allow web.test:80 { private }\n"
                                   "allow srv.test:2222 { private }\n"
-                                  "allow 203.0.113.7:80 { private }\n";
+                                  "allow 203.0.113.7:80 { private }\n"
+                                  "resolve icpt.test 127.0.0.1\n"
+                                  "allow icpt.test:443 { private paths /a/* }\n"
+                                  "timeout head 500ms\n";
 
 /* The audit log holds a line with every one of the strings (NULL-ended). */
 static void
@@ -592,8 +661,10 @@ in_child(void)
 	struct run r = {0};
 	struct synth *sy;
 	struct audit *au;
+	static const char *const icpt_hosts[] = {"icpt.test"};
 	struct proxy *px;
 	struct event *ev;
+	struct tls *tls;
 	char dir[256], log[300], err[256];
 	int lfd[NSRV], cap[NCAP], sv[2], i;
 	pid_t srv;
@@ -613,6 +684,10 @@ in_child(void)
 	CHECK(synth_map(sy, "web.test", web_v4, web_v6) == 0);
 	CHECK(synth_map(sy, "srv.test", srv_v4, srv_v6) == 0);
 	CHECK(synth_map(sy, "denied.test", denied_v4, denied_v6) == 0);
+	CHECK(synth_map(sy, "icpt.test", icpt_v4, icpt_v6) == 0);
+	CHECK(
+	    (run_ca = ca_new_run(icpt_hosts, 1, 0, err, sizeof(err))) != NULL);
+	CHECK((tls = tls_new(run_ca, err, sizeof(err))) != NULL);
 	lfd[SRV_TLS] = listen_at("127.0.0.1", 443);
 	lfd[SRV_HTTP] = listen_at("127.0.0.1", 80);
 	lfd[SRV_HTTP_ADDR] = listen_at("203.0.113.7", 80);
@@ -629,6 +704,7 @@ in_child(void)
 	cf.audit = au;
 	cf.run_id = "test";
 	cf.synth = sy;
+	cf.tls = tls;
 	CHECK((px = proxy_new(r.base, &cf)) != NULL);
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	if ((r.client = fork()) == 0) {
@@ -653,6 +729,8 @@ in_child(void)
 	audit_close(au);
 	event_base_free(r.base);
 	synth_free(sy);
+	tls_free(tls);
+	ca_free(run_ca);
 	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
 
 	check_all_capture(log);
@@ -669,6 +747,12 @@ in_child(void)
 	check_log(log, "\"198.18.200.1\"", "synthetic address no longer mapped",
 	    NULL);
 	check_log(log, "\"srv.test\"", "2222", "\"allow\"", NULL);
+	check_log(log, "\"tls.test\"",
+	    "a TLS ClientHello without SNI, to the name tls.test", NULL);
+	check_log(log, "\"end\"", "\"tls.test\"", "\"bytes_up\":7", NULL);
+	check_log(log, "\"tls.test\"", "within the head timeout", NULL);
+	check_log(log, "\"icpt.test\"", "\"/b\"", "\"deny\"", NULL);
+	check_log(log, "\"icpt.test\"", "needs TLS or HTTP", NULL);
 	fixture_rmtree(dir);
 	_exit(0);
 }
