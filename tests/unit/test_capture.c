@@ -589,6 +589,17 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(r->base);
 }
 
+static unsigned denied; /* the run's denied callback, told */
+
+static void
+on_denied(void *arg, const char *host, unsigned port)
+{
+	(void)arg;
+	(void)host;
+	(void)port;
+	denied++;
+}
+
 static const char policy_text[] = "resolve tls.test 127.0.0.1\n"
                                   "resolve web.test 127.0.0.1\n"
                                   "resolve srv.test 127.0.0.1\n"
@@ -705,6 +716,7 @@ in_child(void)
 	cf.run_id = "test";
 	cf.synth = sy;
 	cf.tls = tls;
+	cf.denied = on_denied;
 	CHECK((px = proxy_new(r.base, &cf)) != NULL);
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	if ((r.client = fork()) == 0) {
@@ -732,6 +744,13 @@ in_child(void)
 	tls_free(tls);
 	ca_free(run_ca);
 	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	/*
+	 * 203.0.113.8, 2001:db8::8, denied.test twice, and /b inside the
+	 * interception; not the refusals of SNI, Host or bytes.
+	 */
+	if (denied != 5)
+		fprintf(stderr, "denied told %u times\n", denied);
+	CHECK(denied == 5);
 
 	check_all_capture(log);
 	check_log(log, "\"tls.test\"", "\"CONNECT\"", "\"allow\"", NULL);
