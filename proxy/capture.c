@@ -36,38 +36,52 @@
 #include "proxy/session_int.h"
 #include "proxy/synth.h"
 
+/* The address of SA, in FAMILY (IPv4-mapped: AF_INET), and its port. */
+static int
+split(const struct sockaddr *sa, socklen_t len, int *family,
+    const uint8_t **addr, uint16_t *port)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+	int r = 0;
+
+	if (sa->sa_family == AF_INET && len >= sizeof(*s4)) {
+		*family = AF_INET;
+		*addr = (const uint8_t *)&s4->sin_addr;
+		*port = ntohs(s4->sin_port);
+	} else if (sa->sa_family == AF_INET6 && len >= sizeof(*s6)) {
+		*family =
+		    IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) ? AF_INET : AF_INET6;
+		*addr = s6->sin6_addr.s6_addr + (*family == AF_INET ? 12 : 0);
+		*port = ntohs(s6->sin6_port);
+	} else
+		r = -1;
+	return r;
+}
+
 enum capture_dest
 capture_destination(const struct sockaddr *sa, socklen_t len,
     struct synth *synth, struct target_host *host, uint16_t *port)
 {
-	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-	const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+	enum capture_dest d = CAPTURE_DEST_BAD;
 	char text[INET6_ADDRSTRLEN];
-	const uint8_t *addr;
 	const char *name = NULL;
-	int family;
+	const uint8_t *addr;
+	int family, synthetic;
 
-	if (sa->sa_family == AF_INET && len >= sizeof(*s4)) {
-		family = AF_INET;
-		addr = (const uint8_t *)&s4->sin_addr;
-		*port = ntohs(s4->sin_port);
-	} else if (sa->sa_family == AF_INET6 && len >= sizeof(*s6)) {
-		family =
-		    IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) ? AF_INET : AF_INET6;
-		addr = s6->sin6_addr.s6_addr + (family == AF_INET ? 12 : 0);
-		*port = ntohs(s6->sin6_port);
-	} else
-		return CAPTURE_DEST_BAD;
-	inet_ntop(family, addr, text, sizeof(text));
-	if (synth_is_synthetic(family, addr) && synth != NULL)
-		name = synth_name(synth, family, addr);
-	/* A name synth.c holds is canonical already; parsed, it is typed. */
-	if (target_host_parse(name != NULL ? name : text,
-	        strlen(name != NULL ? name : text), host) != 0)
-		return CAPTURE_DEST_BAD;
-	return synth_is_synthetic(family, addr) && name == NULL
-	    ? CAPTURE_DEST_UNMAPPED
-	    : CAPTURE_DEST_OK;
+	if (split(sa, len, &family, &addr, port) == 0 &&
+	    inet_ntop(family, addr, text, sizeof(text)) != NULL) {
+		synthetic = synth_is_synthetic(family, addr);
+		if (synthetic && synth != NULL)
+			name = synth_name(synth, family, addr);
+		/* Unmapped, the address still names it in the record. */
+		if (name == NULL)
+			name = text;
+		if (target_host_parse(name, strlen(name), host) == 0)
+			d = synthetic && name == text ? CAPTURE_DEST_UNMAPPED
+			                              : CAPTURE_DEST_OK;
+	}
+	return d;
 }
 
 /* --- refusals ------------------------------------------------------------- */
@@ -150,7 +164,7 @@ peek_try(struct session *s)
 	size_t n = evbuffer_get_length(in);
 	enum peek_kind k = PEEK_MORE;
 	struct target_host sni;
-	const uint8_t *p;
+	const uint8_t *p = NULL;
 	int r = PEEK_SNI_MORE;
 
 	if (n > PEEK_MAX)
@@ -267,12 +281,12 @@ begin(evutil_socket_t fd, short what, void *arg)
 	else {
 		*s->tt = t;
 		decide_connect(s->policy->p, &t.host, t.port, &s->dec);
+		/* Denied (a reset), or a tunnel at once, needs no bytes. */
 		if (s->dec.verdict == POLICY_ALLOW &&
 		    (s->dec.intercept || t.port == 80 || t.port == 443))
 			peek_wait(s);
 		else
-			go_connect(
-			    s); /* denied (a reset), or a tunnel at once */
+			go_connect(s);
 	}
 }
 
