@@ -17,7 +17,8 @@
  * differs and a missing one refused, other bytes tunnelled, nothing sent
  * refused at the head timeout, interception of a peeked hello (a request
  * refused inside, 403) with no 200 before the TLS, other bytes refused
- * on its rule, plain HTTP with Host agreeing and not (421), an address
+ * on its rule, plain HTTP with Host agreeing and not (421) and a rule
+ * with credentials refused in plain HTTP (403), an address
  * target decided by address rules, a denied name and an unmapped
  * synthetic address reset at once, the server-first protocol tunnelled,
  * and the audit records (via "capture", the reasons).
@@ -324,7 +325,8 @@ servers(const int lfd[NSRV])
 /* --- the client ------------------------------------------------------------- */
 
 static uint8_t tls_v4[4], tls_v6[16], web_v4[4], web_v6[16], srv_v4[4],
-    srv_v6[16], denied_v4[4], denied_v6[16], icpt_v4[4], icpt_v6[16];
+    srv_v6[16], denied_v4[4], denied_v6[16], icpt_v4[4], icpt_v6[16],
+    cred_v4[4], cred_v6[16];
 static struct ca *run_ca; /* the run CA, which the client trusts */
 
 /* A connection to ADDR (4 or 16 bytes) : PORT, with a 3 s read timeout. */
@@ -542,6 +544,12 @@ client(int sock)
 	    "GET /y HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n",
 	    buf, sizeof(buf));
 	CHECK(strncmp(buf, "HTTP/1.1 421", 12) == 0);
+	/* Credentials never go in plain HTTP: that rule's request is refused. */
+	exchange(dial(cred_v4, 4, 80),
+	    "GET /cred HTTP/1.1\r\nHost: cred.test\r\nConnection: "
+	    "close\r\n\r\n",
+	    buf, sizeof(buf));
+	CHECK(strncmp(buf, "HTTP/1.1 403", 12) == 0);
 	/* An address target, by the address rules: allowed, then not. */
 	exchange(dial_text("203.0.113.7", 80),
 	    "GET /z HTTP/1.1\r\nHost: 203.0.113.7\r\nConnection: close\r\n\r\n",
@@ -600,16 +608,20 @@ on_denied(void *arg, const char *host, unsigned port)
 	denied++;
 }
 
-static const char policy_text[] = "resolve tls.test 127.0.0.1\n"
-                                  "resolve web.test 127.0.0.1\n"
-                                  "resolve srv.test 127.0.0.1\n"
-                                  "allow tls.test:443 { private }\n"
-                                  "allow web.test:80 { private }\n"
-                                  "allow srv.test:2222 { private }\n"
-                                  "allow 203.0.113.7:80 { private }\n"
-                                  "resolve icpt.test 127.0.0.1\n"
-                                  "allow icpt.test:443 { private paths /a/* }\n"
-                                  "timeout head 500ms\n";
+static const char policy_text[] =
+    "resolve tls.test 127.0.0.1\n"
+    "resolve web.test 127.0.0.1\n"
+    "resolve srv.test 127.0.0.1\n"
+    "allow tls.test:443 { private }\n"
+    "allow web.test:80 { private }\n"
+    "allow srv.test:2222 { private }\n"
+    "allow 203.0.113.7:80 { private }\n"
+    "resolve icpt.test 127.0.0.1\n"
+    "allow icpt.test:443 { private paths /a/* }\n"
+    "secret tok env PH_TEST_CAPTURE_TOK\n"
+    "resolve cred.test 127.0.0.1\n"
+    "allow cred.test:80 { private inject bearer tok }\n"
+    "timeout head 500ms\n";
 
 /* The audit log holds a line with every one of the strings (NULL-ended). */
 static void
@@ -696,6 +708,7 @@ in_child(void)
 	CHECK(synth_map(sy, "srv.test", srv_v4, srv_v6) == 0);
 	CHECK(synth_map(sy, "denied.test", denied_v4, denied_v6) == 0);
 	CHECK(synth_map(sy, "icpt.test", icpt_v4, icpt_v6) == 0);
+	CHECK(synth_map(sy, "cred.test", cred_v4, cred_v6) == 0);
 	CHECK(
 	    (run_ca = ca_new_run(icpt_hosts, 1, 0, err, sizeof(err))) != NULL);
 	CHECK((tls = tls_new(run_ca, err, sizeof(err))) != NULL);
@@ -743,14 +756,17 @@ in_child(void)
 	synth_free(sy);
 	tls_free(tls);
 	ca_free(run_ca);
+	if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
+		check_log(log, "(the client failed)", NULL);
 	CHECK(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
 	/*
-	 * 203.0.113.8, 2001:db8::8, denied.test twice, and /b inside the
-	 * interception; not the refusals of SNI, Host or bytes.
+	 * 203.0.113.8, 2001:db8::8, denied.test twice, /b inside the
+	 * interception and /cred in plain HTTP; not the refusals of SNI,
+	 * Host or bytes.
 	 */
-	if (denied != 5)
+	if (denied != 6)
 		fprintf(stderr, "denied told %u times\n", denied);
-	CHECK(denied == 5);
+	CHECK(denied == 6);
 
 	check_all_capture(log);
 	check_log(log, "\"tls.test\"", "\"CONNECT\"", "\"allow\"", NULL);
@@ -760,6 +776,8 @@ in_child(void)
 	    "\"deny\"", NULL);
 	check_log(log, "\"web.test\"", "\"GET\"", "\"/x\"", "\"allow\"", NULL);
 	check_log(log, "\"web.test\"", "421", NULL);
+	check_log(log, "\"cred.test\"", "\"/cred\"",
+	    "credentials are never sent over plain HTTP", NULL);
 	check_log(log, "\"203.0.113.7\"", "\"GET\"", "\"allow\"", NULL);
 	check_log(log, "\"203.0.113.8\"", "\"CONNECT\"", "\"deny\"", NULL);
 	check_log(log, "\"denied.test\"", "\"CONNECT\"", "\"deny\"", NULL);
