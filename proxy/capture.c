@@ -103,6 +103,7 @@ go_connect(struct session *s)
 
 	free(s->tt); /* an interception makes its own */
 	s->tt = NULL;
+	session_head_release(s); /* the peeked bytes are the tunnel's now */
 	evtimer_del(s->idle);
 	/* Reading stays as it is: an interception's TLS takes it over. */
 	bufferevent_setcb(s->client.bev, NULL, NULL, NULL, NULL);
@@ -167,6 +168,9 @@ peek_try(struct session *s)
 	const uint8_t *p = NULL;
 	int r = PEEK_SNI_MORE;
 
+	/* Held like a head: many connections must not hold PEEK_MAX each. */
+	if (n > 0 && request_head_account(s, n))
+		return;
 	if (n > PEEK_MAX)
 		n = PEEK_MAX;
 	if (n > 0 && (p = evbuffer_pullup(in, n)) == NULL) {

@@ -206,6 +206,12 @@ head_account(struct session *s, size_t len)
 	return self;
 }
 
+int
+request_head_account(struct session *s, size_t len)
+{
+	return head_account(s, len);
+}
+
 /*
  * The client has sent all it will (EOF) and no whole head is left: what
  * was answered goes out first, then the connection closes.

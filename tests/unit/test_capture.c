@@ -15,7 +15,8 @@
  * and documentation addresses as a program in the sandbox would.
  * Checked: opaque TLS through to the echo (IPv4 and IPv6), an SNI that
  * differs and a missing one refused, other bytes tunnelled, nothing sent
- * refused at the head timeout, interception of a peeked hello (a request
+ * refused at the head timeout, peeked bytes held as heads are (the
+ * oldest refused over the budget), interception of a peeked hello (a request
  * refused inside, 403) with no 200 before the TLS, other bytes refused
  * on its rule, plain HTTP with Host agreeing and not (421) and a rule
  * with credentials refused in plain HTTP (403), an address
@@ -509,8 +510,8 @@ recv_listeners(int sock, int fds[NCAP])
 static void
 client(int sock)
 {
-	char buf[2048];
-	int fd;
+	char buf[2048], part[1205];
+	int fd, fd2;
 
 	enter_sandbox();
 	send_listeners(sock);
@@ -527,6 +528,18 @@ client(int sock)
 	close(fd);
 	/* Nothing sent on 443: reset after the head timeout. */
 	check_reset(dial(tls_v4, 4, 443));
+	/*
+	 * Two hellos not whole yet, 2410 bytes held: over the head memory
+	 * (2000), the one that waited longest goes.
+	 */
+	memset(part, 'x', sizeof(part));
+	memcpy(part, "\x16\x03\x01\x05\xdc\x01\x00\x05\xd8", 9);
+	fd = dial(tls_v4, 4, 443);
+	fd2 = dial(tls_v4, 4, 443);
+	CHECK(write(fd, part, sizeof(part)) == (ssize_t)sizeof(part));
+	CHECK(write(fd2, part, sizeof(part)) == (ssize_t)sizeof(part));
+	check_reset(fd);
+	close(fd2);
 	/* Interception, its hello peeked first; no 200 before the TLS. */
 	intercepted(dial(icpt_v4, 4, 443), "icpt.test", 1);
 	intercepted(dial(icpt_v6, 16, 443), "elsewhere.test", 0);
@@ -730,6 +743,7 @@ in_child(void)
 	cf.synth = sy;
 	cf.tls = tls;
 	cf.denied = on_denied;
+	cf.head_memory = 2000;
 	CHECK((px = proxy_new(r.base, &cf)) != NULL);
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	if ((r.client = fork()) == 0) {
@@ -790,6 +804,8 @@ in_child(void)
 	check_log(log, "\"tls.test\"", "within the head timeout", NULL);
 	check_log(log, "\"icpt.test\"", "\"/b\"", "\"deny\"", NULL);
 	check_log(log, "\"icpt.test\"", "needs TLS or HTTP", NULL);
+	check_log(log, "\"tls.test\"", "\"status\":503",
+	    "memory for unfinished request heads", NULL);
 	fixture_rmtree(dir);
 	_exit(0);
 }
