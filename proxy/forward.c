@@ -15,7 +15,10 @@
  * (intercept.c): origin-form requests whose Host must be the CONNECT
  * target, decided as HTTPS, with the rule's credentials injected and its
  * placeholder stand-ins swapped for the real values, and sent over the
- * proxy's own TLS connection to the real server.
+ * proxy's own TLS connection to the real server.  And those of a
+ * captured connection that spoke HTTP (capture.c, SESSION_REACH_PLAIN):
+ * origin-form requests whose Host must be the name the program connected
+ * to, decided as plain HTTP, sent in the clear.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -935,9 +938,10 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 }
 
 /*
- * Inside an intercepted tunnel: the target is the CONNECT target, the
- * path the request's, and Host must name the same host (and port, when
- * it gives one): a request for another host is domain fronting.
+ * Inside an intercepted tunnel or a captured connection: the target is
+ * the CONNECT target or the name connected to, the path the request's,
+ * and Host must name the same host (and port, when it gives one): a
+ * request for another host is domain fronting.
  */
 static int
 inner_target(struct session *s, const struct http_head *h, struct target_url *u)
@@ -947,7 +951,7 @@ inner_target(struct session *s, const struct http_head *h, struct target_url *u)
 	uint16_t hport = 0;
 	int r;
 
-	u->tls = 1;
+	u->tls = s->reach == SESSION_REACH_INTERCEPT;
 	u->host = s->tt->host;
 	u->port = s->tt->port;
 	if ((s->path = malloc(h->target_len + 2)) == NULL) {
@@ -964,8 +968,10 @@ inner_target(struct session *s, const struct http_head *h, struct target_url *u)
 	        strcmp(hh.name, u->host.name) != 0 ||
 	        (hport != 0 && hport != u->port))) {
 		session_reply_close(s, 421,
-		    "the Host field names another host than the CONNECT "
-		    "target");
+		    u->tls ? "the Host field names another host than the "
+		             "CONNECT target"
+		           : "the Host field names another host than the name "
+		             "the program connected to");
 		return -1;
 	}
 	return 0;
@@ -993,7 +999,8 @@ parse_target(struct session *s, const struct http_head *h, struct target_url *u)
 void
 forward_start(struct session *s, const struct http_head *h)
 {
-	int inside = s->reach == SESSION_REACH_INTERCEPT;
+	int inside = s->reach == SESSION_REACH_INTERCEPT ||
+	    s->reach == SESSION_REACH_PLAIN;
 	struct target_url u;
 	struct forward *fw;
 

@@ -38,6 +38,7 @@
 #include "audit/audit.h"
 #define PROXY_INTERNAL
 #include "proxy/proxy.h"
+#include "proxy/capture.h"
 #include "proxy/scan.h"
 #include "proxy/request.h"
 #include "proxy/session.h"
@@ -357,7 +358,7 @@ front_start(struct proxy *px, int fd, uint64_t conn, enum proxy_via via)
 	case PROXY_VIA_SOCKS:
 		return socksconn_new(&px->ctx, fd, conn);
 	case PROXY_VIA_CAPTURE:
-		return request_new(&px->ctx, fd, conn, via); /* CAPTURE-FRONT */
+		return capture_start(&px->ctx, fd, conn);
 	default:
 		return request_new(&px->ctx, fd, conn, via);
 	}

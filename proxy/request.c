@@ -131,13 +131,14 @@ dispatch(struct session *s, const struct http_head *h)
 	session_head_release(s);
 	evtimer_del(s->idle);
 	session_follow_policy(s);
-	if (s->reach == SESSION_REACH_INTERCEPT) {
+	if (s->reach == SESSION_REACH_INTERCEPT ||
+	    s->reach == SESSION_REACH_PLAIN) {
 		if (h->form == HTTP_FORM_ORIGIN)
 			forward_start(s, h);
 		else
 			session_reply_close(s, 400,
-			    "inside a tunnel, send origin-form requests "
-			    "(GET /path)");
+			    "inside a tunnel or a captured connection, send "
+			    "origin-form requests (GET /path)");
 	} else if (h->method_len == 7 && memcmp(h->method, "CONNECT", 7) == 0)
 		connect_start(s, h);
 	else if (h->form == HTTP_FORM_ABSOLUTE)
@@ -203,6 +204,12 @@ head_account(struct session *s, size_t len)
 		    "this head waited longest");
 	}
 	return self;
+}
+
+int
+request_head_account(struct session *s, size_t len)
+{
+	return head_account(s, len);
 }
 
 /*

@@ -12,6 +12,7 @@
 #ifndef PH_REQUEST_H
 #define PH_REQUEST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "proxy/via.h"
@@ -52,6 +53,15 @@ struct session *request_session(
  */
 void request_connect(
     struct session *s, const struct target_host *host, uint16_t port);
+
+/*
+ * Counts the LEN bytes a front holds for S before its request is known
+ * (a captured connection's first bytes, peeked) against the memory all
+ * unfinished heads share, as a head's are; over it, the heads that have
+ * waited longest are refused (503).  session_head_release() frees them.
+ * Returns 1 when S itself was refused: it is gone.
+ */
+int request_head_account(struct session *s, size_t len);
 
 /*
  * The policy in the context was replaced: every open tunnel that the new

@@ -1,8 +1,9 @@
 /*
  * session_int.h: the insides of a session, for the files that carry one
- * (session.c, request.c, forward.c, tunnel.c, intercept.c).  Internal to
- * them: request.c reads heads, session.c answers and closes, forward.c
- * serves requests, tunnel.c and intercept.c move its bytes, and all of
+ * (session.c, request.c, forward.c, tunnel.c, intercept.c, capture.c).
+ * Internal to them: request.c reads heads, session.c answers and closes,
+ * forward.c serves requests, tunnel.c and intercept.c move its bytes,
+ * capture.c peeks at a captured connection's first bytes, and all of
  * them read and write its two directions, counters and current request
  * in place; accessors for each of those would only hide a shared struct
  * behind forty functions.  Every other file (proxy.c, upstream.c) sees
@@ -20,11 +21,15 @@ enum session_reach {
 	                         the target stays in host and port */
 	SESSION_REACH_INTERCEPT, /* TLS ends here, the requests inside are
 	                            decided one by one (intercept.c) */
+	SESSION_REACH_PLAIN, /* a captured connection that spoke HTTP:
+	                        origin-form requests to the fixed target tt,
+	                        decided one by one (capture.c, forward.c) */
 };
 
 /*
- * The tunnel target of an intercepted CONNECT, which every request read
- * inside it must name.  Apart from the session (NULL until then): an
+ * The tunnel target of an intercepted CONNECT, or of a captured
+ * connection (the name or address the program connected to), which
+ * every request read inside it must name.  Apart from the session (NULL until then): an
  * opaque tunnel does not need it, and an idle tunnel's memory counts.
  */
 struct session_target {
@@ -75,7 +80,7 @@ struct session {
 	size_t head_held; /* ...of them counted in ctx->head_bytes */
 	struct forward *fwd; /* plain HTTP state (forward.c) */
 	enum session_reach reach; /* set when a CONNECT is allowed */
-	struct session_target *tt; /* SESSION_REACH_INTERCEPT: its target */
+	struct session_target *tt; /* REACH_INTERCEPT, _PLAIN: its target */
 	struct intercept *icpt; /* inside an intercepted tunnel (intercept.c) */
 	const char *secret; /* name of a secret this request carries */
 	struct tunnel *tun; /* spliced CONNECT tunnel (tunnel.c) */
