@@ -7,7 +7,10 @@
 # scripts/deps-clients.sh (/opt/pinhole-node) reaches it; the audit log
 # shows both requests with the secret by name; the scratch $HOME is byte
 # for byte unchanged.  Debian's Node 20 ignores NODE_USE_ENV_PROXY: its
-# fetch() goes direct and fails (non-zero) without reaching the origin.
+# fetch() and https.get() resolve api.test and connect themselves, and
+# capture (the default) brings them to the same rule: the token is
+# injected all the same, and the records say "via": "capture"; under
+# --no-capture they fail without reaching the origin.
 # usage: node.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/../integration/tls_lib.sh"
@@ -109,20 +112,42 @@ if grep -q -- "$TOKEN" "$T/audit.jsonl" || grep -q -- "$TOKEN" <<<"$OUT$ERR"; th
 	bad "the token's value is in the log or the output"
 else ok; fi
 
-# --- Node 20 ignores NODE_USE_ENV_PROXY: fetch goes direct and fails ------------
-SEEN=$(wc -l <"$T/origin/access.log")
+# --- Node 20 ignores NODE_USE_ENV_PROXY: it goes direct, and is captured ------
 : >"$T/audit.jsonl"
 prun -p "$T/p.conf" -- "$NODE20" client.js "$URL"
-check "node 20: fails" test "$RC" -ne 0
-expect "node 20: fetch() did not get through" "$OUT" '^error '
-refuse "node 20: no answer" "$OUT" '^fetch '
-equal "node 20: the origin saw nothing" "$(wc -l <"$T/origin/access.log")" "$SEEN"
-equal "node 20: the proxy saw no request" \
+equal "node 20: status" "$RC" 0
+[ "$RC" -eq 0 ] || printf '%s\n' "$OUT" "$ERR" | tail -8 | sed 's/^/  | /'
+expect "node 20: fetch() captured, the token injected" "$OUT" \
+	'^fetch 200 served /api/fetch$'
+expect "node 20: https.get() captured, the token injected" "$OUT" \
+	'^https.get 200 served /api/get$'
+equal "node 20: its lookup answered with a synthetic address" \
+	"$(jq -c 'select(.event == "dns" and .host == "api.test"
+		and .answer == "synthetic")' "$T/audit.jsonl" | wc -l)" 1
+for p in /api/fetch /api/get; do
+	check "node 20: $p allowed via capture" test -n "$(jq -c "select(
+		.event == \"request\" and .host == \"api.test\" and .path == \"$p\"
+		and .decision == \"allow\" and .via == \"capture\")" \
+		"$T/audit.jsonl" 2>/dev/null)"
+done
+refuse "node 20: no lookup line (it resolved)" "$ERR" 'looked up api\.test'
+
+# --- Node 20 under --no-capture: fetch goes direct and fails -------------------
+SEEN=$(wc -l <"$T/origin/access.log")
+: >"$T/audit.jsonl"
+prun --no-capture -p "$T/p.conf" -- "$NODE20" client.js "$URL"
+check "node 20, --no-capture: fails" test "$RC" -ne 0
+expect "node 20, --no-capture: fetch() did not get through" "$OUT" '^error '
+refuse "node 20, --no-capture: no answer" "$OUT" '^fetch '
+equal "node 20, --no-capture: the origin saw nothing" \
+	"$(wc -l <"$T/origin/access.log")" "$SEEN"
+equal "node 20, --no-capture: the proxy saw no request" \
 	"$(jq -c 'select(.host == "api.test" and .event != "dns")' "$T/audit.jsonl" | wc -l)" 0
 # The sandbox's DNS stub refused its own lookup and said so (run_dns.sh).
-equal "node 20: its lookup logged" \
+equal "node 20, --no-capture: its lookup logged" \
 	"$(jq -c 'select(.event == "dns" and .host == "api.test")' "$T/audit.jsonl" | wc -l)" 1
-expect "node 20: pinhole names the lookup" "$ERR" 'looked up api\.test itself'
+expect "node 20, --no-capture: pinhole names the lookup" "$ERR" \
+	'looked up api\.test itself'
 
 
 # --- the host's side ---------------------------------------------------------------
