@@ -9,6 +9,8 @@ set -euo pipefail
 
 PACKAGES=(
 	wget					# the second plain HTTP client
+	openssh-server				# capture_ssh.sh: sshd on a loopback port (no service started)
+	socat netcat-openbsd			# capture_raw.sh, capture_ssh.sh: raw TCP, nc -X 5 (SOCKS5)
 	python3-venv python3-pip		# pip in a venv
 	nodejs					# node and npm; its fetch() ignores the proxy (run_dns)
 	apt-utils				# apt.sh: apt-ftparchive makes the Debian repository
@@ -21,9 +23,6 @@ PACKAGES=(
 	cargo					# cargo fetch/build (Debian's: a git index;
 						# a cargo >= 1.68 on PATH: the sparse index)
 	nginx fcgiwrap git jq curl openssl	# the registries' server, git smart HTTP, audit checks
-	openssh-server				# capture_ssh.sh: sshd on a loopback port (no service started)
-	socat netcat-openbsd			# capture_raw.sh, capture_ssh.sh: raw TCP, nc -X 5 (SOCKS5)
-	dnsutils				# dig: looking at the DNS stub by hand
 )
 
 # A Node that honours NODE_USE_ENV_PROXY (>= 22.21 / 24.5; Debian's is
