@@ -8,7 +8,7 @@
 # file over plain HTTP and a BIG_MB (256) MiB file over HTTPS; the policy
 # pins web.test to 127.0.0.1 and allows both ports as opaque tunnels.
 # Two rows, each figure the median of RUNS (3) runs, each run a `pinhole
-# run` of its own:
+# run` of its own, the two rows measured in turn, run by run:
 #   capture  the program ignores the proxy variables: it looks web.test
 #            up (the DNS stub's synthetic address) and connects to it;
 #            the connection is captured
@@ -140,54 +140,61 @@ inside() {
 	(cd "$T/work" && timeout 120 "$PH" run --log "$T/audit.jsonl" -p "$T/p.conf" -- "$@") \
 		</dev/null 2>>"$T/inside.err"
 }
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-# measure WHAT MODE: RUNS values of one figure, their median; "first":
-# the medians of both of its figures (first ms, ttfb ms), from the same
-# runs.
-measure() {
-	local what=$1 mode=$2 r out vals=() ttfb=()
-	for ((r = 0; r < RUNS; r++)); do
-		case $what in
-		c1 | c16)
-			out=$(inside python3 bench.py "$mode" rate web.test "$H_PORT" "${what#c}" "$SECS") ;;
-		first)
-			out=$(inside python3 bench.py "$mode" first web.test "$H_PORT") ;;
-		mbs)
-			noproxy=()
-			[ "$mode" = proxy ] || noproxy=(--noproxy '*')
-			out=$(inside curl -q -sS --max-time 100 "${noproxy[@]}" --cacert ca.pem \
-				-o /dev/null -w '%{speed_download}\n' "https://web.test:$S_PORT/big" 2>&1) ;;
-		esac
-		case $out in
-		'' | FAILED* | *[!0-9.\ ]*)
-			echo "bench_capture: $mode $what failed: ${out:-no output}" >&2
-			tail -5 "$T/inside.err" | sed 's/^/  | /' >&2
-			return 1 ;;
-		esac
-		case $what in
-		first) vals+=("${out%% *}") && ttfb+=("${out#* }") ;;
-		mbs) vals+=("$(awk -v b="$out" 'BEGIN { printf "%.0f", b / 1e6 }')") ;;
-		*) vals+=("$out") ;;
-		esac
-	done
-	if [ "$what" = first ]; then
-		echo "$(printf '%s\n' "${vals[@]}" | median) $(printf '%s\n' "${ttfb[@]}" | median)"
-	else
-		printf '%s\n' "${vals[@]}" | median
-	fi
+median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# one WHAT MODE: one run's figure ("first": two, first ms and ttfb ms).
+one() {
+	local what=$1 mode=$2 out noproxy=()
+	case $what in
+	c1 | c16)
+		out=$(inside python3 bench.py "$mode" rate web.test "$H_PORT" "${what#c}" "$SECS") ;;
+	first)
+		out=$(inside python3 bench.py "$mode" first web.test "$H_PORT") ;;
+	mbs)
+		[ "$mode" = proxy ] || noproxy=(--noproxy '*')
+		out=$(inside curl -q -sS --max-time 100 "${noproxy[@]}" --cacert ca.pem \
+			-o /dev/null -w '%{speed_download}\n' "https://web.test:$S_PORT/big" 2>&1) ;;
+	esac
+	case $out in
+	'' | FAILED* | *[!0-9.\ ]*)
+		echo "bench_capture: $mode $what failed: ${out:-no output}" >&2
+		tail -3 "$T/inside.err" | sed 's/^/  | /' >&2
+		return 1 ;;
+	esac
+	[ "$what" != mbs ] || out=$(awk -v b="$out" 'BEGIN { printf "%.0f", b / 1e6 }')
+	echo "$out"
 }
 
 echo "bench_capture $(date -u +%F) $(uname -sr), uid $(id -u), $RUNS runs each, $SECS s per rate, $BIG_MB MiB"
-printf '%-8s %10s %10s %8s %10s %9s\n' row 'conn/s c1' 'conn/s c16' 'MB/s' 'first ms' 'ttfb ms'
-status=0
-for mode in proxy capture; do
-	row=()
+# The two rows measured in turn, run by run, so that the machine's load
+# falls on both alike.
+declare -A got
+broken=()
+for ((r = 0; r < RUNS; r++)); do
 	for what in c1 c16 mbs first; do
-		v=$(measure "$what" "$mode") || { status=1 && break; }
-		read -ra v <<<"$v"
-		row+=("${v[@]}")
+		for mode in proxy capture; do
+			[[ " ${broken[*]} " != *" $mode "* ]] || continue
+			if v=$(one "$what" "$mode"); then
+				if [ "$what" = first ]; then
+					got["$mode first"]+=" ${v%% *}"
+					got["$mode ttfb"]+=" ${v#* }"
+				else
+					got["$mode $what"]+=" $v"
+				fi
+			else
+				broken+=("$mode")
+			fi
+		done
 	done
-	[ "${#row[@]}" -eq 5 ] || { echo "$mode: cannot run (see above)"; continue; }
-	printf '%-8s %10s %10s %8s %10s %9s\n' "$mode" "${row[@]}"
 done
-exit "$status"
+printf '%-8s %10s %10s %8s %10s %9s\n' row 'conn/s c1' 'conn/s c16' 'MB/s' 'first ms' 'ttfb ms'
+for mode in proxy capture; do
+	if [[ " ${broken[*]} " == *" $mode "* ]]; then
+		echo "$mode: cannot run (see above)"
+		continue
+	fi
+	printf '%-8s %10s %10s %8s %10s %9s\n' "$mode" \
+		"$(median <<<"${got["$mode c1"]}")" "$(median <<<"${got["$mode c16"]}")" \
+		"$(median <<<"${got["$mode mbs"]}")" "$(median <<<"${got["$mode first"]}")" \
+		"$(median <<<"${got["$mode ttfb"]}")"
+done
+[ "${#broken[@]}" -eq 0 ]
