@@ -9,6 +9,8 @@ set -euo pipefail
 
 PACKAGES=(
 	wget					# the second plain HTTP client
+	openssh-server				# capture_ssh.sh: sshd on a loopback port (no service started)
+	socat netcat-openbsd			# capture_raw.sh, capture_ssh.sh: raw TCP, nc -X 5 (SOCKS5)
 	python3-venv python3-pip		# pip in a venv
 	nodejs					# node and npm; its fetch() ignores the proxy (run_dns)
 	apt-utils				# apt.sh: apt-ftparchive makes the Debian repository
