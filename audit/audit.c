@@ -615,8 +615,8 @@ fold_same(const struct audit *a, const struct audit_rec *r)
 
 	if (!f->have || f->port != r->port || f->status != r->status ||
 	    f->rule_line != r->rule_line || !same_str(f->method, r->method) ||
-	    !same_str(f->via, r->via) ||
-	    !same_str(f->host, r->host) || !same_str(f->reason, r->reason) ||
+	    !same_str(f->via, r->via) || !same_str(f->host, r->host) ||
+	    !same_str(f->reason, r->reason) ||
 	    !same_str(f->rule_file, r->rule_file))
 		return 0;
 	if (f->path == NULL || r->path == NULL)
