@@ -6,8 +6,9 @@
 #
 # Rows: the bare command (/bin/true), `pinhole run -- /bin/true` (all the
 # namespaces, the mount view, seccomp, Landlock, the proxy's start and
-# shutdown), and the same with a policy that intercepts one host (the run
-# CA and its trust bundle are made too).  Wall time, mean of RUNS (100)
+# shutdown, capture's routes and listeners), the same with --no-capture,
+# and the same with a policy that intercepts one host (the run CA and its
+# trust bundle are made too).  Wall time, mean of RUNS (100)
 # after 10 warm-ups; as the calling user (run it as root and as another
 # user to compare).  Nothing touches the network: the command makes no
 # request.
@@ -25,6 +26,8 @@ cd "$W/work"
 hyperfine -N -w 10 -r "$RUNS" --export-markdown "$W/table.md" \
 	-n 'bare /bin/true' '/bin/true' \
 	-n 'pinhole run' "$PINHOLE run --log $W/a.jsonl -- /bin/true" \
+	-n 'pinhole run --no-capture' \
+	"$PINHOLE run --no-capture --log $W/a.jsonl -- /bin/true" \
 	-n 'pinhole run, interception' \
 	"$PINHOLE run -p $W/icpt.conf --log $W/a.jsonl -- /bin/true" >/dev/null
 echo "bench_run $(date -u +%F) $(uname -sr), uid $(id -u), $($PINHOLE --version)"
