@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's first command: install dependencies, build, and run the
 # built-in demo: policy check and decisions, then a sandboxed run whose
-# only way out is the proxy (an allowed fetch, denials, a direct
-# connection that fails, the log review).
+# only way out is the proxy (an allowed fetch, denials, direct
+# connections captured and decided, the log review).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -71,8 +71,10 @@ demo_run() {
 		curl -s -p -I https://evil.test/ 2>/dev/null | sed -n 's/^X-Pinhole-Reason: //p'
 		echo "3. private:  curl https://intranet.test:$S_PORT/"
 		curl -s -p -I https://intranet.test:$S_PORT/ 2>/dev/null | sed -n 's/^X-Pinhole-Reason: /   /p'
-		echo "4. direct:   a connection that bypasses the proxy"
-		bash -c 'exec 3<>/dev/tcp/192.0.2.1/443' 2>&1 | sed 's/^/   /'
+		echo "4. direct:   programs that ignore the proxy are captured"
+		curl -sS --noproxy '*' --cacert ca.pem https://web.test:$S_PORT/ | sed 's/^/   captured: /'
+		bash -c 'exec 3<>/dev/tcp/192.0.2.1/443 && cat <&3' 2>&1 | sed 's/^/   192.0.2.1:443: /'
+		getent hosts evil.test || echo "   evil.test: no such name in the sandbox"
 		echo "5. files:    / is read-only, the work directory writable"
 		touch /usr/pinhole-demo 2>&1 | sed 's/^/   /'
 		touch made-inside && echo "   wrote made-inside"
