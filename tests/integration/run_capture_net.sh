@@ -3,9 +3,9 @@
 # every address is local (routes "local 0.0.0.0/0 dev lo", "local ::/0"):
 # a program that ignores the proxy variables and connects to 203.0.113.7
 # on a captured port (80, 443, the policy's ports) reaches pinhole, which
-# answers (the scaffold's proxy with 400 "pinhole is a proxy", capture.c
-# with its decision: either way X-Pinhole-Reason, or a "capture" record
-# in the log); a port nothing captures is refused at once (ECONNREFUSED);
+# decides it (capture.c: no rule allows 203.0.113.7, so a reset and a
+# "capture" record in the log); a port nothing captures is refused at
+# once (ECONNREFUSED);
 # a DNS query to any address reaches the stub; the command has ALL_PROXY
 # and all_proxy for SOCKS, the proxy variables as before; -v says which
 # mode is on; a port range too wide to capture is said on stderr.  With
