@@ -715,6 +715,8 @@ refused_notes_free(struct refused_notes *r)
 {
 	if (r == NULL)
 		return;
+	/* A note the loop has not read yet: logged all the same. */
+	on_notes(event_get_fd(r->ev), EV_READ, r);
 	close(event_get_fd(r->ev));
 	event_free(r->ev);
 	free(r);

@@ -163,7 +163,10 @@ struct refused_notes;
 struct refused_notes *
 refused_notes_new(struct event_base *, const struct refused_config *, int fd);
 
-/* Closes the socket and frees N.  NULL does nothing. */
+/*
+ * Logs the notes still unread (as they arrive: the denied callback is
+ * told), closes the socket and frees N.  NULL does nothing.
+ */
 void refused_notes_free(struct refused_notes *);
 
 #ifdef REFUSED_INTERNAL

@@ -1029,6 +1029,23 @@ test_notes(void **state)
 	assert_int_equal(lines_with(path, "\"host\"", NULL), 0);
 	assert_int_equal(
 	    lines_with(path, "ICMPv6 (ping) is not carried", NULL), 1);
+	/* A note the loop never read: logged when the notes are freed. */
+	assert_non_null(base = event_base_new());
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	assert_non_null(
+	    a = audit_open(path, "0123456789abcdef", err, sizeof(err)));
+	cf.audit = a;
+	assert_non_null(n = refused_notes_new(base, &cf, sp[0]));
+	assert_int_equal(send(sp[1], "6", 1, 0), 1);
+	refused_notes_free(n);
+	close(sp[1]);
+	audit_close(a);
+	event_base_free(base);
+	assert_int_equal(ndenied, 4);
+	assert_string_equal(denied_last, "ICMPv6:0");
+	assert_int_equal(
+	    lines_with(path, "ICMPv6 (ping) is not carried", NULL), 2);
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(rmdir(dir), 0);
 }
