@@ -40,6 +40,8 @@ icmp_logged() {
 	expect "$1: last line, ICMPv6" "$last" '(: |, )ICMPv6 \(x1\)'
 	expect "$1: last line, RAW" "$last" '(: |, )RAW \(x1\)'
 	audit_wellformed "$1" "$2"
+	expect "$1: pinhole log hints" "$("$PINHOLE" log "$2")" \
+		'^      ICMP never leaves the sandbox; no rule can allow it$'
 }
 
 v6=()
