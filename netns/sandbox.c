@@ -23,6 +23,7 @@
  */
 #define SBX_INTERNAL
 
+#include <linux/capability.h>
 #include <linux/close_range.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -154,9 +155,60 @@ hand_listener(int gsock, int listener, int sock)
 	close(gsock);
 }
 
+/*
+ * The file execvp(NAME) would have run: NAME when it has a slash, else
+ * the first executable NAME along PATH (an empty entry: the current
+ * directory).  Returns it, in BUF when searched, or NULL.
+ */
+static const char *
+exec_file(const char *name, char *buf, size_t len)
+{
+	const char *p = getenv("PATH"), *end;
+	int n;
+
+	if (strchr(name, '/') != NULL)
+		return name;
+	for (p = p != NULL ? p : "/bin:/usr/bin";; p = end + 1) {
+		end = strchrnul(p, ':');
+		n = end == p
+		    ? snprintf(buf, len, "./%s", name)
+		    : snprintf(buf, len, "%.*s/%s", (int)(end - p), p, name);
+		if (n > 0 && (size_t)n < len && access(buf, X_OK) == 0)
+			return buf;
+		if (*end == '\0')
+			return NULL;
+	}
+}
+
+/*
+ * The command could not be executed (E).  A program that needs the file
+ * capability cap_net_raw (iputils ping) fails so before it asks for any
+ * socket, since the sandbox grants no file capability: said, and told
+ * to the engine as a raw socket the supervisor refused (NOTES, the
+ * supervisor's, as sockguard.h), so that the run's log has it too.
+ */
+static void
+exec_failed(const struct sbx_config *c, int notes, int e)
+{
+	char buf[PATH_MAX + 1];
+	const char *f =
+	    e == EPERM ? exec_file(c->argv[0], buf, sizeof(buf)) : NULL;
+	char note = SOCKGUARD_NOTE_RAW;
+
+	if (f != NULL && caps_file_has(f, CAP_NET_RAW)) {
+		(void)send(notes, &note, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+		fprintf(stderr,
+		    "pinhole: %s: %s: it needs the file capability "
+		    "cap_net_raw, which the sandbox never grants (no ICMP, no "
+		    "raw socket)\n",
+		    c->argv[0], strerror(e));
+	} else
+		fprintf(stderr, "pinhole: %s: %s\n", c->argv[0], strerror(e));
+}
+
 /* The command: no privilege, its own signals, then exec. */
 static void __attribute__((noreturn))
-command_main(const struct sbx_config *c, int sock, int gsock)
+command_main(const struct sbx_config *c, int sock, int gsock, int notes)
 {
 	const char *dir = c->chdir ? c->chdir : mnt_plan_cwd(c->plan);
 	char err[256];
@@ -192,7 +244,7 @@ command_main(const struct sbx_config *c, int sock, int gsock)
 	environ = c->envp;
 	execvp(c->argv[0], c->argv);
 	e = errno;
-	fprintf(stderr, "pinhole: %s: %s\n", c->argv[0], strerror(e));
+	exec_failed(c, notes, e);
 	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
 }
 
@@ -484,8 +536,7 @@ child_main(const struct sbx_config *c, int sock)
 	if (cmd == 0) {
 		close(sfd);
 		close(gp[0]);
-		close(notes);
-		command_main(c, sock, gp[1]);
+		command_main(c, sock, gp[1], notes); /* notes: close-on-exec */
 	}
 	close(sock);
 	close(gp[1]);

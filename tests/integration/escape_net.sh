@@ -125,13 +125,20 @@ if [ "$(uname -m)" = x86_64 ]; then
 fi
 
 # Real clients.  iputils ping carries cap_net_raw as a file capability,
-# which no_new_privs never grants: its exec fails before any socket, so
-# there is nothing to log, only the failure.  busybox ping asks for a
-# raw socket: refused, logged, counted.
-RUN_LOG=$T/ping.jsonl
+# which the sandbox never grants: its exec fails (EPERM) before any
+# socket; pinhole says why and logs it as the raw socket it needed.
+# busybox ping asks for a raw socket: refused, logged, counted.
+RUN_LOG=$T/iputils.jsonl
 prun -- ping -c1 -W1 203.0.113.7
-check "iputils ping: fails inside (status $RC)" test "$RC" -ne 0
+equal "iputils ping: fails inside at exec" "$RC" 126
 refuse "iputils ping: no reply" "$OUT" 'bytes from'
+expect "iputils ping: why" "$ERR" \
+	'^pinhole: ping: Operation not permitted: it needs the file capability cap_net_raw, which the sandbox never grants'
+equal "iputils ping: one RAW record" \
+	"$(log_query "$RUN_LOG" 'select(.method == "RAW" and .decision == "deny")' | wc -l)" 1
+expect "iputils ping: last line" "$(last_line "$ERR")" \
+	'^pinhole: 1 denied: RAW \(x1\); see '
+RUN_LOG=$T/ping.jsonl
 prun -- busybox ping -c1 -W1 203.0.113.7
 check "busybox ping: fails inside (status $RC)" test "$RC" -ne 0
 refuse "busybox ping: no reply" "$OUT" 'bytes from'
