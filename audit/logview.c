@@ -47,7 +47,8 @@ _Static_assert(ADVICE_MAX == PATH_KEEP + 2 * HOST_MAX + 128,
 _Static_assert(SECRETS_MAX == LOGVIEW_SECRETS_MAX, "secret names kept");
 
 static const char *const kind_names[] = {"no-rule", "port", "path", "method",
-    "deny-rule", "plain-http", "private", "not-captured", "udp", "other"};
+    "deny-rule", "plain-http", "private", "not-captured", "udp", "icmp",
+    "other"};
 
 /* The values of "via" and of a "dns" record's "answer", by bit. */
 static const char *const via_names[] = {"proxy", "socks", "capture"};
@@ -782,6 +783,18 @@ weight(const struct rec *r)
 	return r->n[FIELD_COUNT] >= 0 ? (uint64_t)r->n[FIELD_COUNT] : 1;
 }
 
+/*
+ * An ICMP or raw socket the sandbox refused (proxy/refused.h's notes):
+ * method "ICMP" or "RAW", and no host (a socket has no destination;
+ * an entry without one has "").
+ */
+static int
+is_icmp(const char *method, const char *host)
+{
+	return method != NULL && (host == NULL || host[0] == '\0') &&
+	    (strcmp(method, "ICMP") == 0 || strcmp(method, "RAW") == 0);
+}
+
 /* Counts a request R of host A that arrived by capture. */
 static void
 count_captured(struct logview_entry *a, const struct rec *r)
@@ -794,6 +807,8 @@ count_captured(struct logview_entry *a, const struct rec *r)
 	if (r->s[FIELD_METHOD] != NULL &&
 	    strcmp(r->s[FIELD_METHOD], "UDP") == 0)
 		a->udp = 1;
+	if (is_icmp(r->s[FIELD_METHOD], r->s[FIELD_HOST]))
+		a->icmp = 1;
 }
 
 static void
@@ -1157,6 +1172,7 @@ logview_read(struct logview *lv, FILE *in, const char *name, FILE *err)
 #define UDP_NOTE                                                               \
 	"no allow can permit this: UDP other than DNS never leaves the "       \
 	"sandbox"
+#define ICMP_NOTE "ICMP never leaves the sandbox; no rule can allow it"
 
 static const struct {
 	const char *prefix, *infix;
@@ -1385,9 +1401,13 @@ logview_advise(const struct logview_entry *d, struct logview_advice *a)
 	if (d->host != NULL && d->method != NULL &&
 	    strcmp(d->method, "UDP") == 0)
 		a->kind = LOGVIEW_UDP;
+	if (is_icmp(d->method, d->host))
+		a->kind = LOGVIEW_ICMP;
 	block[0] = '\0';
 	if (a->kind == LOGVIEW_UDP)
 		snprintf(a->note, sizeof(a->note), "%s", UDP_NOTE);
+	else if (a->kind == LOGVIEW_ICMP)
+		snprintf(a->note, sizeof(a->note), "%s", ICMP_NOTE);
 	else if (a->kind == LOGVIEW_DENYRULE)
 		advise_deny(d, a);
 	else if (a->kind == LOGVIEW_PLAIN)
@@ -1437,6 +1457,8 @@ logview_capture_hint(const struct logview_entry *h,
 	char target[2 * HOST_MAX + 16], name[4 * HOST_MAX + 1];
 
 	allowed[0] = denied[0] = '\0';
+	if (h->icmp && h->captured_denied > 0)
+		snprintf(denied, LOGVIEW_ADVICE_MAX, "%s", ICMP_NOTE);
 	if (h->host == NULL || h->host[0] == '\0')
 		return;
 	logview_esc_buf(name, sizeof(name), h->host);

@@ -146,6 +146,7 @@ struct logview_entry {
 	/* hosts: requests that arrived by capture, and of them denied */
 	uint64_t captured, captured_denied;
 	int udp; /* hosts: one of them was UDP (refused in the sandbox) */
+	int icmp; /* hosts: one was an ICMP or raw socket (no host) */
 	unsigned answers; /* lookups: LOGVIEW_ANSWER_* given */
 };
 
@@ -189,6 +190,7 @@ enum logview_kind {
 	LOGVIEW_PRIVATE,
 	LOGVIEW_UNCAPTURED, /* a port no listener captures: allow it */
 	LOGVIEW_UDP, /* UDP other than DNS: never leaves the sandbox */
+	LOGVIEW_ICMP, /* an ICMP or raw socket (method ICMP, RAW; no host) */
 	LOGVIEW_OTHER,
 };
 

@@ -57,8 +57,12 @@ on_denied(void *arg, const char *host, unsigned port)
 	char what[300];
 	size_t i;
 
-	snprintf(what, sizeof(what), strchr(host, ':') ? "[%s]:%u" : "%s:%u",
-	    host, port);
+	/* Port 0: no destination, only what it was ("ICMP", refused.h). */
+	if (port == 0)
+		snprintf(what, sizeof(what), "%s", host);
+	else
+		snprintf(what, sizeof(what),
+		    strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
 	r->denied_total++;
 	for (i = 0; i < r->ndenied; i++)
 		if (strcmp(r->denied[i].what, what) == 0) {
@@ -124,10 +128,23 @@ take_capture(struct run *r, int fd, unsigned port)
 	return 0;
 }
 
+/* The supervisor's notes (sandbox.c): an AF_UNIX SOCK_SEQPACKET socket. */
+static int
+is_notes(int fd, const struct sockaddr_storage *ss)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	return ss->ss_family == AF_UNIX &&
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+	    type == SOCK_SEQPACKET;
+}
+
 /*
  * A listener from the sandbox, told apart by its address: the packet
- * socket, the DNS stub's (port 53), the proxy's and SOCKS's (loopback),
- * a capture listener (the wildcard).  Anything else is refused.
+ * socket, the supervisor's notes (AF_UNIX), the DNS stub's (port 53),
+ * the proxy's and SOCKS's (loopback), a capture listener (the wildcard).
+ * Anything else is refused.
  */
 static int
 take_listener(struct run *r, int fd)
@@ -143,6 +160,8 @@ take_listener(struct run *r, int fd)
 		return -1;
 	if (ss.ss_family == AF_PACKET)
 		return r->no_capture ? -1 : engine_listen_refused(r->eng, fd);
+	if (is_notes(fd, &ss))
+		return engine_listen_notes(r->eng, fd);
 	if (dnsstub_is_stub_fd(fd))
 		return engine_listen_dns(r->eng, fd);
 	if (ss.ss_family == AF_INET) {

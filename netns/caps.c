@@ -8,8 +8,11 @@
  */
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 
+#include <endian.h>
 #include <errno.h>
+#include <stdint.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <stdio.h>
@@ -111,4 +114,30 @@ caps_drop_all(char *err, size_t errlen)
 	r = 0;
 out:
 	return r;
+}
+
+int
+caps_file_has(const char *path, int cap)
+{
+	struct vfs_ns_cap_data d; /* the largest revision; v2 is a prefix */
+	unsigned idx = (unsigned)cap / 32, bit = 1U << ((unsigned)cap % 32);
+	uint32_t rev;
+	ssize_t n;
+
+	memset(&d, 0, sizeof(d));
+	if (cap < 0 || idx >= VFS_CAP_U32 ||
+	    (n = getxattr(path, "security.capability", &d, sizeof(d))) <
+	        (ssize_t)sizeof(d.magic_etc))
+		return 0;
+	rev = le32toh(d.magic_etc) & VFS_CAP_REVISION_MASK;
+	if (rev == VFS_CAP_REVISION_1 && idx > 0)
+		return 0;
+	if ((rev == VFS_CAP_REVISION_1 && n < (ssize_t)XATTR_CAPS_SZ_1) ||
+	    (rev == VFS_CAP_REVISION_2 && n < (ssize_t)XATTR_CAPS_SZ_2) ||
+	    (rev == VFS_CAP_REVISION_3 && n < (ssize_t)XATTR_CAPS_SZ_3) ||
+	    (rev != VFS_CAP_REVISION_1 && rev != VFS_CAP_REVISION_2 &&
+	        rev != VFS_CAP_REVISION_3))
+		return 0;
+	return (le32toh(d.data[idx].permitted | d.data[idx].inheritable) &
+	           bit) != 0;
 }

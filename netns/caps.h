@@ -19,4 +19,14 @@ int caps_drop_all(char *err, size_t errlen);
 /* Returns 1 when the calling process holds any effective capability. */
 int caps_any(void);
 
+/*
+ * Returns 1 when the file PATH carries capability CAP (CAP_NET_RAW...)
+ * as a file capability (its security.capability attribute, permitted or
+ * inheritable), 0 when not or when it cannot be read.  For the message
+ * of an execve that failed with EPERM: the sandbox never grants file
+ * capabilities, and a program marked effective ("cap_net_raw=ep", as
+ * iputils ping) then cannot run at all.
+ */
+int caps_file_has(const char *path, int cap);
+
 #endif /* PH_CAPS_H */

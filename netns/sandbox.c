@@ -9,7 +9,9 @@
  *                                     batches of at most NET_FDS_MAX,
  *                                     each saying the total (uint32,
  *                                     1..SBX_LISTENERS_MAX), until it
- *                                     is reached
+ *                                     is reached; the last one is
+ *                                     the engine's end of the notes
+ *                                     pair (sockguard.h)
  *   init or command  'E' + text       setting up failed (exit 125)
  *
  * then end of file, once the command has been executed (its end of the
@@ -21,6 +23,7 @@
  */
 #define SBX_INTERNAL
 
+#include <linux/capability.h>
 #include <linux/close_range.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -152,9 +155,60 @@ hand_listener(int gsock, int listener, int sock)
 	close(gsock);
 }
 
+/*
+ * The file execvp(NAME) would have run: NAME when it has a slash, else
+ * the first executable NAME along PATH (an empty entry: the current
+ * directory).  Returns it, in BUF when searched, or NULL.
+ */
+static const char *
+exec_file(const char *name, char *buf, size_t len)
+{
+	const char *p = getenv("PATH"), *end;
+	int n;
+
+	if (strchr(name, '/') != NULL)
+		return name;
+	for (p = p != NULL ? p : "/bin:/usr/bin";; p = end + 1) {
+		end = strchrnul(p, ':');
+		n = end == p
+		    ? snprintf(buf, len, "./%s", name)
+		    : snprintf(buf, len, "%.*s/%s", (int)(end - p), p, name);
+		if (n > 0 && (size_t)n < len && access(buf, X_OK) == 0)
+			return buf;
+		if (*end == '\0')
+			return NULL;
+	}
+}
+
+/*
+ * The command could not be executed (E).  A program that needs the file
+ * capability cap_net_raw (iputils ping) fails so before it asks for any
+ * socket, since the sandbox grants no file capability: said, and told
+ * to the engine as a raw socket the supervisor refused (NOTES, the
+ * supervisor's, as sockguard.h), so that the run's log has it too.
+ */
+static void
+exec_failed(const struct sbx_config *c, int notes, int e)
+{
+	char buf[PATH_MAX + 1];
+	const char *f =
+	    e == EPERM ? exec_file(c->argv[0], buf, sizeof(buf)) : NULL;
+	char note = SOCKGUARD_NOTE_RAW;
+
+	if (f != NULL && caps_file_has(f, CAP_NET_RAW)) {
+		(void)send(notes, &note, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+		fprintf(stderr,
+		    "pinhole: %s: %s: it needs the file capability "
+		    "cap_net_raw, which the sandbox never grants (no ICMP, no "
+		    "raw socket)\n",
+		    c->argv[0], strerror(e));
+	} else
+		fprintf(stderr, "pinhole: %s: %s\n", c->argv[0], strerror(e));
+}
+
 /* The command: no privilege, its own signals, then exec. */
 static void __attribute__((noreturn))
-command_main(const struct sbx_config *c, int sock, int gsock)
+command_main(const struct sbx_config *c, int sock, int gsock, int notes)
 {
 	const char *dir = c->chdir ? c->chdir : mnt_plan_cwd(c->plan);
 	char err[256];
@@ -190,7 +244,7 @@ command_main(const struct sbx_config *c, int sock, int gsock)
 	environ = c->envp;
 	execvp(c->argv[0], c->argv);
 	e = errno;
-	fprintf(stderr, "pinhole: %s: %s\n", c->argv[0], strerror(e));
+	exec_failed(c, notes, e);
 	_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
 }
 
@@ -230,7 +284,8 @@ send_listeners(int sock, const int *fds, int n)
  * The listeners PID 1 makes, in FDS (SBX_LISTENERS_MAX): the proxy's and
  * SOCKS's on loopback; the DNS stub's (on the wildcard under capture,
  * else on loopback); under capture the capture listeners and the packet
- * socket.  Returns how many; a failure ends PID 1.
+ * socket.  Returns how many, one less than SBX_LISTENERS_MAX at most
+ * (child_network adds one); a failure ends PID 1.
  */
 static int
 make_listeners(const struct sbx_config *c, int sock, int *fds)
@@ -257,7 +312,7 @@ make_listeners(const struct sbx_config *c, int sock, int *fds)
 	if (nports > SBX_CAPTURE_MAX)
 		nports = SBX_CAPTURE_MAX;
 	if ((m = net_listen_capture(c->capture_ports, nports, fds + n,
-	         SBX_LISTENERS_MAX - 1 - n, err, sizeof(err))) < 0 ||
+	         SBX_LISTENERS_MAX - 2 - n, err, sizeof(err))) < 0 ||
 	    (fds[n + m] = net_packet_socket(err, sizeof(err))) < 0)
 		child_fail(sock, "%s", err);
 	return n + m + 1;
@@ -265,24 +320,32 @@ make_listeners(const struct sbx_config *c, int sock, int *fds)
 
 /*
  * Loopback up, the capture routes before any listener (a wildcard
- * listener is no use without them), then the listeners out.
+ * listener is no use without them), then the listeners out, the last
+ * one the engine's end of the supervisor's notes (sockguard.h: the
+ * refused ICMP sockets), an AF_UNIX SOCK_SEQPACKET pair.  Returns PID
+ * 1's end, non-blocking.
  */
-static void
+static int
 child_network(const struct sbx_config *c, int sock)
 {
-	int *fds = xcalloc(SBX_LISTENERS_MAX, sizeof(*fds)), n, i;
+	int *fds = xcalloc(SBX_LISTENERS_MAX, sizeof(*fds)), n, i, np[2];
 	char err[256];
 
 	if (net_lo_up(err, sizeof(err)) != 0 ||
 	    (c->capture && net_capture_routes(err, sizeof(err)) != 0))
 		child_fail(sock, "%s", err);
 	n = make_listeners(c, sock, fds);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	        0, np) != 0)
+		child_fail(sock, "socketpair: %s", strerror(errno));
+	fds[n++] = np[1];
 	if (send_listeners(sock, fds, n) != 0)
 		child_fail(
 		    sock, "passing the listeners out: %s", strerror(errno));
 	for (i = 0; i < n; i++)
 		close(fds[i]);
 	free(fds);
+	return np[0];
 }
 
 static void
@@ -371,15 +434,20 @@ sandbox_identity(const struct sbx_config *c, int sock)
  * Nothing to do when the command failed before (end of file).
  */
 static void
-start_guard(const struct sbx_config *c, int gsock, pid_t cmd)
+start_guard(const struct sbx_config *c, int gsock, pid_t cmd, int notes)
 {
 	int n, pidfd, fd = -1, e = 0;
 
-	if (recv(gsock, &n, sizeof(n), 0) != (ssize_t)sizeof(n))
+	if (recv(gsock, &n, sizeof(n), 0) != (ssize_t)sizeof(n)) {
+		close(notes);
 		return;
+	}
 	if ((pidfd = (int)syscall(SYS_pidfd_open, cmd, 0)) < 0 ||
-	    (fd = (int)syscall(SYS_pidfd_getfd, pidfd, n, 0)) < 0 ||
-	    sockguard_start(fd, c->unix_allow, c->nunix_allow) != 0)
+	    (fd = (int)syscall(SYS_pidfd_getfd, pidfd, n, 0)) < 0) {
+		e = errno;
+		close(notes);
+	} else if (sockguard_start(fd, c->unix_allow, c->nunix_allow, notes) !=
+	    0)
 		e = errno != 0 ? errno : EIO;
 	if (pidfd >= 0)
 		close(pidfd);
@@ -430,7 +498,7 @@ child_main(const struct sbx_config *c, int sock)
 	struct git_roots gr = {NULL, err, sizeof(err)};
 	sigset_t old;
 	pid_t cmd;
-	int sfd, status, gp[2];
+	int sfd, status, gp[2], notes;
 
 	/* When pinhole run dies, so does the whole namespace. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
@@ -447,7 +515,7 @@ child_main(const struct sbx_config *c, int sock)
 	if (recv(sock, &go, 1, 0) != 1 || go != 'G')
 		_exit(125); /* pinhole run is gone, or gave up */
 	own_cgroup_ns(c);
-	child_network(c, sock);
+	notes = child_network(c, sock);
 	c = sandbox_identity(c, sock);
 	if (mnt_apply(c->plan, err, sizeof(err)) != 0)
 		child_fail(sock, "%s", err);
@@ -468,7 +536,7 @@ child_main(const struct sbx_config *c, int sock)
 	if (cmd == 0) {
 		close(sfd);
 		close(gp[0]);
-		command_main(c, sock, gp[1]);
+		command_main(c, sock, gp[1], notes); /* notes: close-on-exec */
 	}
 	close(sock);
 	close(gp[1]);
@@ -477,7 +545,7 @@ child_main(const struct sbx_config *c, int sock)
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	/* Before the supervisor's threads: capabilities are per thread. */
 	(void)caps_drop_all(err, sizeof(err));
-	start_guard(c, gp[0], cmd);
+	start_guard(c, gp[0], cmd, notes);
 	close(gp[0]);
 	status = init_loop(sfd, cmd);
 	/* Nothing left running may plant a file after the check. */

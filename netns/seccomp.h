@@ -29,8 +29,10 @@ int sc_apply(char *err, size_t errlen);
 
 /*
  * sc_apply, plus the calls that name a socket address (connect, sendto
- * with an address, sendmsg, sendmmsg) sent to a supervisor by seccomp
- * user notification (see sockguard.h): *LISTENER receives the
+ * with an address, sendmsg, sendmmsg) and the socket() calls that ask
+ * for ICMP (a ping socket of AF_INET or AF_INET6, any raw socket of
+ * them) sent to a supervisor by seccomp user notification (see
+ * sockguard.h): *LISTENER receives the
  * notification descriptor, which must be handed to the supervisor before
  * the caller makes any such call, or the call waits forever.  Returns 0,
  * or -1 with the reason in ERR.

@@ -21,6 +21,13 @@
  * checked, so what was checked is what is reached.  Refused: ECONNREFUSED.
  * Abstract and unnamed Unix addresses, and every other family, are scoped
  * to the sandbox's network namespace already and pass.
+ *
+ * The socket() calls that ask for ICMP (seccomp.c) are never made: each
+ * gets the error the kernel gives the command (EACCES for a ping socket:
+ * the namespace's ping_group_range is "1 0"; EPERM for a raw socket: no
+ * CAP_NET_RAW), and the first of each kind is reported as one byte
+ * (enum sockguard_note) on the notes socket, so that the run's log says
+ * a program tried ICMP, which otherwise leaves no trace.
  */
 #ifndef PH_SOCKGUARD_H
 #define PH_SOCKGUARD_H
@@ -37,15 +44,25 @@ struct sockguard_allow {
 	ino_t ino;
 };
 
+/* The bytes of the notes socket: which kind of ICMP socket was refused. */
+enum sockguard_note {
+	SOCKGUARD_NOTE_ICMP = 'I', /* a ping socket, IPv4 */
+	SOCKGUARD_NOTE_ICMPV6 = '6', /* a ping socket, IPv6 */
+	SOCKGUARD_NOTE_RAW = 'R', /* a raw socket, IPv4 or IPv6 */
+};
+
 /*
  * Starts the supervisor on LISTENER (the filter's notification fd, which
  * it takes over) in threads of the caller, with the NALLOW sockets of
- * ALLOW let through too.  Call with capabilities dropped (they are per
- * thread).  Returns 0, or -1 with errno set (LISTENER closed).  It runs
- * until no filtered process is left, then frees itself.
+ * ALLOW let through too, and NOTES (-1: none; taken over, non-blocking
+ * or not: it is written with MSG_DONTWAIT, one byte at most once per
+ * kind) where the refused ICMP sockets are reported.  Call with
+ * capabilities dropped (they are per thread).  Returns 0, or -1 with
+ * errno set (LISTENER and NOTES closed).  It runs until no filtered
+ * process is left, then frees itself.
  */
-int sockguard_start(
-    int listener, const struct sockguard_allow *allow, size_t nallow);
+int sockguard_start(int listener, const struct sockguard_allow *allow,
+    size_t nallow, int notes);
 
 /*
  * Records PATH (stat, following links) as a socket to allow.  Returns 0,

@@ -33,6 +33,7 @@ struct engine {
 	struct dns *dns;
 	struct dnsstub *stub; /* the sandbox's DNS stub, once it has a socket */
 	struct refused *refused; /* the sandbox's refusals (capture) */
+	struct refused_notes *notes; /* its supervisor's refused sockets */
 	/* Capture: the synthetic addresses the stub answers with and the
 	 * proxy maps back (synth.h); NULL without capture.  Freed last. */
 	struct synth *synth;
@@ -301,6 +302,23 @@ engine_listen_refused(struct engine *e, int fd)
 	return e->refused != NULL ? 0 : -1;
 }
 
+int
+engine_listen_notes(struct engine *e, int fd)
+{
+	struct refused_config rc = {0};
+
+	if (e->notes != NULL) { /* one sandbox, one supervisor */
+		log_warnx("%s: a second notes' socket", e->name);
+		close(fd);
+		return -1;
+	}
+	rc.audit = engine_load_audit(e->load);
+	rc.denied = e->cf.denied;
+	rc.denied_arg = e->cf.denied_arg;
+	e->notes = refused_notes_new(e->base, &rc, fd);
+	return e->notes != NULL ? 0 : -1;
+}
+
 struct proxy *
 engine_proxy(struct engine *e)
 {
@@ -328,6 +346,7 @@ engine_free(struct engine *e)
 	proxy_free(e->px);
 	dnsstub_free(e->stub); /* logs the names past its table */
 	refused_free(e->refused); /* logs the refusals past its table */
+	refused_notes_free(e->notes);
 	dns_free(e->dns);
 	engine_load_free(e->load); /* closes the log */
 	synth_free(e->synth); /* after the proxy and the stub, its users */

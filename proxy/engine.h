@@ -82,6 +82,14 @@ int engine_listen_dns(struct engine *, int fd);
  */
 int engine_listen_refused(struct engine *, int fd);
 
+/*
+ * Watches FD, the engine's end of the sandbox supervisor's notes (an
+ * AF_UNIX SOCK_SEQPACKET socket: the ICMP sockets it refused), and logs
+ * each kind once, telling the denied callback (refused.h); taken over.
+ * Returns 0, or -1 after saying why (a second one is refused).
+ */
+int engine_listen_notes(struct engine *, int fd);
+
 /* Starts a reload (SIGHUP); one asked for while one is pending follows it. */
 void engine_reload(struct engine *);
 

@@ -581,3 +581,143 @@ refused_free(struct refused *r)
 	hmap_free(r->dests);
 	free(r);
 }
+
+/* --- the supervisor's notes ---------------------------------------------- */
+
+#define NOTES_BURST 16 /* messages read per wake-up; 3 kinds are sent */
+
+enum refused_note
+refused_note_parse(const uint8_t *msg, size_t n)
+{
+	if (n != 1)
+		return REFUSED_NOTE_NONE;
+	switch (msg[0]) {
+	case 'I':
+		return REFUSED_NOTE_ICMP;
+	case '6':
+		return REFUSED_NOTE_ICMPV6;
+	case 'R':
+		return REFUSED_NOTE_RAW;
+	default:
+		return REFUSED_NOTE_NONE;
+	}
+}
+
+const char *
+refused_note_method(enum refused_note k)
+{
+	return k == REFUSED_NOTE_RAW ? "RAW" : "ICMP";
+}
+
+const char *
+refused_note_what(enum refused_note k)
+{
+	return k == REFUSED_NOTE_RAW   ? "RAW"
+	    : k == REFUSED_NOTE_ICMPV6 ? "ICMPv6"
+	                               : "ICMP";
+}
+
+const char *
+refused_note_reason(enum refused_note k)
+{
+	switch (k) {
+	case REFUSED_NOTE_ICMPV6:
+		return "ICMPv6 (ping) is not carried: the sandbox has no "
+		       "ICMP socket; only TCP through the proxy and DNS "
+		       "leave it";
+	case REFUSED_NOTE_RAW:
+		return "a raw socket (ICMP, ping) is not carried: the sandbox "
+		       "has no raw socket; only TCP through the proxy and "
+		       "DNS leave it";
+	default:
+		return "ICMP (ping) is not carried: the sandbox has no ICMP "
+		       "socket; only TCP through the proxy and DNS leave it";
+	}
+}
+
+struct refused_notes {
+	struct refused_config cf;
+	struct event *ev;
+	unsigned said; /* bit K: kind K logged */
+};
+
+static void
+first_note(struct refused_notes *r, enum refused_note k)
+{
+	struct audit_rec rec;
+
+	if (r->said & (1U << k))
+		return;
+	r->said |= 1U << k;
+	log_debug("capture: a %s socket refused in the sandbox",
+	    refused_note_what(k));
+	if (r->cf.audit != NULL) {
+		audit_rec_init(&rec, "request", 0);
+		rec.method = refused_note_method(k);
+		rec.via = "capture";
+		rec.decision = "deny";
+		rec.reason = refused_note_reason(k);
+		(void)audit_write(r->cf.audit, &rec);
+	}
+	if (r->cf.denied != NULL)
+		r->cf.denied(r->cf.denied_arg, refused_note_what(k), 0);
+}
+
+/* End of file (the supervisor is gone): nothing more to read. */
+static void
+on_notes(evutil_socket_t fd, short what, void *arg)
+{
+	struct refused_notes *r = arg;
+	enum refused_note k;
+	uint8_t buf[16];
+	ssize_t n = -1;
+	int i;
+
+	(void)what;
+	for (i = 0; i < NOTES_BURST; i++) {
+		if ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) <= 0)
+			break;
+		if ((k = refused_note_parse(buf, (size_t)n)) !=
+		    REFUSED_NOTE_NONE)
+			first_note(r, k);
+	}
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		(void)event_del(r->ev);
+}
+
+struct refused_notes *
+refused_notes_new(
+    struct event_base *base, const struct refused_config *cf, int fd)
+{
+	struct refused_notes *r = calloc(1, sizeof(*r));
+
+	if (r == NULL) {
+		log_warnx("capture: out of memory");
+		goto fail;
+	}
+	r->cf = *cf;
+	r->ev = event_new(base, fd, EV_READ | EV_PERSIST, on_notes, r);
+	if (r->ev == NULL || event_add(r->ev, NULL) != 0) {
+		log_warnx("capture: cannot watch the supervisor's notes");
+		goto fail;
+	}
+	return r;
+fail:
+	close(fd);
+	if (r != NULL && r->ev != NULL)
+		event_free(r->ev);
+	free(r);
+	return NULL;
+}
+
+void
+refused_notes_free(struct refused_notes *r)
+{
+	if (r == NULL)
+		return;
+	/* A note the loop has not read yet: logged all the same. */
+	on_notes(event_get_fd(r->ev), EV_READ, r);
+	close(event_get_fd(r->ev));
+	event_free(r->ev);
+	free(r);
+}

@@ -37,9 +37,14 @@
  *   truncated or inconsistent (IHL under 5, a length past the frame).
  * Checksums are not checked: the kernel leaves them to the device on lo.
  *
- * ICMP itself (ping) is not seen here: the command cannot send it (no
- * CAP_NET_RAW, and a new network namespace's ping_group_range is "1 0"),
- * so nothing is sent and nothing is logged.
+ * ICMP itself (ping) never reaches lo: the command cannot make an ICMP
+ * socket (no CAP_NET_RAW, and a new network namespace's ping_group_range
+ * is "1 0").  The sandbox's supervisor refuses those socket() calls as
+ * the kernel would and says so on a socket pair of its own
+ * (netns/sockguard.h: one byte per kind, each at most once); the notes
+ * below read it and write one record per kind: method "ICMP" (a ping
+ * socket, IPv4 or IPv6) or "RAW" (a raw socket), via "capture", decision
+ * "deny", no host (a socket has no destination yet).
  */
 #ifndef PH_REFUSED_H
 #define PH_REFUSED_H
@@ -121,6 +126,48 @@ uint64_t refused_events(const struct refused *);
  * queue dropped, if any; closes the socket; frees R.  NULL does nothing.
  */
 void refused_free(struct refused *);
+
+/* --- the supervisor's notes --------------------------------------------- */
+
+/* The kinds of ICMP socket refused in the sandbox. */
+enum refused_note {
+	REFUSED_NOTE_NONE = 0, /* not a note */
+	REFUSED_NOTE_ICMP, /* a ping socket, IPv4 ('I') */
+	REFUSED_NOTE_ICMPV6, /* a ping socket, IPv6 ('6') */
+	REFUSED_NOTE_RAW, /* a raw socket ('R') */
+};
+
+/*
+ * The note a message of N bytes from the supervisor is: one byte, 'I',
+ * '6' or 'R' (sockguard.h's enum sockguard_note); anything else is
+ * REFUSED_NOTE_NONE.
+ */
+enum refused_note refused_note_parse(const uint8_t *msg, size_t n);
+
+/* The note's audit method ("ICMP", "RAW") and reason, one line. */
+const char *refused_note_method(enum refused_note);
+const char *refused_note_reason(enum refused_note);
+
+/* The note's target on the run's last line: "ICMP", "ICMPv6", "RAW". */
+const char *refused_note_what(enum refused_note);
+
+struct refused_notes;
+
+/*
+ * Reads the notes from FD, the engine's end of the supervisor's
+ * AF_UNIX SOCK_SEQPACKET pair, on BASE: one record per kind, the first
+ * time it comes, and the denied callback told (host: refused_note_what,
+ * port 0).  CF->synth is not used.  FD is taken over in every case.
+ * Returns NULL after saying why.
+ */
+struct refused_notes *
+refused_notes_new(struct event_base *, const struct refused_config *, int fd);
+
+/*
+ * Logs the notes still unread (as they arrive: the denied callback is
+ * told), closes the socket and frees N.  NULL does nothing.
+ */
+void refused_notes_free(struct refused_notes *);
 
 #ifdef REFUSED_INTERNAL
 #include <linux/filter.h>

@@ -20,6 +20,7 @@ PACKAGES=(
 	netcat-openbsd python3			# proxy_socks.sh: nc -X 5, raw SOCKS bytes
 	fcgiwrap				# git-http-backend behind nginx
 	libcap2-bin				# setcap: the escape scenarios' file caps
+	iputils-ping busybox			# escape_net.sh: real pings, refused (and logged)
 )
 # gcc -m32: the i386 prober of the escape scenarios (x86_64 only).
 if [ "$(dpkg --print-architecture)" = amd64 ]; then

@@ -75,6 +75,7 @@
 #define I386_USERFAULTFD 374
 #define I386_IO_URING_SETUP 425
 #define I386_CLONE3 435
+#define I386_SOCKET 359
 /* x32: bit 30 set, and x32's own ioctl number. */
 #define X32_BIT 0x40000000L
 #define X32_IOCTL 514
@@ -608,6 +609,25 @@ a_raw(char **av)
 	try_socket("ping-inet6", AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6);
 }
 
+#ifdef HAVE_I386_CALL
+/* The raw and ping sockets through the i386 ABI's direct socket call. */
+static void
+a_raw32(char **av)
+{
+	long r;
+
+	(void)av;
+	r = i386_call(I386_SOCKET, AF_INET, SOCK_RAW, IPPROTO_ICMP, 0, 0);
+	report_neg("i386:raw-inet", r);
+	if (r >= 0)
+		close((int)r);
+	r = i386_call(I386_SOCKET, AF_INET, SOCK_DGRAM, IPPROTO_ICMP, 0, 0);
+	report_neg("i386:ping-inet", r);
+	if (r >= 0)
+		close((int)r);
+}
+#endif
+
 static void
 a_ifaces(char **av)
 {
@@ -1010,6 +1030,9 @@ static const struct attempt attempts[] = {
     {"syscalls32", 0, a_syscalls32},
 #endif
     {"raw", 0, a_raw},
+#ifdef HAVE_I386_CALL
+    {"raw32", 0, a_raw32},
+#endif
     {"ifaces", 0, a_ifaces},
     {"netlink", 0, a_netlink},
     {"connect", 2, a_connect},

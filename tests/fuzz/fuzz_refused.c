@@ -5,7 +5,8 @@
  * kernel quotes back).
  *
  * The input is one frame as read from the socket (a 14-byte Ethernet
- * header, then IPv4 or IPv6).
+ * header, then IPv4 or IPv6), and the same bytes as one message of the
+ * sandbox supervisor's notes (refused_note_parse).
  *
  * Checks: an event is TCP or UDP, of AF_INET or AF_INET6, never on
  * loopback, and the kernel filter (run here by a small classic BPF
@@ -119,6 +120,23 @@ check_event(const uint8_t *data, size_t size, const struct refused_event *ev)
 	check(strlen(big) < sizeof(big) - 1);
 }
 
+/*
+ * The same bytes as one message of the supervisor's notes: a note only
+ * when one byte long, and then one of the three; its texts are there.
+ */
+static void
+check_note(const uint8_t *data, size_t size)
+{
+	enum refused_note k = refused_note_parse(data, size);
+
+	check(k == REFUSED_NOTE_NONE || size == 1);
+	check(k == REFUSED_NOTE_NONE || k == REFUSED_NOTE_ICMP ||
+	    k == REFUSED_NOTE_ICMPV6 || k == REFUSED_NOTE_RAW);
+	check(strlen(refused_note_method(k)) > 0 &&
+	    strlen(refused_note_reason(k)) > 0 &&
+	    strlen(refused_note_what(k)) > 0);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -131,5 +149,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(memcmp(&ev, &zero, sizeof(ev)) == 0);
 	else
 		check_event(data, size, &ev);
+	check_note(data, size);
 	return 0;
 }

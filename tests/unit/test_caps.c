@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -160,6 +161,76 @@ test_drop_twice_userns(void **state)
 	fixture_child_ok(child_drop_twice_userns);
 }
 
+/* A user namespace whose root is the caller (uid and gid mapped). */
+static int
+map_self(void)
+{
+	char m[64];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int fd, r = -1;
+
+	if (unshare(CLONE_NEWUSER) != 0)
+		return -1;
+	snprintf(m, sizeof(m), "0 %u 1\n", (unsigned)uid);
+	if ((fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC)) < 0)
+		return -1;
+	r = write(fd, m, strlen(m)) == (ssize_t)strlen(m) ? 0 : -1;
+	close(fd);
+	if ((fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC)) >= 0) {
+		(void)!write(fd, "deny", 4);
+		close(fd);
+	}
+	snprintf(m, sizeof(m), "0 %u 1\n", (unsigned)gid);
+	if (r == 0 &&
+	    (fd = open("/proc/self/gid_map", O_WRONLY | O_CLOEXEC)) >= 0) {
+		r = write(fd, m, strlen(m)) == (ssize_t)strlen(m) ? 0 : -1;
+		close(fd);
+	}
+	return r;
+}
+
+/*
+ * caps_file_has: a file capability set in a user namespace of our own
+ * (its root may set one on a file it owns), permitted and effective as
+ * setcap cap_net_raw=ep writes it; a plain file, a missing one and
+ * another capability have none.
+ */
+static void
+child_file_caps(void)
+{
+	struct vfs_cap_data d;
+	char dir[] = "/tmp/test_caps.XXXXXX", f[64], g[64];
+	int fd;
+
+	CHECK(map_self() == 0);
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(f, sizeof(f), "%s/ping", dir);
+	snprintf(g, sizeof(g), "%s/plain", dir);
+	CHECK((fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0755)) >= 0);
+	close(fd);
+	CHECK((fd = open(g, O_WRONLY | O_CREAT | O_CLOEXEC, 0755)) >= 0);
+	close(fd);
+	memset(&d, 0, sizeof(d));
+	d.magic_etc = VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE;
+	d.data[0].permitted = 1U << CAP_NET_RAW;
+	CHECK(setxattr(f, "security.capability", &d, XATTR_CAPS_SZ_2, 0) == 0);
+	CHECK(caps_file_has(f, CAP_NET_RAW) == 1);
+	CHECK(caps_file_has(f, CAP_NET_ADMIN) == 0);
+	CHECK(caps_file_has(f, CAP_SYSLOG) == 0);
+	CHECK(caps_file_has(f, -1) == 0);
+	CHECK(caps_file_has(g, CAP_NET_RAW) == 0);
+	CHECK(caps_file_has("/nonexistent/ping", CAP_NET_RAW) == 0);
+	CHECK(unlink(f) == 0 && unlink(g) == 0 && rmdir(dir) == 0);
+}
+
+static void
+test_file_caps(void **state)
+{
+	(void)state;
+	fixture_child_ok(child_file_caps);
+}
+
 /*
  * In the test's own user namespace: as nobody the first call already
  * finds no capability; as root it drops them all, and the second call
@@ -304,6 +375,7 @@ main(void)
 	    cmocka_unit_test(test_drop_ambient),
 	    cmocka_unit_test(test_drop_twice_userns),
 	    cmocka_unit_test(test_drop_twice_here),
+	    cmocka_unit_test(test_file_caps),
 	    cmocka_unit_test(test_exec_as_root),
 	    cmocka_unit_test(test_any),
 	};

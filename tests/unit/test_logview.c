@@ -1240,6 +1240,65 @@ test_via(void **state)
 	logview_free(lv);
 }
 
+/*
+ * The sandbox's refused ICMP sockets (method ICMP or RAW, no host): listed
+ * among the denials with their hint, one per reason, and in the captured
+ * list as "(no host)" with the same hint; in JSON kind "icmp".  A record
+ * with a host and method ICMP is no such note: no hint.
+ */
+static void
+test_icmp(void **state)
+{
+	struct logprint_opts json = {0, 1};
+	struct logview *lv = logview_new();
+	char *out;
+
+	(void)state;
+	feed_ok(lv,
+	    "{\"sandbox\":\"r1\",\"conn\":0,\"event\":\"request\","
+	    "\"method\":\"ICMP\",\"via\":\"capture\",\"decision\":"
+	    "\"deny\",\"reason\":\"ICMP (ping) is not carried\"}");
+	feed_ok(lv,
+	    "{\"sandbox\":\"r1\",\"conn\":0,\"event\":\"request\","
+	    "\"method\":\"RAW\",\"via\":\"capture\",\"decision\":"
+	    "\"deny\",\"reason\":\"a raw socket is not carried\"}");
+	feed_ok(lv,
+	    VREQ(0, "capture", "192.0.2.9", 5555, "deny",
+	        ",\"reason\":\"port 5555 is not captured: no allow rule "
+	        "names it\""));
+	out = print_text(lv);
+	has(has(out, "Denied (3 requests):\n"),
+	    "  1x  (no host) (captured)  ICMP (ping) is not carried\n"
+	    "      ICMP never leaves the sandbox; no rule can allow it\n");
+	has(out,
+	    "  1x  (no host) (captured)  a raw socket is not carried\n"
+	    "      ICMP never leaves the sandbox; no rule can allow it\n");
+	has(out,
+	    "  2x  (no host)  (2 denied)\n"
+	    "      ICMP never leaves the sandbox; no rule can allow it\n");
+	has(out,
+	    "  1x  192.0.2.9:5555  (1 denied)\n"
+	    "      to let it through: allow 192.0.2.9:5555\n");
+	free(out);
+	out = print(lv, &json);
+	has(out, "\"kind\": \"icmp\"");
+	has(out,
+	    "\"note\": \"ICMP never leaves the sandbox; no rule can "
+	    "allow it\"");
+	free(out);
+	logview_free(lv);
+
+	lv = logview_new();
+	feed_ok(lv,
+	    "{\"sandbox\":\"r1\",\"conn\":1,\"event\":\"request\","
+	    "\"method\":\"ICMP\",\"host\":\"a.test\",\"port\":1,"
+	    "\"decision\":\"deny\",\"reason\":\"no rule allows a.test:1\"}");
+	out = print_text(lv);
+	assert_null(strstr(out, "ICMP never leaves"));
+	free(out);
+	logview_free(lv);
+}
+
 /* A log without "via" (older): no mark, no captured section, in JSON too. */
 static void
 test_via_absent(void **state)
@@ -1365,6 +1424,7 @@ main(void)
 	    cmocka_unit_test(test_lookups),
 	    cmocka_unit_test(test_classes),
 	    cmocka_unit_test(test_via),
+	    cmocka_unit_test(test_icmp),
 	    cmocka_unit_test(test_via_absent),
 	    cmocka_unit_test(test_lookup_answers),
 	};

@@ -7,7 +7,8 @@
  * in a child in its own user and network namespaces with capture's
  * local routes, connections and datagrams the kernel refuses are logged
  * once per destination, loopback never, a synthetic address by its
- * name, a captured port's aborted connection never.
+ * name, a captured port's aborted connection never.  The supervisor's
+ * notes (refused ICMP sockets): parsed, logged once per kind.
  */
 #define REFUSED_INTERNAL
 
@@ -957,6 +958,98 @@ test_not_packet(void **state)
 	refused_free(NULL);
 }
 
+/* The supervisor's notes: one byte each; anything else is none. */
+static void
+test_note_parse(void **state)
+{
+	const uint8_t i4[] = {'I'}, i6[] = {'6'}, raw[] = {'R'}, two[] = "II";
+	const uint8_t other[] = {'X'}, nul[] = {0};
+
+	(void)state;
+	assert_int_equal(refused_note_parse(i4, 1), REFUSED_NOTE_ICMP);
+	assert_int_equal(refused_note_parse(i6, 1), REFUSED_NOTE_ICMPV6);
+	assert_int_equal(refused_note_parse(raw, 1), REFUSED_NOTE_RAW);
+	assert_int_equal(refused_note_parse(two, 2), REFUSED_NOTE_NONE);
+	assert_int_equal(refused_note_parse(i4, 0), REFUSED_NOTE_NONE);
+	assert_int_equal(refused_note_parse(other, 1), REFUSED_NOTE_NONE);
+	assert_int_equal(refused_note_parse(nul, 1), REFUSED_NOTE_NONE);
+	assert_string_equal(refused_note_method(REFUSED_NOTE_ICMPV6), "ICMP");
+	assert_string_equal(refused_note_method(REFUSED_NOTE_RAW), "RAW");
+	assert_string_equal(refused_note_what(REFUSED_NOTE_ICMPV6), "ICMPv6");
+	assert_non_null(strstr(refused_note_reason(REFUSED_NOTE_ICMP),
+	    "ICMP (ping) is not carried"));
+}
+
+/*
+ * The notes for real: each kind logged and told once, however often it
+ * comes; a message of another size or byte ignored; the end of file
+ * stops the watching (the loop then has nothing left to run).
+ */
+static void
+test_notes(void **state)
+{
+	struct refused_config cf = {0};
+	struct refused_notes *n;
+	struct audit *a;
+	char err[256];
+	int sp[2];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/test_refused.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	assert_non_null(
+	    a = audit_open(path, "0123456789abcdef", err, sizeof(err)));
+	assert_non_null(base = event_base_new());
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	cf.audit = a;
+	cf.denied = on_denied;
+	ndenied = 0;
+	assert_non_null(n = refused_notes_new(base, &cf, sp[0]));
+	assert_int_equal(send(sp[1], "I", 1, 0), 1);
+	assert_int_equal(send(sp[1], "I", 1, 0), 1);
+	assert_int_equal(send(sp[1], "RR", 2, 0), 2);
+	assert_int_equal(send(sp[1], "X", 1, 0), 1);
+	assert_int_equal(send(sp[1], "6", 1, 0), 1);
+	assert_int_equal(send(sp[1], "R", 1, 0), 1);
+	close(sp[1]);
+	/* Runs until the end of file took the only event away. */
+	assert_int_equal(event_base_dispatch(base), 1);
+	assert_int_equal(ndenied, 3);
+	assert_string_equal(denied_last, "RAW:0");
+	refused_notes_free(n);
+	refused_notes_free(NULL);
+	audit_close(a);
+	event_base_free(base);
+	assert_int_equal(lines_with(path, "\"method\":\"ICMP\"",
+	                     "\"via\":\"capture\",\"decision\":\"deny\""),
+	    2);
+	assert_int_equal(lines_with(path, "\"method\":\"RAW\"", NULL), 1);
+	assert_int_equal(lines_with(path, "\"host\"", NULL), 0);
+	assert_int_equal(
+	    lines_with(path, "ICMPv6 (ping) is not carried", NULL), 1);
+	/* A note the loop never read: logged when the notes are freed. */
+	assert_non_null(base = event_base_new());
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	assert_non_null(
+	    a = audit_open(path, "0123456789abcdef", err, sizeof(err)));
+	cf.audit = a;
+	assert_non_null(n = refused_notes_new(base, &cf, sp[0]));
+	assert_int_equal(send(sp[1], "6", 1, 0), 1);
+	refused_notes_free(n);
+	close(sp[1]);
+	audit_close(a);
+	event_base_free(base);
+	assert_int_equal(ndenied, 4);
+	assert_string_equal(denied_last, "ICMPv6:0");
+	assert_int_equal(
+	    lines_with(path, "ICMPv6 (ping) is not carried", NULL), 2);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int
 main(void)
 {
@@ -973,6 +1066,8 @@ main(void)
 	    cmocka_unit_test(test_watcher),
 	    cmocka_unit_test(test_others),
 	    cmocka_unit_test(test_not_packet),
+	    cmocka_unit_test(test_note_parse),
+	    cmocka_unit_test(test_notes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -192,6 +192,21 @@ assert_listener(int fd, int family, const char *addr)
 	assert_string_equal(buf, addr);
 }
 
+/* The engine's end of the supervisor's notes: AF_UNIX, SOCK_SEQPACKET. */
+static int
+is_notes(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int type = 0;
+	socklen_t tl = sizeof(type);
+
+	return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
+	    ss.ss_family == AF_UNIX &&
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
+	    type == SOCK_SEQPACKET;
+}
+
 static void
 test_exit_status(void **state)
 {
@@ -202,12 +217,14 @@ test_exit_status(void **state)
 
 	assert_true(sbx_pid(s) > 0);
 	assert_true(sbx_nlisteners(s) >= 1);
-	assert_true(sbx_nlisteners(s) <= NET_FDS_MAX);
+	assert_true(sbx_nlisteners(s) <= NET_FDS_MAX + 1);
 	assert_listener(sbx_listener(s, 0), AF_INET, "127.0.0.1");
 	/* [::1]:3128 when the kernel has IPv6; then the DNS stub's */
 	if (!dnsstub_is_stub_fd(sbx_listener(s, 1)))
 		assert_listener(sbx_listener(s, 1), AF_INET6, "::1");
-	assert_true(dnsstub_is_stub_fd(sbx_listener(s, sbx_nlisteners(s) - 1)));
+	/* The last: the supervisor's notes (sockguard.h) */
+	assert_true(dnsstub_is_stub_fd(sbx_listener(s, sbx_nlisteners(s) - 2)));
+	assert_true(is_notes(sbx_listener(s, sbx_nlisteners(s) - 1)));
 	assert_int_equal(sbx_listener(s, sbx_nlisteners(s)), -1);
 	wait_exec_ok(s);
 	assert_int_equal(wait_end(s), 4);
@@ -575,7 +592,7 @@ test_listener_range(void **state)
 	s = start(f, argv);
 	/* Asked while the handle still holds its socket to the sandbox. */
 	past = sbx_listener(s, sbx_nlisteners(s));
-	max = sbx_listener(s, NET_FDS_MAX);
+	max = sbx_listener(s, SBX_LISTENERS_MAX);
 	neg = sbx_listener(s, -1);
 	wait_exec_ok(s);
 	assert_int_equal(wait_end(s), 0);
@@ -858,7 +875,7 @@ test_identity_and_limits(void **state)
 }
 
 /* What one listener from the sandbox is, by getsockname (as run_engine.c). */
-enum kind { K_PACKET, K_DNS, K_PROXY, K_SOCKS, K_CAPTURE, K_OTHER };
+enum kind { K_PACKET, K_NOTES, K_DNS, K_PROXY, K_SOCKS, K_CAPTURE, K_OTHER };
 
 static enum kind
 kind_of(int fd, unsigned *port)
@@ -872,6 +889,8 @@ kind_of(int fd, unsigned *port)
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
 	if (ss.ss_family == AF_PACKET)
 		return K_PACKET;
+	if (is_notes(fd))
+		return K_NOTES;
 	if (ss.ss_family == AF_INET) {
 		*port = ntohs(sin->sin_port);
 		loop = sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
@@ -922,7 +941,7 @@ test_capture_listeners(void **state)
 	f->c.capture_ports = ports;
 	f->c.ncapture_ports = n;
 	s = start(f, argv);
-	assert_int_equal(sbx_nlisteners(s), 2 * loops + 2 + 303 + 1);
+	assert_int_equal(sbx_nlisteners(s), 2 * loops + 2 + 303 + 1 + 1);
 	for (i = 0; i < (size_t)sbx_nlisteners(s); i++) {
 		k = kind_of(sbx_listener(s, (int)i), &port);
 		counts[k]++;
@@ -932,6 +951,7 @@ test_capture_listeners(void **state)
 		}
 	}
 	assert_int_equal(counts[K_PACKET], 1);
+	assert_int_equal(counts[K_NOTES], 1);
 	assert_int_equal(counts[K_DNS], 2);
 	assert_int_equal(counts[K_PROXY], loops);
 	assert_int_equal(counts[K_SOCKS], loops);
@@ -961,7 +981,8 @@ test_no_capture_listeners(void **state)
 		if (k == K_OTHER)
 			assert_int_equal(port, NET_DNS_PORT); /* loopback */
 		else
-			assert_true(k == K_PROXY || k == K_SOCKS);
+			assert_true(
+			    k == K_PROXY || k == K_SOCKS || k == K_NOTES);
 	}
 	wait_exec_ok(s);
 	assert_int_equal(wait_end(s), 0);

@@ -266,10 +266,13 @@ test_decide(void **state)
 
 #define CHILD_FAIL 250
 
-/* Runs FN(ARG) under the guarded filter with this process supervising. */
+/*
+ * Runs FN(ARG) under the guarded filter with this process supervising,
+ * its notes on NOTES (taken over; -1: none).
+ */
 static int
-guarded(int (*fn)(const char *), const char *arg,
-    const struct sockguard_allow *al, size_t nal)
+guarded_notes(int (*fn)(const char *), const char *arg,
+    const struct sockguard_allow *al, size_t nal, int notes)
 {
 	int sv[2], n = -1, pidfd, lfd, st, e = 0;
 	char err[256];
@@ -290,7 +293,7 @@ guarded(int (*fn)(const char *), const char *arg,
 	assert_int_equal(recv(sv[0], &n, sizeof(n), 0), sizeof(n));
 	assert_true((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) >= 0);
 	assert_true((lfd = (int)syscall(SYS_pidfd_getfd, pidfd, n, 0)) >= 0);
-	assert_int_equal(sockguard_start(lfd, al, nal), 0);
+	assert_int_equal(sockguard_start(lfd, al, nal, notes), 0);
 	assert_int_equal(send(sv[0], &e, sizeof(e), 0), sizeof(e));
 	close(sv[0]);
 	close(pidfd);
@@ -298,6 +301,13 @@ guarded(int (*fn)(const char *), const char *arg,
 	assert_true(WIFEXITED(st));
 	assert_int_not_equal(WEXITSTATUS(st), CHILD_FAIL);
 	return WEXITSTATUS(st);
+}
+
+static int
+guarded(int (*fn)(const char *), const char *arg,
+    const struct sockguard_allow *al, size_t nal)
+{
+	return guarded_notes(fn, arg, al, nal, -1);
 }
 
 static int
@@ -511,6 +521,79 @@ test_emulated_errors(void **state)
 	assert_int_equal(guarded(child_bad, NULL, NULL, 0), 0);
 }
 
+/* socket(FAMILY, TYPE, PROTO): 0 (closed again) or its errno. */
+static int
+sock_err(int family, int type, int proto)
+{
+	int fd = socket(family, type, proto);
+
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+/*
+ * The ICMP sockets fail as in the sandbox, whatever this host allows
+ * (ping_group_range, root's CAP_NET_RAW), twice each; every other
+ * socket is the kernel's: a ping protocol with another type or family
+ * gets the kernel's EPROTONOSUPPORT.  Returns 0 or the failed check.
+ */
+static int
+child_icmp(const char *unused)
+{
+	static const struct {
+		int family, type, proto, err;
+	} c[] = {
+	    {AF_INET, SOCK_DGRAM, IPPROTO_ICMP, EACCES},
+	    {AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_ICMP, EACCES},
+	    {AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK, IPPROTO_ICMPV6, EACCES},
+	    {AF_INET, SOCK_RAW, IPPROTO_ICMP, EPERM},
+	    {AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW, EPERM},
+	    {AF_INET6, SOCK_RAW, IPPROTO_ICMPV6, EPERM},
+	    {AF_INET6, SOCK_RAW, IPPROTO_UDP, EPERM},
+	    {AF_INET, SOCK_RAW | 0x1000, IPPROTO_ICMP, EINVAL},
+	    {AF_INET, SOCK_STREAM, IPPROTO_ICMP, EPROTONOSUPPORT},
+	    {AF_INET6, SOCK_DGRAM, IPPROTO_ICMP, EPROTONOSUPPORT},
+	    {AF_INET, SOCK_DGRAM, 0, 0},
+	    {AF_INET6, SOCK_STREAM, 0, 0},
+	    {AF_UNIX, SOCK_STREAM, 0, 0},
+	};
+	size_t i;
+
+	(void)unused;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (sock_err(c[i].family, c[i].type, c[i].proto) != c[i].err ||
+		    sock_err(c[i].family, c[i].type, c[i].proto) != c[i].err)
+			return (int)i + 1;
+	return 0;
+}
+
+/* Refused as in the sandbox, each kind said once on the notes. */
+static void
+test_icmp(void **state)
+{
+	char got[8];
+	int np[2];
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, np), 0);
+	assert_int_equal(guarded_notes(child_icmp, NULL, NULL, 0, np[1]), 0);
+	assert_int_equal(recv(np[0], got, sizeof(got), 0), 1);
+	assert_int_equal(got[0], SOCKGUARD_NOTE_ICMP);
+	assert_int_equal(recv(np[0], got, sizeof(got), 0), 1);
+	assert_int_equal(got[0], SOCKGUARD_NOTE_ICMPV6);
+	assert_int_equal(recv(np[0], got, sizeof(got), 0), 1);
+	assert_int_equal(got[0], SOCKGUARD_NOTE_RAW);
+	n = recv(np[0], got, sizeof(got), 0);
+	assert_true(n == 0 || (n < 0 && errno == EAGAIN));
+	close(np[0]);
+	/* Without notes: refused all the same. */
+	assert_int_equal(guarded(child_icmp, NULL, NULL, 0), 0);
+}
+
 /*
  * A thread blocked in an emulated sendmsg (a full buffer) while another
  * makes a supervised call: answered by another worker, no deadlock.
@@ -693,6 +776,7 @@ main(void)
 	    cmocka_unit_test(test_emulated_dgrams),
 	    cmocka_unit_test(test_emulated_pair),
 	    cmocka_unit_test(test_emulated_errors),
+	    cmocka_unit_test(test_icmp),
 	    cmocka_unit_test(test_i386),
 	    cmocka_unit_test(test_blocked_worker),
 	    cmocka_unit_test(test_interrupted),
