@@ -608,11 +608,12 @@ test_release_listeners(void **state)
 {
 	struct fixture *f = *state;
 	char *argv[] = {"/bin/sh", "-c", "exit 0", NULL};
-	int fds[NET_FDS_MAX], n, i;
+	int fds[SBX_LISTENERS_MAX], n, i;
 	struct sbx *s;
 
 	s = start(f, argv);
 	n = sbx_nlisteners(s);
+	assert_true(n > 0 && n <= SBX_LISTENERS_MAX);
 	for (i = 0; i < n; i++)
 		fds[i] = sbx_listener(s, i);
 	sbx_release_listeners(s);
