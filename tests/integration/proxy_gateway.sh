@@ -6,7 +6,8 @@
 # of the allowed repository works and the other gets 403; the token's
 # value is in no log, output or error.  Without a pinned CA such a rule
 # answers 501 saying how to get interception; a placeholder rule and a
-# CA key others may read are refused at the start.
+# CA key others may read are refused at the start, a reload that adds a
+# placeholder keeps the old policy.
 # usage: proxy_gateway.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/tls_lib.sh"
@@ -86,6 +87,23 @@ check "git: the token's value nowhere in git's config" \
 
 # jq_true FILTER FILE: FILTER over FILE's lines (slurped) yields true.
 jq_true() { jq -e -s "$1" "$2" >/dev/null; }
+# --- a reload that adds a placeholder: refused, the old policy serves --------
+printf 'npm-stand\n' >"$T/npm"
+chmod 600 "$T/npm"
+{ cat "$T/gw.conf"; echo "secret npm file $T/npm"
+	echo "allow reg.test:443 { placeholder NPM_TOKEN npm }"; } >"$T/ph.conf"
+cp "$T/gw.conf" "$T/gw.orig"
+cp "$T/ph.conf" "$T/gw.conf"
+kill -HUP "$GW_PID"
+wait_for 10 file_has "$PX_ERR" 'reload: the policy has errors; the old one stays'
+expect "reload: the placeholder said" "$(cat "$PX_ERR")" \
+	'placeholder NPM_TOKEN \(secret npm\): pinhole proxy has no sandbox'
+expect "reload: refused" "$(cat "$PX_ERR")" 'reload: the policy has errors; the old one stays'
+cp "$T/gw.orig" "$T/gw.conf"
+fetch "https://echo.test:$ECHO_PORT/ok/again" --cacert "$T/pin-ca.pem"
+expect "reload: the old policy still injects" "$(echo_seen)" \
+	"^Authorization: Bearer $GIT_TOKEN\$"
+
 check "audit: the injection by name" \
 	jq_true 'map(select(.secret == "gh")) | length > 0' "$PX_LOG"
 check "audit: the refused path" \
@@ -119,10 +137,6 @@ start_fails() {
 	expect "$1: says why" "$(cat "$T/$1.err")" "$3"
 	refuse "$1: never listened" "$(cat "$T/$1.err")" '^pinhole: listening on '
 }
-printf 'npm-stand\n' >"$T/npm"
-chmod 600 "$T/npm"
-{ cat "$T/gw.conf"; echo "secret npm file $T/npm"
-	echo "allow reg.test:443 { placeholder NPM_TOKEN npm }"; } >"$T/ph.conf"
 start_fails placeholder "$T/ph.conf" 'placeholder NPM_TOKEN \(secret npm\): pinhole proxy has no sandbox'
 
 cp "$T/pin/ca.key" "$T/pin/open.key"
