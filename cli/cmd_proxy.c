@@ -3,7 +3,10 @@
  *
  * SIGHUP reloads the policy atomically (a policy with errors is refused
  * and the old one stays); SIGTERM and SIGINT stop accepting, let sessions
- * finish for the grace period, then exit.  This file is the options, the
+ * finish for the grace period, then exit.  With a CA pinned in the policy
+ * ("ca cert PATH key PATH", one its clients trust) it intercepts the rules
+ * that need the requests inside TLS, as pinhole run does; the CA is read
+ * at the start and kept by reloads.  This file is the options, the
  * listener, privilege shedding and the signals; proxy/engine_load.c loads
  * the policy, its secrets and the log, proxy/engine.c runs the proxy, its
  * reloads (secrets loaded off the loop) and its shutdown.
@@ -102,7 +105,11 @@ proxy_usage(FILE *f)
 	    "(default 10)\n"
 	    "  -v, --verbose          one line per decision on stderr\n"
 	    "  -h, --help             this text\n\n"
-	    "Signals: HUP reloads the policy, TERM and INT stop.\n");
+	    "Signals: HUP reloads the policy, TERM and INT stop.\n\n"
+	    "Rules inside TLS (paths, methods, inject) need a CA the clients "
+	    "trust,\npinned in the policy: ca cert PATH key PATH (read at the "
+	    "start);\nwithout one they answer 501.  placeholder rules are "
+	    "refused.\n");
 }
 
 static int
@@ -213,7 +220,7 @@ usage:
 	return -1;
 }
 
-/* What the engine loads: the policies and the log, nothing for a view. */
+/* What the engine loads: the policies, the log and a pinned CA; no view. */
 static void
 load_config(struct daemon *d)
 {
@@ -224,6 +231,8 @@ load_config(struct daemon *d)
 	d->lc.diag_arg = &d->count;
 	d->lc.log = d->o.log;
 	d->lc.log_limit = d->o.log_limit;
+	/* With a pinned CA the clients trust, rules inside TLS work. */
+	d->lc.intercept = ENGINE_LOAD_INTERCEPT_PINNED;
 }
 
 /* Parses the policy again, reading no secret; NULL after printing why. */

@@ -439,7 +439,7 @@ run_setup_engine(struct run *r, const struct engine_load_sink *sink)
 	cf.diag = cli_print_diag;
 	cf.diag_arg = &count;
 	cf.log = r->log;
-	cf.intercept = 1;
+	cf.intercept = ENGINE_LOAD_INTERCEPT_RUN;
 	cf.trusted = out_of_reach;
 	cf.log_default = log_default;
 	cf.log_failed = log_failed;

@@ -143,6 +143,36 @@ trusted_files(struct engine_load *l)
 	return bad;
 }
 
+static void
+first_placeholder(void *arg, const struct policy_placeholder *ph)
+{
+	const struct policy_placeholder **first = arg;
+
+	if (*first == NULL)
+		*first = ph;
+}
+
+/*
+ * A placeholder's stand-in is for a sandbox to hold; a daemon has none to
+ * hand it to, and a client holding the real value would need no stand-in.
+ */
+static int
+placeholders_refused(const struct engine_load_config *cf, struct policy *p)
+{
+	const struct policy_placeholder *ph = NULL;
+
+	if (cf->intercept != ENGINE_LOAD_INTERCEPT_PINNED)
+		return 0;
+	policy_placeholders(p, first_placeholder, &ph);
+	if (ph == NULL)
+		return 0;
+	log_warnx("%s: placeholder %s (secret %s): pinhole %s has no sandbox "
+	          "to give a stand-in to; use inject (the credential is added "
+	          "for the client) or pinhole run",
+	    cf->name, ph->env, ph->secret_name, cf->name);
+	return -1;
+}
+
 struct policy *
 engine_load_parse(const struct engine_load_config *cf)
 {
@@ -151,6 +181,10 @@ engine_load_parse(const struct engine_load_config *cf)
 	if (policy_load_extra(cf->policies, cf->npolicies, "--allow", cf->allow,
 	        cf->diag, cf->diag_arg, &p) != 0)
 		return NULL;
+	if (placeholders_refused(cf, p) != 0) {
+		policy_free(p);
+		p = NULL;
+	}
 	return p;
 }
 
@@ -344,6 +378,25 @@ make_tls(
 }
 
 /*
+ * Under ENGINE_LOAD_INTERCEPT_PINNED only a pinned CA intercepts: a CA
+ * made here would be trusted by no client.  Without one, the rules that
+ * need it answer 501 (request.c), said once here.
+ */
+static int
+pinned_or_run(struct engine_load *l)
+{
+	const char *cert, *key;
+
+	if (l->cf->intercept != ENGINE_LOAD_INTERCEPT_PINNED ||
+	    policy_ca(l->p, &cert, &key))
+		return 1;
+	log_warnx("%s: no pinned CA (ca cert PATH key PATH): the rules that "
+	          "need TLS interception (paths, methods, inject) answer 501",
+	    l->cf->name);
+	return 0;
+}
+
+/*
  * When a rule needs the requests inside TLS: a CA that can sign only for
  * the intercepted targets, the TLS contexts, and its certificate for the
  * sandbox to trust.  Placeholder stand-ins are published in any case.
@@ -363,7 +416,7 @@ intercept(struct engine_load *l)
 		    ENGINE_LOAD_LIST_MAX);
 	else if (publish_standins(l) != 0)
 		rc = -1;
-	else if (t.n == 0)
+	else if (t.n == 0 || !pinned_or_run(l))
 		rc = 0;
 	else if (make_tls(l, &t, &cas) == 0)
 		rc = publish(l, l->sink->ca, ca_cert_pem(l->ca));

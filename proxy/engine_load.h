@@ -64,7 +64,7 @@ struct engine_load_config {
 	const char
 	    *log; /* NULL: the policy's, else log_default's, else stderr */
 	uint64_t log_limit; /* 0: none */
-	int intercept; /* CA, TLS and stand-ins when a rule needs them */
+	int intercept; /* ENGINE_LOAD_INTERCEPT_*: below */
 	/* The hooks, each may be NULL; ARG is theirs. */
 	/* WHAT names a file the engine trusts: 0 if it may, -1 said why. */
 	int (*trusted)(void *arg, const char *what, const char *path);
@@ -77,6 +77,21 @@ struct engine_load_config {
 	/* The log is open at PATH (may set its limit): 0, or -1 said why. */
 	int (*log_opened)(void *arg, const char *path, struct audit *);
 	void *arg;
+};
+
+/*
+ * Interception (cf.intercept).  RUN: when a rule needs the requests
+ * inside TLS, the pinned CA ("ca" line) or one made for the run, the TLS
+ * contexts and the placeholder stand-ins (pinhole run).  PINNED: only
+ * with a pinned CA, one the administrator made the clients trust; without
+ * one the rules that need it answer 501; a placeholder rule is refused,
+ * at the start and at each reload, since no sandbox gets its stand-in
+ * (pinhole proxy).
+ */
+enum {
+	ENGINE_LOAD_INTERCEPT_NONE = 0,
+	ENGINE_LOAD_INTERCEPT_RUN = 1,
+	ENGINE_LOAD_INTERCEPT_PINNED = 2,
 };
 
 /* engine_load_new's results. */
@@ -97,7 +112,10 @@ enum {
 int engine_load_new(const struct engine_load_config *cf,
     const struct engine_load_sink *sink, struct engine_load **out);
 
-/* Parses CF's policy again, reading no secret (a reload); NULL said. */
+/*
+ * Parses CF's policy again, reading no secret (a reload); NULL said,
+ * also for a placeholder rule under ENGINE_LOAD_INTERCEPT_PINNED.
+ */
 struct policy *engine_load_parse(const struct engine_load_config *cf);
 
 /* What was loaded, borrowed from L. */

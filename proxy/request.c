@@ -81,8 +81,9 @@ request_connect(
 	if (s->dec.intercept && s->ctx->tls == NULL) {
 		session_reply_close(s, 501,
 		    "this rule needs TLS interception (paths, methods, "
-		    "inject or placeholder), which only pinhole run does: "
-		    "its sandbox trusts the run's CA");
+		    "inject or placeholder): pin a CA the clients trust "
+		    "with \"ca cert PATH key PATH\" in the policy, or use "
+		    "pinhole run");
 		return;
 	}
 	s->reach =

@@ -2,7 +2,8 @@
  * test_engine_load.c: what proxy/engine_load.c loads and the sandbox view
  * it publishes: the order of the messages, what they hold (never a
  * secret value), the hooks (trusted files, the log's default, fallback
- * and check), and the failures (a missing secret, a refused file).
+ * and check), and the failures (a missing secret, a refused file);
+ * `pinhole proxy`'s load, with and without a pinned CA.
  */
 #include <sys/stat.h>
 
@@ -17,6 +18,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
 
 #include "common/xmalloc.h"
 #include "policy/policy.h"
@@ -211,7 +216,7 @@ setup(void **state)
 	f->cf.policies = f->policies;
 	f->cf.npolicies = 1;
 	f->cf.allow = "allow extra.test\n";
-	f->cf.intercept = 1;
+	f->cf.intercept = ENGINE_LOAD_INTERCEPT_RUN;
 	f->cf.trusted = trusted;
 	f->cf.log_default = log_default;
 	f->cf.log_failed = log_failed;
@@ -468,6 +473,146 @@ test_proxy(void **state)
 	policy_free(p);
 }
 
+/* --- pinhole proxy with a pinned CA (ENGINE_LOAD_INTERCEPT_PINNED) ------- */
+
+static void
+add_ext(X509 *x, int nid, const char *value)
+{
+	X509V3_CTX ctx;
+	X509_EXTENSION *e;
+
+	X509V3_set_ctx_nodb(&ctx);
+	X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
+	assert_non_null(e = X509V3_EXT_nconf_nid(NULL, &ctx, nid, value));
+	assert_int_equal(X509_add_ext(x, e, -1), 1);
+	X509_EXTENSION_free(e);
+}
+
+/* A self-signed CA in DIR/ca.pem, its key in DIR/ca.key with KEYMODE. */
+static void
+write_pinned_ca(struct fixture *f, mode_t keymode)
+{
+	EVP_PKEY *key = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	X509_NAME *name;
+	char path[PATH_MAX + 64];
+	FILE *fp;
+
+	assert_non_null(key);
+	assert_non_null(x);
+	assert_int_equal(X509_set_version(x, X509_VERSION_3), 1);
+	assert_int_equal(ASN1_INTEGER_set(X509_get_serialNumber(x), 9), 1);
+	name = X509_get_subject_name(x);
+	assert_int_equal(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+	                     (const unsigned char *)"pinned CA", -1, -1, 0),
+	    1);
+	assert_int_equal(X509_set_issuer_name(x, name), 1);
+	assert_int_equal(X509_set_pubkey(x, key), 1);
+	assert_non_null(X509_gmtime_adj(X509_getm_notBefore(x), -60));
+	assert_non_null(X509_gmtime_adj(X509_getm_notAfter(x), 3600));
+	add_ext(x, NID_basic_constraints, "critical,CA:TRUE");
+	add_ext(x, NID_key_usage, "critical,keyCertSign,cRLSign");
+	add_ext(x, NID_subject_key_identifier, "hash");
+	assert_true(X509_sign(x, key, EVP_sha256()) > 0);
+	snprintf(path, sizeof(path), "%s/ca.pem", f->dir);
+	assert_non_null(fp = fopen(path, "w"));
+	assert_int_equal(PEM_write_X509(fp, x), 1);
+	assert_int_equal(fclose(fp), 0);
+	snprintf(path, sizeof(path), "%s/ca.key", f->dir);
+	assert_non_null(fp = fopen(path, "w"));
+	assert_int_equal(
+	    PEM_write_PrivateKey(fp, key, NULL, NULL, 0, NULL, NULL), 1);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(chmod(path, keymode), 0);
+	X509_free(x);
+	EVP_PKEY_free(key);
+}
+
+/* The policy of pinhole proxy: an inject rule, a pinned CA if CA. */
+static void
+write_gateway_policy(struct fixture *f, int ca)
+{
+	char text[4 * PATH_MAX];
+
+	snprintf(text, sizeof(text),
+	    "%s%s%s%s%s"
+	    "secret npm file %s/npm\n"
+	    "allow api.test:443 { inject bearer npm paths /v1/* }\n",
+	    ca ? "ca cert " : "", ca ? f->dir : "", ca ? "/ca.pem key " : "",
+	    ca ? f->dir : "", ca ? "/ca.key\n" : "", f->dir);
+	write_in(f, "p.conf", text, 0644);
+}
+
+static void
+proxy_config(struct fixture *f, struct engine_load_config *cf)
+{
+	memset(cf, 0, sizeof(*cf));
+	cf->name = "proxy";
+	cf->policies = f->policies;
+	cf->npolicies = 1;
+	cf->intercept = ENGINE_LOAD_INTERCEPT_PINNED;
+}
+
+/* A pinned CA: the TLS contexts are made, no stand-ins. */
+static void
+test_pinned(void **state)
+{
+	struct fixture *f = *state;
+	struct engine_load_config cf;
+
+	proxy_config(f, &cf);
+	write_pinned_ca(f, 0600);
+	write_gateway_policy(f, 1);
+	assert_int_equal(engine_load_new(&cf, NULL, &f->l), 0);
+	assert_non_null(engine_load_tls(f->l));
+	assert_int_equal(inject_standins_count(engine_load_standins(f->l)), 0);
+}
+
+/* No pinned CA: loaded without interception (its rules answer 501). */
+static void
+test_pinned_none(void **state)
+{
+	struct fixture *f = *state;
+	struct engine_load_config cf;
+
+	proxy_config(f, &cf);
+	write_gateway_policy(f, 0);
+	assert_int_equal(engine_load_new(&cf, NULL, &f->l), 0);
+	assert_null(engine_load_tls(f->l));
+}
+
+/* A CA key others may read is refused (the secret-file rules). */
+static void
+test_pinned_open_key(void **state)
+{
+	struct fixture *f = *state;
+	struct engine_load_config cf;
+
+	proxy_config(f, &cf);
+	write_pinned_ca(f, 0644);
+	write_gateway_policy(f, 1);
+	assert_int_equal(engine_load_new(&cf, NULL, &f->l), ENGINE_LOAD_FAILED);
+	assert_null(f->l);
+}
+
+/* A placeholder rule: refused at the load and at a reload's parse. */
+static void
+test_pinned_placeholder(void **state)
+{
+	struct fixture *f = *state;
+	struct engine_load_config cf;
+	struct policy *p;
+
+	proxy_config(f, &cf);
+	assert_int_equal(engine_load_new(&cf, NULL, &f->l), ENGINE_LOAD_FAILED);
+	assert_null(f->l);
+	assert_null(engine_load_parse(&cf));
+	/* Under pinhole run the same policy parses. */
+	cf.intercept = ENGINE_LOAD_INTERCEPT_RUN;
+	assert_non_null(p = engine_load_parse(&cf));
+	policy_free(p);
+}
+
 int
 main(void)
 {
@@ -480,6 +625,12 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_log_fallback, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_log_fails, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_proxy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pinned, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pinned_none, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_pinned_open_key, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_pinned_placeholder, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
