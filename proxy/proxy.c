@@ -513,6 +513,7 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	px->ctx.tls = cf->tls;
 	px->ctx.standins = cf->standins;
 	px->ctx.synth = cf->synth;
+	px->ctx.metrics = cf->metrics;
 	LIST_INIT(&px->listeners);
 	px->ctx.ended = session_ended;
 	px->ctx.ended_arg = px;
