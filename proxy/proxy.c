@@ -38,6 +38,7 @@
 #include "audit/audit.h"
 #define PROXY_INTERNAL
 #include "proxy/proxy.h"
+#include "proxy/metrics.h"
 #include "proxy/capture.h"
 #include "proxy/scan.h"
 #include "proxy/request.h"
@@ -273,6 +274,10 @@ refuse(struct proxy *px, struct client *c, int fd, uint64_t conn,
 		/* Identical ones (one client at its limit) fold into one. */
 		(void)audit_write(px->ctx.audit, &r);
 	}
+	metrics_request(px->ctx.metrics,
+	    &(struct metrics_req){.decision = "deny",
+	        .via = session_via_name(via),
+	        .decision_us = -1});
 	c->unsaid++;
 	client_say(px, c, 0);
 }

@@ -105,6 +105,25 @@ equal "unix scrape" "$MCODE" 200
 expect "unix body" "$MBODY" '^pinhole_connections_active 0$'
 stop_proxy unix
 
+# --- refused before the policy: the per-client limit ------------------------
+start_proxy limit "$pol" --max-per-client 1 --metrics 127.0.0.1:0 || exit 1
+wait_for 10 metrics_up
+M_PORT=$(sed -n 's/^pinhole: metrics on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$PX_ERR" | head -1)
+exec {held}<>"/dev/tcp/127.0.0.1/$PX_PORT"
+one_open() {
+	scrape "http://127.0.0.1:$M_PORT/metrics"
+	grep -q '^pinhole_connections_active 1$' <<<"$MBODY"
+}
+wait_for 10 one_open
+fetch "http://web.test:$H_PORT/index.html"
+equal "over the per-client limit" "$CODE" 503
+exec {held}>&-
+scrape "http://127.0.0.1:$M_PORT/metrics"
+expect "per-client refusal counted" "$MBODY" \
+	'^pinhole_requests_total\{decision="deny",host="",port="",rule="none",via="proxy"\} 1$'
+expect "as a denial" "$MBODY" '^pinhole_denials_total 1$'
+stop_proxy limit
+
 # --- refused addresses -------------------------------------------------------
 for addr in 192.0.2.1:9100 0.0.0.0:9100 '[::]:9100' 9100 'localhost:9100'; do
 	out=$(timeout 20 "$PINHOLE" proxy -p "$pol" --listen 127.0.0.1:0 \
