@@ -654,7 +654,10 @@ parse_inet(const char *spec, struct sockaddr_storage *ss, int *len)
 	/* libevent refuses port 0 (the kernel's pick): parse the rest alone. */
 	if (n > 2 && strcmp(spec + n - 2, ":0") == 0)
 		n -= 2;
-	if (colon == NULL || colon[1] == '\0' || n >= sizeof(addr))
+	/* A port must be given, after the address ("[::1]" has none). */
+	if (colon == NULL || colon[1] == '\0' ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+	    (spec[0] == '[' && colon[-1] != ']') || n >= sizeof(addr))
 		return -1;
 	memcpy(addr, spec, n);
 	addr[n] = '\0';

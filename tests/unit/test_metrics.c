@@ -3,7 +3,8 @@
  * case, label escaping (a rule file name with a quote, a backslash and a
  * newline), the host cap (later hosts under host="other"), the series
  * cap, cumulative histogram buckets at their bounds, and the request-head
- * parser of the responder (every cut of a good head is MORE).
+ * parser of the responder (every cut of a good head is MORE), and the
+ * addresses it refuses to listen on (anything but loopback or unix:).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <event2/event.h>
 
 #define METRICS_INTERNAL
 #include "proxy/metrics.h"
@@ -323,6 +325,46 @@ test_parse_head(void **state)
 	free(big);
 }
 
+/* Only loopback or a Unix socket: the counts name hosts and rules. */
+static void
+test_listen_loopback_only(void **state)
+{
+	static const char *const refused[] = {
+	    "192.0.2.1:0",
+	    "0.0.0.0:0",
+	    "[::]:0",
+	    "[2001:db8::1]:0",
+	    "localhost:0",
+	    "127.0.0.1",
+	    "::1",
+	    "[::1]",
+	    "",
+	    "unix",
+	    "127.0.0.1:80x",
+	    "127.0.0.1:",
+	};
+	struct event_base *base = event_base_new();
+	struct metrics *m;
+	unsigned port;
+	size_t i;
+
+	(void)state;
+	assert_non_null(base);
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		m = metrics_new(0);
+		port = 1;
+		assert_int_equal(
+		    metrics_listen(m, base, refused[i], &port), -1);
+		assert_int_equal(port, 0);
+		metrics_free(m);
+	}
+	m = metrics_new(0);
+	assert_int_equal(metrics_listen(m, base, "127.0.0.2:0", &port), 0);
+	assert_true(port > 0);
+	metrics_free(m);
+	event_base_free(base);
+}
+
 /* Off: NULL counts nothing and does not crash. */
 static void
 test_null(void **state)
@@ -350,6 +392,7 @@ main(void)
 	    cmocka_unit_test(test_series_cap),
 	    cmocka_unit_test(test_buckets),
 	    cmocka_unit_test(test_parse_head),
+	    cmocka_unit_test(test_listen_loopback_only),
 	    cmocka_unit_test(test_null),
 	};
 
