@@ -29,6 +29,7 @@
 #include "audit/audit.h"
 #include "proxy/engine.h"
 #include "proxy/engine_load.h"
+#include "proxy/metrics.h"
 #include "proxy/proxy.h"
 
 #define POLICIES_MAX 16
@@ -38,6 +39,7 @@ struct proxy_opts {
 	size_t npolicies;
 	const char *listen;
 	const char *socks; /* SOCKS5 listener (via "socks"), or NULL */
+	const char *metrics; /* Prometheus endpoint (metrics.h), or NULL */
 	const char *log;
 	const char *dns;
 	uint64_t log_limit; /* 0: none */
@@ -54,6 +56,7 @@ struct daemon {
 	struct cli_diag_count count;
 	struct event_base *base;
 	struct engine *eng;
+	struct metrics *metrics; /* NULL without --metrics */
 };
 
 static void
@@ -67,7 +70,8 @@ proxy_usage(FILE *f)
 	    "                     [--max-per-client N] [--grace SECONDS] "
 	    "[--log-limit SIZE]\n"
 	    "                     [--head-memory SIZE] [--buffer-memory "
-	    "SIZE]\n\n"
+	    "SIZE]\n"
+	    "                     [--metrics ADDR]\n\n"
 	    "Runs the egress proxy without a sandbox.  ADDR is HOST:PORT (an "
 	    "IPv4 or\n[IPv6] address; port 0 picks a free one) or "
 	    "unix:PATH.\n\n"
@@ -103,6 +107,10 @@ proxy_usage(FILE *f)
 	    "                         of --max-sessions; 0: no limit)\n"
 	    "      --grace SECONDS    time sessions get to finish at SIGTERM "
 	    "(default 10)\n"
+	    "      --metrics ADDR     serve Prometheus metrics (GET /metrics) "
+	    "on\n"
+	    "                         127.0.0.1:PORT, [::1]:PORT or "
+	    "unix:PATH only\n"
 	    "  -v, --verbose          one line per decision on stderr\n"
 	    "  -h, --help             this text\n\n"
 	    "Signals: HUP reloads the policy, TERM and INT stop.\n\n"
@@ -142,6 +150,7 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 	    {"log-limit", required_argument, NULL, 'S'},
 	    {"head-memory", required_argument, NULL, 'H'},
 	    {"buffer-memory", required_argument, NULL, 'B'},
+	    {"metrics", required_argument, NULL, 'M'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -198,6 +207,9 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 			if (audit_parse_size(optarg, &o->buffer_memory) != 0 ||
 			    o->buffer_memory == 0)
 				goto usage;
+			break;
+		case 'M':
+			o->metrics = optarg;
 			break;
 		case 'v':
 			log_init(NULL, log_verbose() + 1);
@@ -296,6 +308,24 @@ listen_on(
 	return 0;
 }
 
+/* Serves the metrics on --metrics ADDR, if given; 0 or -1. */
+static int
+metrics_on(struct daemon *d)
+{
+	const char *spec = d->o.metrics;
+	unsigned port;
+
+	if (d->metrics == NULL)
+		return 0;
+	if (metrics_listen(d->metrics, d->base, spec, &port) != 0)
+		return -1;
+	/* The host as given (tests read the port picked for ":0"). */
+	if (strncmp(spec, "unix:", 5) != 0)
+		fprintf(stderr, "pinhole: metrics on %.*s:%u\n",
+		    (int)(strrchr(spec, ':') - spec), spec, port);
+	return 0;
+}
+
 /*
  * Makes the engine (resolver, proxy; it takes L over) and the listeners;
  * returns 0 or -1 after saying why.
@@ -310,11 +340,13 @@ daemon_open(struct daemon *d, struct engine_load *l)
 	cf.max_per_client = d->o.max_per_client;
 	cf.head_memory = (size_t)d->o.head_memory;
 	cf.buffer_memory = (size_t)d->o.buffer_memory;
+	cf.metrics = d->metrics;
 	cf.parse = reparse;
 	cf.parse_arg = d;
 	if ((d->eng = engine_new(d->base, &cf, l)) == NULL ||
 	    listen_on(d, d->o.socks, PROXY_VIA_SOCKS, "SOCKS listening") != 0 ||
-	    listen_on(d, d->o.listen, PROXY_VIA_PROXY, "listening") != 0)
+	    listen_on(d, d->o.listen, PROXY_VIA_PROXY, "listening") != 0 ||
+	    metrics_on(d) != 0)
 		return -1;
 	return 0;
 }
@@ -406,6 +438,8 @@ cmd_proxy(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if ((d.base = event_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");
+	if (d.o.metrics != NULL && (d.metrics = metrics_new(0)) == NULL)
+		fatalx("proxy: out of memory");
 	shed_plan(l, &sh);
 	if (daemon_open(&d, l) == 0) {
 		shed_apply(&sh);
@@ -415,6 +449,7 @@ cmd_proxy(int argc, char **argv)
 	shed_free(&sh);
 	/* A pending reload is cancelled and joined; sessions logged. */
 	engine_free(d.eng);
+	metrics_free(d.metrics);
 	event_base_free(d.base);
 	return r;
 }

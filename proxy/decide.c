@@ -93,7 +93,8 @@ check_leak(const struct inject_standins *si, const struct http_head *h,
 		    "out of memory checking for stand-ins");
 	else
 		snprintf(d->reason, sizeof(d->reason),
-		    "leak attempt: the stand-in for %.32s %.40s, to %.64s:%u; "
+		    DECIDE_LEAK_PREFIX
+		    " the stand-in for %.32s %.40s, to %.64s:%u; "
 		    "swapped only in Authorization or listed fields, for its "
 		    "rule's hosts",
 		    inject_standin_env(si, (size_t)i), where, r->host->name,

@@ -26,6 +26,9 @@ struct decide_request {
 	const char *path; /* target_path_normalise'd */
 };
 
+/* How the reason of a denial as a leak attempt begins (metrics count it). */
+#define DECIDE_LEAK_PREFIX "leak attempt:"
+
 /* Decides a CONNECT to HOST:PORT under P into D. */
 void decide_connect(const struct policy *p, const struct target_host *host,
     uint16_t port, struct policy_decision *d);

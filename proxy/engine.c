@@ -205,6 +205,7 @@ open_all(struct engine *e, struct policy *p)
 	pc.tls = engine_load_tls(e->load);
 	pc.standins = engine_load_standins(e->load);
 	pc.synth = e->synth;
+	pc.metrics = e->cf.metrics;
 	if ((e->px = proxy_new(e->base, &pc)) == NULL)
 		fatalx("%s: out of memory", e->name);
 	e->policy = p;

@@ -18,6 +18,7 @@
 struct event_base;
 struct engine;
 struct engine_load;
+struct metrics;
 struct policy;
 struct proxy;
 
@@ -40,6 +41,8 @@ struct engine_config {
 	/* Clients that refused the run CA (proxy.h); may be NULL. */
 	void (*distrust)(void *arg, const char *host, unsigned port);
 	void *denied_arg;
+	/* borrowed; what the proxy counts (metrics.h); NULL: nothing */
+	struct metrics *metrics;
 	/* The first query of each name to the DNS stub (dnsstub.h); may be
 	 * NULL. */
 	void (*looked_up)(void *arg, const char *name, const char *qtype);

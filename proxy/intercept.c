@@ -20,6 +20,7 @@
 
 #include "audit/field.h"
 #include "proxy/intercept.h"
+#include "proxy/metrics.h"
 #include "proxy/session_int.h"
 #include "proxy/tls.h"
 
@@ -179,6 +180,7 @@ up_handshake(struct bufferevent *bev, short what, void *arg)
 	}
 	tls_client_error(bufferevent_openssl_get_ssl(bev), handshake_error(bev),
 	    why, sizeof(why));
+	metrics_upstream_error(s->ctx->metrics, METRICS_UP_TLS);
 	s->up.bev = NULL;
 	bufferevent_free(bev);
 	s->icpt->up_cb(s, NULL, why);

@@ -38,6 +38,7 @@
 #include "audit/audit.h"
 #define PROXY_INTERNAL
 #include "proxy/proxy.h"
+#include "proxy/metrics.h"
 #include "proxy/capture.h"
 #include "proxy/scan.h"
 #include "proxy/request.h"
@@ -273,6 +274,10 @@ refuse(struct proxy *px, struct client *c, int fd, uint64_t conn,
 		/* Identical ones (one client at its limit) fold into one. */
 		(void)audit_write(px->ctx.audit, &r);
 	}
+	metrics_request(px->ctx.metrics,
+	    &(struct metrics_req){.decision = "deny",
+	        .via = session_via_name(via),
+	        .decision_us = -1});
 	c->unsaid++;
 	client_say(px, c, 0);
 }
@@ -513,6 +518,7 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	px->ctx.tls = cf->tls;
 	px->ctx.standins = cf->standins;
 	px->ctx.synth = cf->synth;
+	px->ctx.metrics = cf->metrics;
 	LIST_INIT(&px->listeners);
 	px->ctx.ended = session_ended;
 	px->ctx.ended_arg = px;

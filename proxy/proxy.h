@@ -23,6 +23,7 @@ struct proxy;
 struct tls;
 struct inject_standins;
 struct synth;
+struct metrics;
 
 /* enum proxy_via: how a listener's connections arrive (via.h). */
 
@@ -55,6 +56,8 @@ struct proxy_config {
 	/* borrowed; the DNS stub's synthetic addresses (synth.h), mapped
 	 * back to names for captured and SOCKS connections; NULL: none */
 	struct synth *synth;
+	/* borrowed; counts for --metrics (metrics.h); NULL: none kept */
+	struct metrics *metrics;
 };
 
 /* Returns a proxy on BASE, not yet listening, or NULL (ENOMEM). */

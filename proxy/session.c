@@ -26,6 +26,8 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "audit/audit.h"
+#include "proxy/decide.h"
+#include "proxy/metrics.h"
 #include "proxy/scan.h"
 #include "proxy/session_int.h"
 #include "proxy/socks.h"
@@ -98,6 +100,7 @@ audit_put(struct session *s, const struct audit_rec *r)
 	}
 	if (rc < 0) {
 		ctx->audit_failures++;
+		metrics_audit_failure(ctx->metrics);
 		if (!ctx->audit_broken)
 			log_warnx("audit log: cannot write (%s); requests are "
 			          "refused with 503 until it can be written",
@@ -112,6 +115,40 @@ audit_put(struct session *s, const struct audit_rec *r)
 	return rc;
 }
 
+/* Microseconds since TS (CLOCK_MONOTONIC). */
+static int64_t
+us_since(const struct timespec *ts)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - ts->tv_sec) * 1000000 +
+	    (now.tv_nsec - ts->tv_nsec) / 1000;
+}
+
+/* Counts the request record R of S (metrics.h); DECIDED by the policy. */
+static void
+count_request(const struct session *s, const struct audit_rec *r, int decided)
+{
+	struct metrics_req mr = {0};
+
+	if (s->ctx->metrics == NULL)
+		return;
+	mr.decision = r->decision;
+	mr.host = r->host;
+	mr.port = r->port > 0 ? (unsigned)r->port : 0;
+	mr.rule_file = r->rule_file;
+	mr.rule_line = r->rule_line;
+	mr.via = r->via;
+	mr.decided = decided;
+	mr.leak = decided && s->dec.verdict != POLICY_ALLOW &&
+	    strncmp(s->dec.reason, DECIDE_LEAK_PREFIX,
+	        sizeof(DECIDE_LEAK_PREFIX) - 1) == 0;
+	mr.decision_us =
+	    decided && s->start.tv_sec != 0 ? us_since(&s->start) : -1;
+	metrics_request(s->ctx->metrics, &mr);
+}
+
 int
 session_audit_request(struct session *s)
 {
@@ -122,6 +159,7 @@ session_audit_request(struct session *s)
 	r.decision = s->dec.verdict == POLICY_ALLOW ? "allow" : "deny";
 	if (s->dec.verdict != POLICY_ALLOW)
 		r.reason = s->dec.reason;
+	count_request(s, &r, 1);
 	rc = audit_put(s, &r);
 	/* Folded into an earlier identical denial: no "end" record either. */
 	s->end_pending =
@@ -150,6 +188,7 @@ session_audit_end(struct session *s, const char *error)
 	r.bytes_down = s->up.bytes;
 	r.ms = session_ms_since(&s->start);
 	r.error = error;
+	metrics_bytes(s->ctx->metrics, r.bytes_up, r.bytes_down);
 	audit_put(s, &r);
 	s->end_pending = 0;
 }
@@ -165,6 +204,7 @@ session_audit_refused(struct session *s, int status, const char *reason)
 	r.decision = "deny";
 	r.reason = reason;
 	r.status = status > 0 ? status : -1;
+	count_request(s, &r, 0);
 	audit_put(s, &r);
 	s->end_pending = 1;
 }
@@ -216,6 +256,7 @@ session_new(struct session_ctx *ctx, int fd, uint64_t conn, enum proxy_via via)
 	s->policy->refs++;
 	TAILQ_INSERT_TAIL(&ctx->sessions, s, entry);
 	ctx->nsessions++;
+	metrics_connection(ctx->metrics, 1);
 	nodelay(bufferevent_getfd(s->client.bev));
 	return s;
 fail:
@@ -266,6 +307,7 @@ session_close(struct session *s, const char *error)
 	policy_unref(ctx, s->policy);
 	TAILQ_REMOVE(&ctx->sessions, s, entry);
 	ctx->nsessions--;
+	metrics_connection(ctx->metrics, -1);
 	free(s);
 	if (ctx->ended != NULL)
 		ctx->ended(ctx->ended_arg, owner);

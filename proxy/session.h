@@ -32,6 +32,7 @@ struct upstream;
 struct tls;
 struct inject_standins;
 struct scan;
+struct metrics;
 
 /* A policy shared by the sessions that started under it. */
 struct proxy_policy {
@@ -88,6 +89,7 @@ struct session_ctx {
 	struct tls *tls; /* NULL: no interception */
 	const struct inject_standins *standins; /* placeholder stand-ins */
 	struct synth *synth; /* synthetic addresses (synth.h); NULL: none */
+	struct metrics *metrics; /* counts (metrics.h); NULL: off */
 };
 
 /*

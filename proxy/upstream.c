@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -19,6 +20,7 @@
 #include "policy/policy.h"
 #include "proxy/addr.h"
 #include "proxy/dns.h"
+#include "proxy/metrics.h"
 #include "proxy/session.h"
 #include "proxy/upstream.h"
 
@@ -39,6 +41,8 @@ struct upstream {
 	int status;
 	char reason[256];
 	char addr[64];
+	struct timespec start; /* of the connect (metrics) */
+	int dns_failed; /* a DNS error, not an upstream's (metrics) */
 };
 
 static void try_next(struct upstream *);
@@ -52,6 +56,28 @@ addr_text(const struct dns_addr *a, uint16_t port, char *buf, size_t len)
 	snprintf(buf, len, a->family == 4 ? "%s:%u" : "[%s]:%u", ip, port);
 }
 
+/* Counts how U ended: connected after how long, or why not. */
+static void
+count(const struct upstream *u, const struct bufferevent *bev)
+{
+	struct metrics *m = u->ctx->metrics;
+	struct timespec now;
+
+	if (m == NULL)
+		return;
+	if (bev != NULL) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		metrics_connected(m,
+		    (int64_t)(now.tv_sec - u->start.tv_sec) * 1000000 +
+		        (now.tv_nsec - u->start.tv_nsec) / 1000);
+	} else if (u->dns_failed)
+		metrics_dns_error(m);
+	else if (u->status == 504)
+		metrics_upstream_error(m, METRICS_UP_TIMEOUT);
+	else if (u->status == 502)
+		metrics_upstream_error(m, METRICS_UP_CONNECT);
+}
+
 /* Hands the result to the owner; U is freed. */
 static void
 finish(struct upstream *u, struct bufferevent *bev)
@@ -63,6 +89,7 @@ finish(struct upstream *u, struct bufferevent *bev)
 
 	memcpy(reason, u->reason, sizeof(reason));
 	memcpy(addr, u->addr, sizeof(addr));
+	count(u, bev);
 	if (bev == u->bev)
 		u->bev = NULL; /* handed over */
 	upstream_cancel(u);
@@ -125,6 +152,7 @@ on_dns(void *arg, enum dns_status st, const struct dns_addr *addrs, size_t n)
 
 	u->query = NULL;
 	if (st != DNS_OK) {
+		u->dns_failed = 1;
 		fail(u, 502, "DNS lookup of %s failed: %s", u->host,
 		    dns_strerror(st));
 		return;
@@ -257,6 +285,7 @@ upstream_open(struct session_ctx *ctx, const struct policy *p,
 	u->port = port;
 	u->allow_private = d->allow_private;
 	u->connect_ms = policy_timeout(p, POLICY_TIMEOUT_CONNECT);
+	clock_gettime(CLOCK_MONOTONIC, &u->start);
 	if (host->kind != TARGET_NAME) {
 		host_addr(host, &u->addrs[0]);
 		u->naddrs = 1;
