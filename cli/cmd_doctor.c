@@ -20,8 +20,9 @@ doctor_usage(FILE *f)
 	fprintf(f,
 	    "usage: pinhole doctor [-p POLICY]... [--log FILE] [--json]\n\n"
 	    "Tries each layer of the sandbox in a child process, in the "
-	    "order a failure\nwould show: user namespace, the other "
-	    "namespaces, network namespace and lo,\nmounts (fresh /proc, "
+	    "order a failure\nwould show: user namespace, AppArmor's "
+	    "restriction of it (Ubuntu) and pinhole's\nprofile, the other "
+	    "namespaces, network namespace and lo, mounts (fresh\n/proc, "
 	    "read-only view of /), Landlock, seccomp; then, with -p,\nthe "
 	    "policy, its secrets (loaded, never printed) and its audit "
 	    "log.  Prints\na table: feature, whether it works, why not, "

@@ -37,6 +37,7 @@
 
 #include "common/ph_err.h"
 #include "common/proc.h"
+#define DOCTOR_INTERNAL
 #include "netns/doctor.h"
 #include "netns/net.h"
 
@@ -68,12 +69,13 @@ struct probe {
 	doctor_child_fn *fn;
 };
 
-static doctor_child_fn probe_userns, probe_namespaces, probe_network,
-    probe_capture, probe_mounts, probe_landlock, probe_seccomp;
+static doctor_child_fn probe_userns, probe_apparmor, probe_namespaces,
+    probe_network, probe_capture, probe_mounts, probe_landlock, probe_seccomp;
 
 /* In running order: the order a failure would show at start-up. */
 static const struct probe probes[] = {
     {"userns", 1, 0, probe_userns},
+    {"apparmor", 0, 0, probe_apparmor},
     {"namespaces", 1, 1, probe_namespaces},
     {"network", 1, 1, probe_network},
     {"capture", 0, 1, probe_capture},
@@ -818,6 +820,75 @@ probe_mounts(struct doctor_result *r, void *arg)
 /* --- Landlock ------------------------------------------------------------ */
 
 /* What each ABI version brought beyond filesystem rules (1-3). */
+/* --- AppArmor's restriction of user namespaces (Ubuntu 23.10+) ----------- */
+
+#define APPARMOR_RESTRICT                                                      \
+	"/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
+#define APPARMOR_PROFILES "/sys/kernel/security/apparmor/profiles"
+#define ADVICE_APPARMOR_LOAD                                                   \
+	"load the profile (the .deb does): cp "                                \
+	"/usr/share/pinhole/apparmor/usr.bin.pinhole /etc/apparmor.d/ && "     \
+	"apparmor_parser -r /etc/apparmor.d/usr.bin.pinhole"
+
+/*
+ * Whether PROFILES (the kernel's list, one "NAME (MODE)" a line) holds a
+ * profile called pinhole.  Returns 1 or 0, or -1 with errno set when the
+ * list cannot be read (absent, or readable only by root).
+ */
+static int
+profile_loaded(const char *profiles)
+{
+	static const char name[] = "pinhole ";
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int found = 0;
+
+	if ((f = fopen(profiles, "re")) == NULL)
+		return -1;
+	while (!found && getline(&line, &cap, f) != -1)
+		found = strncmp(line, name, sizeof(name) - 1) == 0;
+	free(line);
+	fclose(f);
+	return found;
+}
+
+void
+doctor_apparmor_check(
+    struct doctor_result *r, const char *restrict_path, const char *profiles)
+{
+	int restricted = read_int(restrict_path), loaded;
+
+	if (restricted != 1) {
+		doctor_verdict(r, DOCTOR_YES, "",
+		    restricted == -1 ? "not restricted (no %s)"
+		                     : "not restricted (%s is 0)",
+		    "kernel.apparmor_restrict_unprivileged_userns");
+		return;
+	}
+	loaded = profile_loaded(profiles);
+	if (loaded == 1)
+		doctor_verdict(r, DOCTOR_YES, "",
+		    "user namespaces restricted; profile pinhole is loaded");
+	else if (loaded == 0)
+		doctor_verdict(r, DOCTOR_NO, ADVICE_APPARMOR_LOAD,
+		    "user namespaces restricted; no profile pinhole is loaded");
+	else
+		doctor_verdict(r, DOCTOR_PARTIAL,
+		    "as root, pinhole doctor (or aa-status) tells; the userns "
+		    "row says whether they work",
+		    "user namespaces restricted; cannot tell whether profile "
+		    "pinhole is loaded: %s: %s",
+		    profiles, strerror(errno));
+}
+
+static void
+probe_apparmor(struct doctor_result *r, void *arg)
+{
+	(void)arg;
+	doctor_apparmor_check(r, APPARMOR_RESTRICT, APPARMOR_PROFILES);
+}
+
 static const char *const landlock_adds[] = {
     NULL, NULL, NULL, NULL, "net", "ioctl", "scopes", "logging"};
 

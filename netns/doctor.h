@@ -7,7 +7,8 @@
  * carries back one struct doctor_result.  The probes run in the order a
  * failure would show when the sandbox starts: user namespace, the other
  * namespaces, the network namespace with lo, capture (its local routes),
- * the mount view, Landlock, seccomp.  The policy's rows (cli/doctor_policy.c) use the same result,
+ * the mount view, Landlock, seccomp; after the user namespace, whether
+ * AppArmor restricts it (Ubuntu 23.10+) and pinhole's profile is loaded.  The policy's rows (cli/doctor_policy.c) use the same result,
  * child runner and helpers; nothing here knows of policies or prints.
  */
 #ifndef PH_DOCTOR_H
@@ -16,7 +17,7 @@
 #include <stddef.h>
 
 /* The rows doctor_run() fills: one per kernel layer. */
-#define DOCTOR_NKERNEL 7
+#define DOCTOR_NKERNEL 8
 /* How long a probe's child may take before it is killed, in ms. */
 #define DOCTOR_TIMEOUT_MS 5000
 
@@ -101,5 +102,14 @@ struct doctor_userns_facts {
 /* Writes what to do about a user namespace failure into BUF. */
 void
 doctor_userns_advice(const struct doctor_userns_facts *, char *buf, size_t len);
+
+#ifdef DOCTOR_INTERNAL
+/*
+ * The apparmor row, from the restriction's sysctl file RESTRICT_PATH and
+ * the kernel's list of loaded profiles PROFILES (files a test can fake).
+ */
+void doctor_apparmor_check(
+    struct doctor_result *r, const char *restrict_path, const char *profiles);
+#endif
 
 #endif /* PH_DOCTOR_H */

@@ -21,6 +21,7 @@ PACKAGES=(
 	fcgiwrap				# git-http-backend behind nginx
 	libcap2-bin				# setcap: the escape scenarios' file caps
 	iputils-ping busybox			# escape_net.sh: real pings, refused (and logged)
+	systemd apparmor fakeroot		# install.sh: systemd-analyze verify, apparmor_parser, dpkg --root as a user
 )
 # gcc -m32: the i386 prober of the escape scenarios (x86_64 only).
 if [ "$(dpkg --print-architecture)" = amd64 ]; then

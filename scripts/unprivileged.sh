@@ -25,7 +25,8 @@ cp -r tests/integration "$stage"/tests/integration
 cp -r common policy proxy audit netns cli "$stage"/
 run_as() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
-		env -i PATH=/usr/bin:/bin TMPDIR=/tmp PH_SRCDIR="$stage" "$@"
+		env -i PATH=/usr/bin:/bin TMPDIR=/tmp PH_SRCDIR="$stage" \
+		PH_BUILDDIR="$(cd "$dir" && pwd)" "$@"
 }
 # Exactly the tests ctest knows: unit test binaries and integration scripts.
 names=$(ctest --test-dir "$dir" -N | sed -n 's/^ *Test *#[0-9]*: //p')

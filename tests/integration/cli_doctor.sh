@@ -9,7 +9,7 @@ if ! command -v jq >/dev/null; then
 	echo "cli_doctor: CANNOT RUN: jq is not installed (apt-get install jq)"
 	exit 77
 fi
-features='userns namespaces network capture mounts landlock seccomp'
+features='userns apparmor namespaces network capture mounts landlock seccomp'
 
 # --- usage ----------------------------------------------------------------
 run doctor-help 0 "$PINHOLE" doctor --help && expect doctor-help "$out" '--json'
@@ -40,7 +40,7 @@ if jq -e . >/dev/null <<<"$out"; then ok; else bad "doctor-json: not JSON"; fi
 got=$(jq -r '[.[].feature] | join(" ")' <<<"$out")
 [ "$got" = "$features" ] && ok || bad "doctor-json: features '$got'"
 got=$(jq -r '[.[] | select(.status == "yes")] | length' <<<"$out")
-[ "$got" = 7 ] && ok || bad "doctor-json: $got rows say yes, want 7"
+[ "$got" = 8 ] && ok || bad "doctor-json: $got rows say yes, want 8"
 got=$(jq -r '[.[] | keys | join(",")] | unique | join(" ")' <<<"$out")
 [ "$got" = advice,detail,feature,status ] && ok ||
 	bad "doctor-json: keys '$got'"

@@ -193,7 +193,8 @@ fixture_int80(long nr, long a, long b, long c)
 /* --- doctor rows ------------------------------------------------------------ */
 
 const char *const fixture_kernel_features[FIXTURE_KERNEL_FEATURES] = {"userns",
-    "namespaces", "network", "capture", "mounts", "landlock", "seccomp"};
+    "apparmor", "namespaces", "network", "capture", "mounts", "landlock",
+    "seccomp"};
 
 /* A fabricated set: one of each status, one required failure. */
 const struct doctor_result fixture_doctor_fake[FIXTURE_DOCTOR_FAKE] = {

@@ -177,7 +177,7 @@ int fixture_upstream_eof(struct fixture_proxy *f);
 void fixture_tunnel(struct fixture_proxy *f);
 
 /* The kernel probes of pinhole doctor, in the order it prints them. */
-#define FIXTURE_KERNEL_FEATURES 7
+#define FIXTURE_KERNEL_FEATURES 8
 extern const char *const fixture_kernel_features[FIXTURE_KERNEL_FEATURES];
 
 /* A fabricated set of doctor rows: one of each status, one required failure. */

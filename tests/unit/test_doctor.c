@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#define DOCTOR_INTERNAL
 #include "netns/doctor.h"
 #include "tests/unit/fixture.h"
 
@@ -196,6 +197,61 @@ test_userns_advice(void **state)
 	}
 }
 
+/*
+ * The apparmor row against fake /proc and securityfs files: absent or 0
+ * is not restricted; 1 says whether a profile called pinhole is listed,
+ * and a list it cannot read is said so (partial), never guessed.
+ */
+static void
+test_apparmor(void **state)
+{
+	static const struct {
+		const char *restrict_text, *profiles; /* NULL: no such file */
+		enum doctor_status want;
+		const char *detail;
+	} cases[] = {
+	    {NULL, NULL, DOCTOR_YES, "not restricted (no kernel.apparmor_"},
+	    {"0\n", "pinhole (unconfined)\n", DOCTOR_YES,
+	        "not restricted (kernel.apparmor_restrict_unprivileged_userns "
+	        "is 0)"},
+	    {"1\n", "chrome (unconfined)\npinhole (unconfined)\n", DOCTOR_YES,
+	        "restricted; profile pinhole is loaded"},
+	    {"1\n", "pinholes (enforce)\nx pinhole (enforce)\n", DOCTOR_NO,
+	        "restricted; no profile pinhole is loaded"},
+	    {"1\n", "", DOCTOR_NO, "no profile pinhole is loaded"},
+	    {"1\n", NULL, DOCTOR_PARTIAL, "cannot tell whether profile "},
+	};
+	char dir[256], rpath[300], ppath[300];
+	struct doctor_result r;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(fixture_tmpdir(dir, sizeof(dir), "aa"), 0);
+	for (i = 0; i < NITEMS(cases); i++) {
+		snprintf(rpath, sizeof(rpath), "%s/restrict%zu", dir, i);
+		snprintf(ppath, sizeof(ppath), "%s/profiles%zu", dir, i);
+		if (cases[i].restrict_text != NULL)
+			fixture_write_file(rpath, cases[i].restrict_text);
+		if (cases[i].profiles != NULL)
+			fixture_write_file(ppath, cases[i].profiles);
+		memset(&r, 0, sizeof(r));
+		r.feature = "apparmor";
+		doctor_apparmor_check(&r, rpath, ppath);
+		fixture_doctor_well_formed(&r);
+		if (r.status != cases[i].want ||
+		    strstr(r.detail, cases[i].detail) == NULL)
+			fail_msg("case %zu: %s: %s", i,
+			    doctor_status_name(r.status), r.detail);
+		if (r.status == DOCTOR_NO)
+			assert_non_null(strstr(r.advice, "apparmor_parser -r"));
+	}
+	assert_int_equal(fixture_rmtree(dir), 0);
+	/* This machine (Debian): the row says yes, not restricted. */
+	assert_int_equal(doctor_probe("apparmor", &r), 0);
+	assert_int_equal(r.required, 0);
+	assert_non_null(strstr(r.detail, "not restricted"));
+}
+
 static void
 test_status_names(void **state)
 {
@@ -218,6 +274,7 @@ main(void)
 	    cmocka_unit_test(test_run_no_leak),
 	    cmocka_unit_test(test_in_child),
 	    cmocka_unit_test(test_userns_advice),
+	    cmocka_unit_test(test_apparmor),
 	    cmocka_unit_test(test_status_names),
 	};
 
