@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
+bdir=$(cd "$dir" && pwd) # absolute: the tests run from the stage
 if [ "$(id -u)" -ne 0 ]; then
 	echo "unprivileged: already uid $(id -u); step 1 ran the tests as that user"
 	exit 0
@@ -26,7 +27,7 @@ cp -r common policy proxy audit netns cli "$stage"/
 run_as() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
 		env -i PATH=/usr/bin:/bin TMPDIR=/tmp PH_SRCDIR="$stage" \
-		PH_BUILDDIR="$(cd "$dir" && pwd)" "$@"
+		PH_BUILDDIR="$bdir" "$@"
 }
 # Exactly the tests ctest knows: unit test binaries and integration scripts.
 names=$(ctest --test-dir "$dir" -N | sed -n 's/^ *Test *#[0-9]*: //p')
