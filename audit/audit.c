@@ -911,3 +911,22 @@ audit_make_run_id(char out[17])
 		snprintf(out + 2 * i, 3, "%02x", r[i]);
 	return 0;
 }
+
+/* SCAFFOLD (issue 13): the client fields and the copy come next. */
+int
+audit_set_client(struct audit *a, unsigned uid, unsigned pid, const char *cmd)
+{
+	(void)a;
+	(void)uid;
+	(void)pid;
+	(void)cmd;
+	return 0;
+}
+
+int
+audit_add_copy(struct audit *a, int fd)
+{
+	(void)a;
+	(void)close(fd);
+	return -1;
+}

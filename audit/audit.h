@@ -103,6 +103,24 @@ void audit_set_limit(struct audit *, uint64_t bytes);
 /* Has the limit been reached? */
 int audit_over_limit(const struct audit *);
 
+/*
+ * A broker's records name the client whose sandbox made them: every
+ * record from now on carries "client_uid" and "client_pid" (from
+ * SO_PEERCRED, the kernel's word) and "client_cmd" (the command's name as
+ * the client said it; NULL: left out).  Returns 0, or -1 (ENOMEM).
+ */
+int
+audit_set_client(struct audit *, unsigned uid, unsigned pid, const char *cmd);
+
+/*
+ * Every record from now on is also written to FD, a regular file the
+ * broker's client opened for appending (its own copy of its sandbox's
+ * records), taken over.  The limit (audit_set_limit) counts the main
+ * log's bytes only; a failed copy is dropped, never the record.  Returns
+ * 0, or -1 (FD is not a regular file opened for writing: closed).
+ */
+int audit_add_copy(struct audit *, int fd);
+
 /* Parses SIZE: digits with an optional K, M or G suffix.  0 or -1. */
 int audit_parse_size(const char *s, uint64_t *out);
 

@@ -241,7 +241,9 @@ prepare(struct run *r, int argc, char **argv)
 		return rc > 0 ? -1 : RUN_FAILED;
 	/* The engine next: the secrets are loaded there, never here. */
 	if (run_check_home(r) != 0 || run_plan_home(r) != 0 ||
-	    run_engine_start(r) != 0 || run_setup_launcher(r) != 0)
+	    (r->broker != NULL ? run_broker_connect(r) : run_engine_start(r)) !=
+	        0 ||
+	    run_setup_launcher(r) != 0)
 		return RUN_FAILED;
 	env_set_proxy(r->env, NET_PROXY_PORT);
 	run_setup_capture_env(r);

@@ -58,6 +58,9 @@ struct run {
 	struct sockguard_allow unix_allow[RUN_UNIX_MAX]; /* --unix-socket */
 	size_t nunix_allow;
 	int no_capture; /* --no-capture */
+	/* in the launcher: --broker PATH (or PINHOLE_BROKER); the policy
+	 * asked for is policies[0], a name (view.h VIEW_POLICY_NAME_MAX) */
+	const char *broker;
 	char **argv;
 	struct mnt_plan *plan;
 	struct env *env;
@@ -94,6 +97,17 @@ struct run {
 	/* clients that refused the run CA, and the first one's host:port */
 	size_t distrust_total;
 	char distrust_first[300];
+	/*
+	 * In a broker's engine (cli/broker.c): the client it serves, from
+	 * SO_PEERCRED and its REQUEST; its hooks replace the run's
+	 * (run_setup_engine), its view says VIEW_ROLE_BROKER, and its
+	 * words for the user go as NOTE messages, not to stderr.
+	 */
+	int broker_engine;
+	uid_t client_uid;
+	pid_t client_pid;
+	char client_cmd[VIEW_CMD_MAX + 1];
+	int client_copy; /* the client's copy of its records (audit.h), -1 */
 };
 
 extern char **environ;
@@ -168,6 +182,25 @@ int run_apt_setup(struct run *r);
  * launcher keeps r->esock and r->engine.  Returns 0, or -1 (said).
  */
 int run_engine_start(struct run *r);
+
+/*
+ * cli/run_broker.c.  Instead of run_engine_start under --broker: connects
+ * to the broker at r->broker and asks for policy r->policies[0] (REQUEST,
+ * with the user's copy of the log); r->esock is then the broker's socket
+ * and r->engine 0.  Everything after is the same conversation.  Returns
+ * 0, or -1 (said: no broker there, or its refusal).
+ */
+int run_broker_connect(struct run *r);
+
+/*
+ * In a broker's engine, a process the broker forked for one client
+ * (cli/broker.c): R filled (broker_engine, the client, policies, log,
+ * esock the client's socket, REQUEST already read), runs the engine as
+ * run_engine_start's child does -- view, listeners, proxy, summary --
+ * until the client says STOP or goes.  Returns the process's exit
+ * status.
+ */
+int run_engine_serve(struct run *r);
 
 /* Hands the sandbox's listeners to the engine.  Returns 0, or -1. */
 int run_engine_listeners(struct run *r);

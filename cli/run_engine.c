@@ -386,7 +386,8 @@ on_hello(void *arg, const char *run_id)
 {
 	struct run *r = arg;
 	unsigned char p[64];
-	ssize_t n = view_put_hello(p, sizeof(p), VIEW_ROLE_RUN, run_id);
+	ssize_t n = view_put_hello(p, sizeof(p),
+	    r->broker_engine ? VIEW_ROLE_BROKER : VIEW_ROLE_RUN, run_id);
 
 	if (view_send(r->esock, VIEW_HELLO, p, (size_t)n, NULL, 0) != 0) {
 		log_warn("run: engine: cannot send the view");
@@ -495,6 +496,33 @@ on_ready(void *arg)
 }
 
 /*
+ * The engine's work, in a run's forked engine and in a broker's: the
+ * view, the listeners, the proxy, the summary.  Returns the exit status.
+ */
+static int
+engine_run(struct run *r)
+{
+	const struct engine_load_sink sink = {on_hello, on_envsecret, on_hide,
+	    on_standin, on_ca, on_trust, on_log, on_ready, r, on_policy};
+	int rc;
+
+	if ((rc = run_setup_engine(r, &sink)) != 0)
+		(void)view_send(
+		    r->esock, VIEW_ERROR, "setup", sizeof("setup"), NULL, 0);
+	else
+		rc = engine_serve(r);
+	engine_load_free(r->load); /* no listeners came: the log closed */
+	r->load = NULL;
+	return rc == 0 ? 0 : 1;
+}
+
+int
+run_engine_serve(struct run *r)
+{
+	return engine_run(r);
+}
+
+/*
  * The engine's life.  The terminal's signals are the launcher's to
  * handle (the command gets them, and its end ends the engine); the
  * engine ends on STOP or when the launcher is gone.
@@ -503,11 +531,8 @@ static void __attribute__((noreturn)) engine_main(struct run *r)
 {
 	static const int quiet[] = {
 	    SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
-	const struct engine_load_sink sink = {on_hello, on_envsecret, on_hide,
-	    on_standin, on_ca, on_trust, on_log, on_ready, r, on_policy};
 	sigset_t none;
 	size_t i;
-	int rc;
 
 	/* The launcher gone (killed at start-up): the engine and its
 	 * secret helpers go too (proc.c cleans up when its caller dies). */
@@ -518,13 +543,7 @@ static void __attribute__((noreturn)) engine_main(struct run *r)
 		signal(quiet[i], SIG_IGN);
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-	if ((rc = run_setup_engine(r, &sink)) != 0)
-		(void)view_send(
-		    r->esock, VIEW_ERROR, "setup", sizeof("setup"), NULL, 0);
-	else
-		rc = engine_serve(r);
-	engine_load_free(r->load); /* no listeners came: the log closed */
-	_exit(rc == 0 ? 0 : 1);
+	_exit(engine_run(r));
 }
 
 int

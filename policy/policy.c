@@ -14,6 +14,7 @@
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "common/htab.h"
+#include "policy/grant.h"
 #include "policy.h"
 
 #define MAX_DIAGS 200
@@ -56,6 +57,7 @@ struct policy {
 	void (*index_free)(struct match *);
 	struct diag_item *diags;
 	size_t ndiags, nerrors, nwarnings;
+	struct grant_set *grants; /* broker blocks (grant.h); NULL: none */
 };
 
 struct policy *
@@ -120,6 +122,7 @@ policy_free(struct policy *p)
 		free(p->diags[i].msg);
 	for (i = 0; i < p->nfiles; i++)
 		free(p->files[i]);
+	grant_set_free(p->grants);
 	free(p->rules);
 	free(p->targets);
 	free(p->files);
@@ -637,4 +640,10 @@ policy_capture_ports(
 			(*skipped)++;
 	}
 	return n;
+}
+
+const struct grant_set *
+policy_grants(const struct policy *p)
+{
+	return p->grants;
 }

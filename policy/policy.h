@@ -213,6 +213,11 @@ void policy_placeholders(const struct policy *,
 /* Number of rules (allow and deny). */
 size_t policy_rule_count(const struct policy *);
 
+/* The broker blocks of a broker's or gateway's configuration (grant.h);
+ * NULL when it has none. */
+struct grant_set;
+const struct grant_set *policy_grants(const struct policy *);
+
 /* Counts of errors-free warnings found while loading. */
 size_t policy_warning_count(const struct policy *);
 

@@ -731,3 +731,34 @@ metrics_listen(struct metrics *m, struct event_base *base, const char *spec,
 		        : ((struct sockaddr_in6 *)&ss)->sin6_port);
 	return 0;
 }
+
+/* SCAFFOLD (issue 13): the relay, the sandboxes gauge and refusals. */
+struct metrics *
+metrics_relay_new(int fd)
+{
+	(void)close(fd);
+	return NULL;
+}
+
+int
+metrics_absorb(struct metrics *m, const void *buf, size_t len)
+{
+	(void)m;
+	(void)buf;
+	(void)len;
+	return -1;
+}
+
+void
+metrics_sandbox(struct metrics *m, int delta)
+{
+	(void)m;
+	(void)delta;
+}
+
+void
+metrics_refused(struct metrics *m, enum metrics_refusal why)
+{
+	(void)m;
+	(void)why;
+}

@@ -77,6 +77,32 @@ void metrics_connected(struct metrics *m, int64_t us);
 void metrics_audit_failure(struct metrics *m);
 
 /*
+ * A broker (issue 13): each sandbox's engine is a process of its own, so
+ * its counts travel to the broker, which serves them.  metrics_relay_new
+ * makes metrics that count nothing here but send each event as one
+ * datagram on FD (an AF_UNIX SOCK_SEQPACKET socket, non-blocking; an
+ * event that does not fit is dropped and counted); FD is taken over.
+ * metrics_absorb applies one such datagram, from an engine that parses
+ * the sandbox's bytes and so is not trusted: malformed ones are refused
+ * (-1) and counted, never applied in part.  Returns 0 or -1.
+ */
+struct metrics *metrics_relay_new(int fd);
+int metrics_absorb(struct metrics *m, const void *buf, size_t len);
+
+/* Sandboxes a broker serves: one more (+1) or one fewer (-1). */
+void metrics_sandbox(struct metrics *m, int delta);
+
+/* Why a broker refused a client (pinhole_broker_refused_total). */
+enum metrics_refusal {
+	METRICS_REF_POLICY, /* the policy is not granted to that user */
+	METRICS_REF_LIMIT, /* too many sandboxes (the user's, or in all) */
+	METRICS_REF_PROTOCOL, /* malformed or out-of-order messages */
+	METRICS_REF_SETUP, /* the policy or a secret did not load */
+	METRICS_REF_KINDS,
+};
+void metrics_refused(struct metrics *m, enum metrics_refusal why);
+
+/*
  * Writes every metric to F in the text format 0.0.4.  Returns 0, or -1
  * when F failed.
  */

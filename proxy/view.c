@@ -39,6 +39,7 @@ enum form {
 	F_ITEM, /* uint32 count, then F_TEXT */
 	F_PORTS, /* uint32, then uint16 ports ascending, none 0 */
 	F_LISTENERS, /* uint32 total, uint32 in this message */
+	F_REQUEST, /* uint32 version, uint32 flags, policy NUL, cmd NUL */
 };
 
 struct rule {
@@ -54,6 +55,8 @@ struct rule {
 
 #define HELLO_LEN (8 + VIEW_ID_LEN)
 #define ANY_LIVE (PH(P_START) | PH(P_ENV) | PH(P_VIEW) | PH(P_RUN))
+#define REQUEST_MIN (8 + 2 + 1) /* a one-byte name, an empty command */
+#define REQUEST_MAX (8 + VIEW_POLICY_NAME_MAX + 1 + VIEW_CMD_MAX + 1)
 
 static const struct rule rules[] = {
     {VIEW_HELLO, VIEW_FROM_ENGINE, HELLO_LEN, HELLO_LEN, 1, PH(P_START), P_ENV,
@@ -82,6 +85,12 @@ static const struct rule rules[] = {
     {VIEW_BYE, VIEW_FROM_ENGINE, 0, 0, 1, PH(P_SUMMARY), P_DONE, F_NONE, 0},
     {VIEW_ERROR, VIEW_FROM_ENGINE, 2, 512, 1, ANY_LIVE | PH(P_SUMMARY), P_DONE,
         F_TEXT, 0},
+    {VIEW_NOTE, VIEW_FROM_ENGINE, 2, VIEW_NOTE_MAX, VIEW_COUNT_MAX,
+        PH(P_ENV) | PH(P_VIEW) | PH(P_RUN) | PH(P_SUMMARY), STAY, F_TEXT,
+        VIEW_HELLO},
+    /* A broker's client: REQUEST first, then the user's messages. */
+    {VIEW_REQUEST, VIEW_FROM_CLIENT, REQUEST_MIN, REQUEST_MAX, 1, PH(P_START),
+        STAY, F_REQUEST, 0},
     /* The user's: LISTENERS (repeated until their total came), STOP. */
     {VIEW_LISTENERS, VIEW_FROM_USER, 8, 8, VIEW_LISTENERS_MAX, PH(P_START),
         STAY, F_LISTENERS, 0},
@@ -90,11 +99,17 @@ static const struct rule rules[] = {
         F_TEXT, 0},
 };
 
+/*
+ * A broker's client sends REQUEST, then what a user sends (whose rules
+ * then also need REQUEST first).
+ */
 static const struct rule *
 find_rule(enum view_side from, uint32_t type)
 {
 	size_t i;
 
+	if (from == VIEW_FROM_CLIENT && type != VIEW_REQUEST)
+		from = VIEW_FROM_USER;
 	for (i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
 		if (rules[i].type == type && rules[i].from == from)
 			return &rules[i];
@@ -148,6 +163,46 @@ is_hello(const unsigned char *p)
 	return 1;
 }
 
+/* A policy's name as a client asks for it: [A-Za-z0-9._-]{1,64}. */
+static int
+is_policy_name(const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	if (len < 1 || len > VIEW_POLICY_NAME_MAX)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') ||
+		        ((p[i] | 0x20) >= 'a' && (p[i] | 0x20) <= 'z') ||
+		        p[i] == '.' || p[i] == '_' || p[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/*
+ * REQUEST: this version, known flags, a policy name NUL, then the
+ * command's name (printable ASCII, maybe empty) NUL, and nothing after.
+ */
+static int
+is_request(const unsigned char *p, size_t len)
+{
+	const unsigned char *name = p + 8, *nul, *cmd;
+	size_t i, rest;
+
+	if (get32(p) != VIEW_VERSION || (get32(p + 4) & ~VIEW_REQ_FLAGS) != 0 ||
+	    (nul = memchr(name, '\0', len - 8)) == NULL ||
+	    !is_policy_name(name, (size_t)(nul - name)))
+		return 0;
+	cmd = nul + 1;
+	rest = len - (size_t)(cmd - p);
+	if (rest < 1 || rest > VIEW_CMD_MAX + 1 || cmd[rest - 1] != '\0')
+		return 0;
+	for (i = 0; i + 1 < rest; i++)
+		if (cmd[i] < 0x20 || cmd[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
 /* LEN bytes of uint16 ports, ascending, none 0. */
 static int
 is_ports(const unsigned char *p, size_t len)
@@ -185,6 +240,17 @@ listeners_ok(struct view_order *o, const struct view_msg *m)
 	return 1;
 }
 
+/* Descriptors: LISTENERS has them, REQUEST may have one, no other. */
+static int
+fds_ok(struct view_order *o, const struct rule *r, const struct view_msg *m)
+{
+	if (r->type == VIEW_LISTENERS)
+		return listeners_ok(o, m);
+	if (r->type == VIEW_REQUEST)
+		return m->nfds <= 1;
+	return m->nfds == 0;
+}
+
 static int
 form_ok(enum form f, const unsigned char *p, size_t len)
 {
@@ -205,6 +271,8 @@ form_ok(enum form f, const unsigned char *p, size_t len)
 		return get32(p) > 0 && is_text(p + 4, len - 4);
 	case F_PORTS:
 		return is_ports(p + 4, len - 4);
+	case F_REQUEST:
+		return is_request(p, len);
 	default:
 		return 1; /* sizes alone */
 	}
@@ -239,8 +307,10 @@ view_check(struct view_order *o, const struct view_msg *m)
 		rc = VIEW_E_COUNT;
 	else if (m->len < r->min || m->len > r->max)
 		rc = VIEW_E_SIZE;
-	else if ((m->nfds > 0) != (r->type == VIEW_LISTENERS) ||
-	    (r->type == VIEW_LISTENERS && !listeners_ok(o, m)))
+	else if (o->from == VIEW_FROM_CLIENT && r->type != VIEW_REQUEST &&
+	    r->type != VIEW_ERROR && o->count[VIEW_REQUEST] == 0)
+		rc = VIEW_E_ORDER;
+	else if (!fds_ok(o, r, m))
 		rc = VIEW_E_FDS;
 	else if (!form_ok(r->form, m->data, m->len))
 		rc = VIEW_E_FORM;
@@ -363,6 +433,28 @@ view_put_capture(unsigned char *out, size_t outlen, uint32_t skipped,
 }
 
 ssize_t
+view_put_request(unsigned char *out, size_t outlen, uint32_t flags,
+    const char *policy, const char *cmd)
+{
+	uint32_t v[2] = {VIEW_VERSION, flags};
+	size_t a = strlen(policy), b = strlen(cmd), i;
+
+	if (b > VIEW_CMD_MAX)
+		b = VIEW_CMD_MAX;
+	if (!is_policy_name((const unsigned char *)policy, a) ||
+	    outlen < 8 + a + 1 + b + 1)
+		return -1;
+	memcpy(out, v, sizeof(v));
+	memcpy(out + 8, policy, a + 1);
+	for (i = 0; i < b; i++)
+		out[8 + a + 1 + i] = cmd[i] >= 0x20 && cmd[i] <= 0x7e
+		    ? (unsigned char)cmd[i]
+		    : '?';
+	out[8 + a + 1 + b] = '\0';
+	return (ssize_t)(8 + a + 1 + b + 1);
+}
+
+ssize_t
 view_put_listeners(
     unsigned char *out, size_t outlen, uint32_t total, uint32_t n)
 {
@@ -390,6 +482,15 @@ view_get_hello(const struct view_msg *m, struct view_hello *h)
 	h->role = get32(m->data + 4);
 	memcpy(h->run_id, m->data + 8, VIEW_ID_LEN);
 	h->run_id[VIEW_ID_LEN] = '\0';
+}
+
+void
+view_get_request(const struct view_msg *m, struct view_request *r)
+{
+	r->version = get32(m->data);
+	r->flags = get32(m->data + 4);
+	r->policy = (const char *)m->data + 8;
+	r->cmd = r->policy + strlen(r->policy) + 1;
 }
 
 const char *

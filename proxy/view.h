@@ -38,9 +38,26 @@
  *                                      the first's host:port (0 or 1)
  *   engine -> user    BYE              the engine has closed its log
  *   either way        ERROR text       failed; nothing follows
+ *   engine -> user    NOTE text        a line for the user's stderr (a
+ *                                      broker's engine has no terminal);
+ *                                      any time after HELLO
  *
  * A broker (`pinhole proxy --broker`) speaks the same messages with role
- * VIEW_ROLE_BROKER in HELLO, one conversation per client.
+ * VIEW_ROLE_BROKER in HELLO, one conversation per client, after the
+ * client's first message:
+ *
+ *   client -> broker  REQUEST          version, flags, policy name, the
+ *                                      command's name; with 0 or 1
+ *                                      descriptor (SCM_RIGHTS): a regular
+ *                                      file of the client's, opened for
+ *                                      appending, that gets a copy of its
+ *                                      sandbox's records
+ *   broker -> client  ERROR reason     refused (the reason is for the
+ *                                      user: which policy, whose uid)
+ *                     or HELLO ..      as above, role VIEW_ROLE_BROKER
+ *
+ * The broker checks a client's messages with VIEW_FROM_CLIENT: REQUEST
+ * first and once, then the user's (LISTENERS.., STOP).
  */
 #ifndef PH_VIEW_H
 #define PH_VIEW_H
@@ -49,7 +66,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define VIEW_VERSION 1
+#define VIEW_VERSION 2 /* 2: REQUEST and NOTE (the broker) */
 #define VIEW_HDR_SIZE 8 /* uint32 type, uint32 payload length */
 #define VIEW_MSG_MAX 65536 /* the largest payload of any type */
 #define VIEW_TEXT_MAX 8192 /* a path, a name, a stand-in */
@@ -59,6 +76,13 @@
 #define VIEW_LISTENERS_MAX 1024 /* in all: one per captured port, and room */
 #define VIEW_CAPTURE_MAX 512 /* ports in CAPTURE (sandbox.h SBX_CAPTURE_MAX) */
 #define VIEW_TRUST_MAX 64 /* TRUST messages: `trust` lines of a policy */
+#define VIEW_NOTE_MAX 1024 /* a NOTE's text, its NUL included */
+#define VIEW_POLICY_NAME_MAX 64 /* REQUEST: [A-Za-z0-9._-], 1..64 bytes */
+#define VIEW_CMD_MAX 255 /* REQUEST: the command's name, printable */
+
+/* REQUEST's flags. */
+#define VIEW_REQ_NO_CAPTURE 0x1u /* pinhole run --no-capture */
+#define VIEW_REQ_FLAGS (VIEW_REQ_NO_CAPTURE) /* every flag there is */
 
 enum view_type {
 	VIEW_HELLO = 1,
@@ -77,6 +101,8 @@ enum view_type {
 	VIEW_DISTRUST,
 	VIEW_TRUST,
 	VIEW_CAPTURE,
+	VIEW_REQUEST,
+	VIEW_NOTE,
 	VIEW_TYPE_END
 };
 
@@ -89,6 +115,7 @@ enum view_role {
 enum view_side {
 	VIEW_FROM_ENGINE,
 	VIEW_FROM_USER,
+	VIEW_FROM_CLIENT, /* a broker's client: REQUEST, then as the user */
 };
 
 /* Why a message was refused. */
@@ -125,6 +152,13 @@ struct view_msg {
 struct view_hello {
 	uint32_t version, role;
 	char run_id[VIEW_ID_LEN + 1];
+};
+
+/* REQUEST, decoded: the strings point into the message. */
+struct view_request {
+	uint32_t version, flags;
+	const char *policy; /* [A-Za-z0-9._-]{1,64} */
+	const char *cmd; /* printable ASCII, 0..VIEW_CMD_MAX bytes */
 };
 
 void view_order_init(struct view_order *, enum view_side from);
@@ -167,6 +201,13 @@ view_put_item(unsigned char *out, size_t outlen, uint32_t n, const char *what);
 /* CAPTURE: N ports (ascending, none 0, at most VIEW_CAPTURE_MAX). */
 ssize_t view_put_capture(unsigned char *out, size_t outlen, uint32_t skipped,
     const uint16_t *ports, size_t n);
+/*
+ * REQUEST: FLAGS (VIEW_REQ_*), the policy POLICY, the command's name CMD
+ * (cut to VIEW_CMD_MAX bytes, bytes outside printable ASCII made '?').
+ * Returns -1 for a policy name outside its form.
+ */
+ssize_t view_put_request(unsigned char *out, size_t outlen, uint32_t flags,
+    const char *policy, const char *cmd);
 /* LISTENERS: N descriptors in this message, TOTAL in all. */
 ssize_t view_put_listeners(
     unsigned char *out, size_t outlen, uint32_t total, uint32_t n);
@@ -176,6 +217,7 @@ ssize_t view_put_listeners(
  * and need no more checks.
  */
 void view_get_hello(const struct view_msg *m, struct view_hello *h);
+void view_get_request(const struct view_msg *m, struct view_request *r);
 const char *view_get_text(const struct view_msg *m);
 void view_get_standin(
     const struct view_msg *m, const char **name, const char **value);

@@ -261,7 +261,7 @@ test_forms(void **state)
 	view_order_init(&o, VIEW_FROM_ENGINE);
 	assert_int_equal(check(&o, VIEW_HELLO, p, (size_t)n), VIEW_E_FORM);
 	n = view_put_hello(p, sizeof(p), VIEW_ROLE_RUN, RUN_ID);
-	p[0] = 2;
+	p[0] = VIEW_VERSION + 1;
 	view_order_init(&o, VIEW_FROM_ENGINE);
 	assert_int_equal(check(&o, VIEW_HELLO, p, (size_t)n), VIEW_E_FORM);
 	n = view_put_hello(p, sizeof(p), 7, RUN_ID);
@@ -593,6 +593,54 @@ test_strerror(void **state)
 	    view_strerror(VIEW_E_ORDER), "message out of order");
 }
 
+/* A broker's client: REQUEST first (0 or 1 descriptor), then as a user. */
+static void
+test_request(void **state)
+{
+	struct view_order o;
+	struct view_msg m;
+	struct view_request rq;
+	unsigned char p[512];
+	ssize_t n;
+
+	(void)state;
+	n = view_put_request(
+	    p, sizeof(p), VIEW_REQ_NO_CAPTURE, "git-hub_1.x", "curl\x01x");
+	assert_true(n > 0);
+	view_order_init(&o, VIEW_FROM_CLIENT);
+	assert_int_equal(check(&o, VIEW_REQUEST, p, (size_t)n), VIEW_OK);
+	memset(&m, 0, sizeof(m));
+	m.type = VIEW_REQUEST;
+	m.len = (uint32_t)n;
+	m.data = p;
+	view_get_request(&m, &rq);
+	assert_int_equal(rq.flags, VIEW_REQ_NO_CAPTURE);
+	assert_string_equal(rq.policy, "git-hub_1.x");
+	assert_string_equal(rq.cmd, "curl?x");
+	/* Twice: refused. */
+	assert_int_equal(check(&o, VIEW_REQUEST, p, (size_t)n), VIEW_E_COUNT);
+	/* LISTENERS before REQUEST: out of order. */
+	view_order_init(&o, VIEW_FROM_CLIENT);
+	assert_int_equal(check(&o, VIEW_STOP, "\0\0\0\0", 4), VIEW_E_ORDER);
+	/* A run's engine never takes a REQUEST. */
+	view_order_init(&o, VIEW_FROM_USER);
+	assert_int_equal(check(&o, VIEW_REQUEST, p, (size_t)n), VIEW_E_TYPE);
+	/* Bad names, flags, versions. */
+	assert_int_equal(view_put_request(p, sizeof(p), 0, "a/b", ""), -1);
+	assert_int_equal(view_put_request(p, sizeof(p), 0, "", ""), -1);
+	n = view_put_request(p, sizeof(p), 0x80, "a", "");
+	view_order_init(&o, VIEW_FROM_CLIENT);
+	assert_int_equal(check(&o, VIEW_REQUEST, p, (size_t)n), VIEW_E_FORM);
+	n = view_put_request(p, sizeof(p), 0, "a", "");
+	p[0] = VIEW_VERSION + 1;
+	view_order_init(&o, VIEW_FROM_CLIENT);
+	assert_int_equal(check(&o, VIEW_REQUEST, p, (size_t)n), VIEW_E_FORM);
+	n = view_put_request(p, sizeof(p), 0, "a", "ls");
+	p[n - 2] = '\n';
+	view_order_init(&o, VIEW_FROM_CLIENT);
+	assert_int_equal(check(&o, VIEW_REQUEST, p, (size_t)n), VIEW_E_FORM);
+}
+
 int
 main(void)
 {
@@ -604,6 +652,7 @@ main(void)
 	    cmocka_unit_test(test_trust),
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test(test_forms),
+	    cmocka_unit_test(test_request),
 	    cmocka_unit_test(test_fds),
 	    cmocka_unit_test(test_listener_batches),
 	    cmocka_unit_test(test_capture),

@@ -1,0 +1,41 @@
+/*
+ * broker.h: pinhole proxy --broker PATH, the daemon that holds the
+ * secrets and the CA keys for every sandbox on a host (cli/broker.c).
+ *
+ * The parent accepts on PATH (or the socket systemd passed), learns each
+ * client's uid, gid and pid (SO_PEERCRED), applies the limits (sandboxes
+ * per user, in all) and forks one engine per client; it never reads a
+ * client's bytes.  The engine reads the client's REQUEST, checks the
+ * configuration's grants (policy/grant.h), and is then a run's engine
+ * for that sandbox (run_engine_serve): its own policy load, secrets, CA,
+ * stand-ins and run id; the broker's audit log (records with the
+ * client's uid, pid and command); its counts relayed to the parent's
+ * metrics.  SIGHUP reloads the configuration for new clients (a broken
+ * one is refused, the old kept); running sandboxes keep theirs.
+ */
+#ifndef PH_BROKER_H
+#define PH_BROKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BROKER_PER_USER_DEFAULT 16 /* sandboxes one uid may have at once */
+#define BROKER_SANDBOXES_DEFAULT 256 /* sandboxes in all */
+#define BROKER_REQUEST_MS 10000 /* a client's REQUEST must come by then */
+
+struct broker_opts {
+	const char *config; /* -p FILE: the broker blocks (grant.h) */
+	const char *path; /* --broker PATH */
+	const char *log; /* --log FILE: else the config's log line */
+	const char *dns; /* --dns SERVERS, or NULL */
+	const char *metrics; /* --metrics ADDR, or NULL */
+	uint64_t log_limit; /* per sandbox, 0: the run's default */
+	unsigned per_user; /* --max-per-user */
+	unsigned sandboxes; /* --max-sandboxes */
+	int verbose;
+};
+
+/* Runs the broker until SIGTERM or SIGINT.  Returns the exit status. */
+int broker_main(const struct broker_opts *o);
+
+#endif /* PH_BROKER_H */
