@@ -41,6 +41,8 @@ struct audit_rec {
 	const char *error;
 	int64_t count; /* requests the record stands for, -1: one */
 	int summary; /* counted past the limit ("summary": true) */
+	/* a broker's "client" record: the policy the client asked for */
+	const char *policy;
 };
 
 /* audit_write() did not write the record but counted it (see there). */

@@ -21,6 +21,7 @@ struct engine_load;
 struct engine_load_sink;
 struct env;
 struct event_base;
+struct metrics;
 struct mnt_plan;
 struct policy;
 struct run_trust;
@@ -108,6 +109,7 @@ struct run {
 	pid_t client_pid;
 	char client_cmd[VIEW_CMD_MAX + 1];
 	int client_copy; /* the client's copy of its records (audit.h), -1 */
+	struct metrics *metrics; /* a broker's engine: the relay; or NULL */
 };
 
 extern char **environ;

@@ -214,6 +214,7 @@ start_proxy(struct run *r, const int *fds, int nfds)
 	cf.looked_up_arg = r;
 	cf.own_name = HOSTINFO_HOSTNAME;
 	cf.capture = !r->no_capture;
+	cf.metrics = r->metrics; /* a broker's engine relays its counts */
 	/* What was loaded is the engine's now. */
 	r->eng = engine_new(r->base, &cf, r->load);
 	r->load = NULL;
