@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define BROKER_PER_USER_DEFAULT 16 /* sandboxes one uid may have at once */
 #define BROKER_SANDBOXES_DEFAULT 256 /* sandboxes in all */
@@ -35,7 +36,30 @@ struct broker_opts {
 	int verbose;
 };
 
+struct policy;
+
 /* Runs the broker until SIGTERM or SIGINT.  Returns the exit status. */
 int broker_main(const struct broker_opts *o);
+
+/* One client, as the parent accepted it. */
+struct broker_client {
+	int conn; /* the client's connection */
+	uid_t uid; /* SO_PEERCRED */
+	gid_t gid;
+	pid_t pid;
+	int relay; /* the metrics relay's end (metrics.h), or -1 */
+};
+
+/*
+ * cli/broker_engine.c, in the process the parent forked for client C:
+ * reads its REQUEST (within BROKER_REQUEST_MS), checks CONFIG's grants,
+ * refuses (ERROR, a "client" record) or serves the sandbox
+ * (run_engine_serve) until it ends.  The central log is O->log, else
+ * CONFIG's log line.  Never returns: exits 0 when the sandbox ended as
+ * it should, 1 otherwise.
+ */
+void
+broker_engine_main(const struct broker_opts *o, const struct policy *config,
+    const struct broker_client *c) __attribute__((noreturn));
 
 #endif /* PH_BROKER_H */
