@@ -1,6 +1,8 @@
 /*
  * cmd_check.c: pinhole check.  All -p files form one policy (as for
  * `pinhole run`); each positional FILE is checked as a policy of its own.
+ * A broker's configuration (broker blocks, policy/grant.h) is checked,
+ * then each policy it grants is loaded from its files as the broker will.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "policy/grant.h"
 #include "policy/policy.h"
 #include "proxy/ca.h"
 
@@ -24,8 +27,10 @@ check_usage(FILE *f)
 	    "usage: pinhole check [-q] [--secrets] [-p FILE]... "
 	    "[FILE]...\n\n"
 	    "Validates policies.  All -p files together form one policy; each "
-	    "other FILE\nis checked as a policy of its own.  Errors and "
-	    "warnings go to stderr as\nFILE:LINE:COL: message.\n\n"
+	    "other FILE\nis checked as a policy of its own.  A broker's "
+	    "configuration (broker blocks)\nis checked with every policy it "
+	    "grants.  Errors and warnings go to stderr as\nFILE:LINE:COL: "
+	    "message.\n\n"
 	    "  -p, --policy FILE  add FILE to the combined policy "
 	    "(repeatable)\n"
 	    "  -q, --quiet        print errors only: no warnings, no summary\n"
@@ -72,6 +77,68 @@ check_trust(const struct policy *p, struct cli_diag_count *c)
 	return bad;
 }
 
+/*
+ * Loads each policy the broker blocks of P grant (its diagnostics as
+ * usual), its trust files and, with --secrets, its secrets.  A failure is
+ * said at the policy's `policy` line.  Returns how many failed.
+ */
+static unsigned
+check_granted(const struct policy *p, struct cli_diag_count *c,
+    const struct check_opts *o, unsigned *bad_secrets)
+{
+	const struct grant_set *g = policy_grants(p);
+	struct policy *q;
+	const char *const *files, *where;
+	unsigned failed = 0, line;
+	size_t i, n;
+	int r;
+
+	for (i = 0; i < grant_count(g); i++) {
+		files = grant_files(g, i, &n);
+		where = grant_where(g, i, &line);
+		q = NULL;
+		r = policy_load(files, n, cli_print_diag, c, &q);
+		if (r == 0 && policy_grants(q) != NULL) {
+			fprintf(stderr,
+			    "%s:%u: policy %s: its files are a broker "
+			    "configuration (broker blocks), not a policy\n",
+			    where, line, grant_name(g, i));
+			r = -1;
+		} else if (r != 0) {
+			fprintf(stderr,
+			    "%s:%u: policy %s: its files do not load (the "
+			    "errors above)\n",
+			    where, line, grant_name(g, i));
+		}
+		if (r == 0 && check_trust(q, c) != 0)
+			r = -1;
+		if (r == 0 && o->secrets)
+			secret_store_load(
+			    policy_secrets(q), secret_report, bad_secrets);
+		if (r != 0) {
+			c->errors++;
+			failed++;
+		}
+		policy_free(q);
+	}
+	return failed;
+}
+
+/* The summary of a broker's configuration that checked out. */
+static void
+granted_summary(const char *name, const struct policy *p,
+    const struct cli_diag_count *c, const struct check_opts *o, unsigned bad)
+{
+	size_t np = grant_count(policy_grants(p));
+	size_t ns = secret_store_count(policy_secrets(p));
+
+	printf("%s: %s, broker configuration, %zu polic%s (all load), %zu "
+	       "secret%s, %u warning%s%s\n",
+	    name, bad ? "secrets failed" : "ok", np, np == 1 ? "y" : "ies", ns,
+	    ns == 1 ? "" : "s", c->warnings, c->warnings == 1 ? "" : "s",
+	    o->secrets && !bad ? ", secrets loaded" : "");
+}
+
 /* Checks one policy made of FILES; returns 0 when it has no errors. */
 static int
 check_one(const char *const *files, size_t n, const char *name,
@@ -87,7 +154,12 @@ check_one(const char *const *files, size_t n, const char *name,
 		r = -1;
 	if (r == 0 && o->secrets)
 		secret_store_load(policy_secrets(p), secret_report, &bad);
-	if (!o->quiet && r == 0)
+	if (r == 0 && policy_grants(p) != NULL &&
+	    check_granted(p, &c, o, &bad) != 0)
+		r = -1;
+	if (!o->quiet && r == 0 && policy_grants(p) != NULL)
+		granted_summary(name, p, &c, o, bad);
+	else if (!o->quiet && r == 0)
 		printf("%s: %s, %zu rule%s, %zu secret%s, %u warning%s%s\n",
 		    name, bad ? "secrets failed" : "ok", policy_rule_count(p),
 		    policy_rule_count(p) == 1 ? "" : "s",

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/ph_err.h"
 #include "policy/check.h"
+#include "policy/grant.h"
 #include "policy/policy.h"
 
 #define PATH_BUF 8192
@@ -204,6 +205,24 @@ explain(const struct policy *p, struct explain_req *r)
 	return d.verdict == POLICY_ALLOW ? 0 : 1;
 }
 
+/* A broker's configuration decides nothing: its policies do. */
+static int
+broker_refused(const struct policy *p)
+{
+	const struct grant_set *g = policy_grants(p);
+	const char *const *files;
+	size_t n;
+
+	if (g == NULL)
+		return 0;
+	files = grant_files(g, 0, &n);
+	log_warnx("explain: this is a broker configuration (broker blocks); "
+	          "explain one of the policies it grants, as in "
+	          "pinhole explain -p %s (policy %s)",
+	    n > 0 ? files[0] : "FILE", grant_name(g, 0));
+	return -1;
+}
+
 int
 cmd_explain(int argc, char **argv)
 {
@@ -249,7 +268,8 @@ cmd_explain(int argc, char **argv)
 	if (parse_request(argv[optind],
 	        argc - optind == 2 ? argv[optind + 1] : NULL, r) != 0)
 		goto out;
-	if (policy_load(pfiles, np, cli_print_diag, &c, &p) != 0)
+	if (policy_load(pfiles, np, cli_print_diag, &c, &p) != 0 ||
+	    broker_refused(p) != 0)
 		goto out;
 	status = explain(p, r);
 out:

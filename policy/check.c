@@ -543,11 +543,13 @@ check_grants(struct policy *p, check_distance_fn *dist)
 		if (ref->defines || grant_find(g, ref->name) >= 0)
 			continue;
 		if ((best = closest_policy(g, ref->name, dist)) != NULL)
-			policy_diag_add(p, 0, ref->file, ref->line, ref->col,
+			policy_diag_add(p, 0, policy_intern_file(p, ref->file),
+			    ref->line, ref->col,
 			    "policy '%s' is not defined; did you mean '%s'?",
 			    ref->name, best);
 		else
-			policy_diag_add(p, 0, ref->file, ref->line, ref->col,
+			policy_diag_add(p, 0, policy_intern_file(p, ref->file),
+			    ref->line, ref->col,
 			    "policy '%s' is not defined: give its files in one "
 			    "block ('policy %s FILE...')",
 			    ref->name, ref->name);
@@ -558,7 +560,8 @@ check_grants(struct policy *p, check_distance_fn *dist)
 		    NULL)
 			secret_mark_used(s);
 		else
-			policy_diag_add(p, 0, ref->file, ref->line, ref->col,
+			policy_diag_add(p, 0, policy_intern_file(p, ref->file),
+			    ref->line, ref->col,
 			    "login %s: undefined secret '%s'; define it with "
 			    "'secret %s file PATH' (or env, exec)",
 			    user, ref->name, ref->name);

@@ -1604,6 +1604,7 @@ b_policy(struct parse_state *st, struct bblock *b, struct stmt *s)
 	unsigned prev_line = 0;
 	size_t i, n;
 
+	b->npolicies++; /* even a bad line: one error, not two */
 	if (nargs(st, s, 1, 1 + GRANT_FILES_MAX,
 	        "policy NAME [FILE...] (at most 64 files)") != 0)
 		return;
@@ -1626,7 +1627,6 @@ b_policy(struct parse_state *st, struct bblock *b, struct stmt *s)
 		    name, prev ? prev : "?", prev_line);
 	for (i = 0; i < n; i++)
 		free(files[i]);
-	b->npolicies++;
 }
 
 /* A uid or gid in decimal, or a POSIX user or group name. */
@@ -1651,6 +1651,7 @@ b_accounts(struct parse_state *st, struct bblock *b, struct stmt *s)
 	int groups = strcmp(s->w[0].text, "groups") == 0;
 	size_t i;
 
+	b->nidentities++;
 	if (nargs(st, s, 1, SIZE_MAX,
 	        groups ? "groups GROUP [GROUP...]" : "users USER [USER...]") !=
 	    0)
@@ -1671,7 +1672,6 @@ b_accounts(struct parse_state *st, struct bblock *b, struct stmt *s)
 			grant_block_user(
 			    policy_grants_edit(st->p), s->w[i].text);
 	}
-	b->nidentities++;
 }
 
 static void
@@ -1680,9 +1680,9 @@ b_login(struct parse_state *st, struct bblock *b, struct stmt *s)
 	const char *prev = NULL;
 	unsigned prev_line = 0;
 
+	b->nidentities++;
 	if (nargs(st, s, 2, 2, "login USER SECRET") != 0)
 		return;
-	b->nidentities++;
 	/* Basic credentials are USER:PASSWORD: no ':' in USER. */
 	if (!valid_name(s->w[1].text, "._-@+") ||
 	    strlen(s->w[1].text) > GRANT_WORD_MAX) {
@@ -1712,6 +1712,7 @@ b_from(struct parse_state *st, struct bblock *b, struct stmt *s)
 	char why[256];
 	size_t i;
 
+	b->nidentities++;
 	if (nargs(st, s, 1, SIZE_MAX,
 	        "from ADDRESS[/LEN] [ADDRESS[/LEN]...]") != 0)
 		return;
@@ -1724,7 +1725,6 @@ b_from(struct parse_state *st, struct bblock *b, struct stmt *s)
 		grant_block_from(
 		    policy_grants_edit(st->p), t.family, t.addr, t.plen);
 	}
-	b->nidentities++;
 }
 
 /* Sorted; same order as broker_fns[]. */

@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/xmalloc.h"
+#include "policy/grant.h"
 #include "policy/policy.h"
 #include "policy/secret.h"
 #include "audit/audit.h"
@@ -173,6 +174,27 @@ placeholders_refused(const struct engine_load_config *cf, struct policy *p)
 	return -1;
 }
 
+/*
+ * A broker's configuration has no rules: a run (or a broker's sandbox,
+ * whose policy must be a policy) given one would deny everything
+ * without saying why.  pinhole proxy decides for itself (a gateway).
+ */
+static int
+grants_refused(const struct engine_load_config *cf, struct policy *p)
+{
+	const struct grant_set *g = policy_grants(p);
+	const char *where;
+	unsigned line;
+
+	if (cf->intercept != ENGINE_LOAD_INTERCEPT_RUN || g == NULL)
+		return 0;
+	where = grant_where(g, 0, &line);
+	log_warnx("%s: %s:%u: this is a broker configuration (broker "
+	          "blocks): use it with pinhole proxy --broker",
+	    cf->name, where ? where : "?", line);
+	return -1;
+}
+
 struct policy *
 engine_load_parse(const struct engine_load_config *cf)
 {
@@ -181,7 +203,7 @@ engine_load_parse(const struct engine_load_config *cf)
 	if (policy_load_extra(cf->policies, cf->npolicies, "--allow", cf->allow,
 	        cf->diag, cf->diag_arg, &p) != 0)
 		return NULL;
-	if (placeholders_refused(cf, p) != 0) {
+	if (grants_refused(cf, p) != 0 || placeholders_refused(cf, p) != 0) {
 		policy_free(p);
 		p = NULL;
 	}

@@ -218,5 +218,26 @@ run check-include-withheld 1 "$PINHOLE" check "$tmp/inc.conf"
 expect check-include-withheld "$err" 'pw:1:1: not valid policy here; its text is not quoted'
 refuse check-include-withheld "$err" 'root|salt'
 
+# --- broker configurations: checked with the policies they grant -----------
+run check-broker 0 "$PINHOLE" check conf/broker.conf
+expect check-broker "$out" '^conf/broker.conf: ok, broker configuration, 3 policies'
+refuse check-broker "$err" 'warning|error'
+mkdir -p "$tmp/broker"
+printf 'allow a.test\n' >"$tmp/broker/good.conf"
+printf 'allow a.test\nalow b.test\n' >"$tmp/broker/bad.conf"
+printf 'broker {\n  policy good good.conf\n  policy bad bad.conf\n  users 1000\n}\n' \
+	>"$tmp/broker/broker.conf"
+run check-broker-bad 1 "$PINHOLE" check -p "$tmp/broker/broker.conf"
+expect check-broker-bad "$err" "^$tmp/broker/bad.conf:2:1: unknown keyword 'alow'"
+expect check-broker-bad "$err" "^$tmp/broker/broker.conf:3: policy bad: its files do not load"
+refuse check-broker-bad "$err" 'policy good'
+printf 'allow a.test\nbroker {\n  policy good good.conf\n  usres 1000\n}\n' \
+	>"$tmp/broker/rules.conf"
+run check-broker-rules 1 "$PINHOLE" check "$tmp/broker/rules.conf"
+expect check-broker-rules "$err" "rules.conf:1:1: a broker configuration grants policies; rules go in the policy files"
+expect check-broker-rules "$err" "rules.conf:4:3: unknown broker statement 'usres'; did you mean 'users'\?"
+run explain-broker 2 "$PINHOLE" explain -p conf/broker.conf https://github.com/
+expect explain-broker "$err" 'this is a broker configuration \(broker blocks\)'
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

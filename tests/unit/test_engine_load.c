@@ -613,6 +613,27 @@ test_pinned_placeholder(void **state)
 	policy_free(p);
 }
 
+/* A broker's configuration: refused by a run (it has no rules to decide
+ * by), left to pinhole proxy (a gateway's). */
+static void
+test_broker_config(void **state)
+{
+	struct fixture *f = *state;
+	struct engine_load_config cf;
+	struct policy *p;
+
+	write_in(f, "p.conf",
+	    "broker {\n policy default a.conf\n users 1000\n}\n", 0644);
+	proxy_config(f, &cf);
+	assert_non_null(p = engine_load_parse(&cf));
+	policy_free(p);
+	cf.name = "run";
+	cf.intercept = ENGINE_LOAD_INTERCEPT_RUN;
+	assert_null(engine_load_parse(&cf));
+	assert_int_equal(engine_load_new(&cf, NULL, &f->l), ENGINE_LOAD_FAILED);
+	assert_null(f->l);
+}
+
 int
 main(void)
 {
@@ -631,6 +652,8 @@ main(void)
 	        test_pinned_open_key, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_pinned_placeholder, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_broker_config, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

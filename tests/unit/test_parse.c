@@ -32,6 +32,7 @@
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "policy/check.h"
+#include "policy/grant.h"
 #include "policy/parse.h"
 #include "policy/policy.h"
 #include "tests/unit/fixture.h"
@@ -2209,6 +2210,187 @@ test_resolve(void **state)
 	assert_int_equal(policy_resolve(f->p, "none.test", out, 4), 0);
 }
 
+/* --- broker blocks (grant.h) --------------------------------------------- */
+
+static void
+test_broker_clean(void **state)
+{
+	struct fixture *f = *state;
+	const struct grant_set *g;
+	const char *const *files;
+	char cwd[PATH_MAX], *want;
+	const char *text;
+	size_t n;
+
+	/* A policy named before the block that defines it; a secret used
+	 * only by a login is used. */
+	clean(f,
+	    "secret s env S\n"
+	    "broker {\n"
+	    " policy a\n"
+	    " login runner s\n"
+	    " from 192.0.2.0/24 2001:db8::/32 ::ffff:198.51.100.0/120\n"
+	    "}\n"
+	    "broker {\n"
+	    " policy a a.conf sub/more.conf\n"
+	    " policy b-1.x_y /abs/b.conf\n"
+	    " users alice 0 1001 a.b_c-d\n"
+	    " groups ci 2001\n"
+	    "}\n");
+	g = policy_grants(f->p);
+	assert_non_null(g);
+	assert_int_equal(grant_count(g), 2);
+	files = grant_files(g, (size_t)grant_find(g, "a"), &n);
+	assert_int_equal(n, 2);
+	/* Relative to the file's directory (here the current one), made
+	 * absolute. */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	want = xasprintf("%s/a.conf", cwd);
+	assert_string_equal(files[0], want);
+	free(want);
+	files = grant_files(g, (size_t)grant_find(g, "b-1.x_y"), &n);
+	assert_string_equal(files[0], "/abs/b.conf");
+	/* Relative to the configuration's own directory. */
+	text = "broker { policy p p.conf; users 1 }\n";
+	assert_int_equal(
+	    load_as(f, "/etc/pinhole/broker.conf", text, strlen(text)), 0);
+	files = grant_files(policy_grants(f->p), 0, &n);
+	assert_string_equal(files[0], "/etc/pinhole/p.conf");
+	/* No broker block: no grants. */
+	clean(f, "allow a.test\n");
+	assert_null(policy_grants(f->p));
+}
+
+static void
+test_err_broker_policy(void **state)
+{
+	struct fixture *f = *state;
+	char text[256];
+
+	one_error(f,
+	    "broker {\n policy a a.conf\n policy a b.conf\n users 1\n}\n", 3, 9,
+	    "policy 'a' is already defined at t.conf:2");
+	one_error(f,
+	    "broker {\n policy a a.conf\n users 1\n}\n"
+	    "broker {\n policy a x.conf\n users 2\n}\n",
+	    6, 9, "policy 'a' is already defined at t.conf:2");
+	one_error(f, "broker {\n policy nope\n users 1\n}\n", 2, 9,
+	    "policy 'nope' is not defined");
+	one_error(f,
+	    "broker {\n policy build b.conf; policy biuld\n users 1\n}\n", 2,
+	    30, "did you mean 'build'?");
+	one_error(f, "broker {\n policy a/b x.conf\n users 1\n}\n", 2, 9,
+	    "bad policy name 'a/b'");
+	snprintf(text, sizeof(text),
+	    "broker {\n policy %065d x.conf\n users 1\n}\n", 0);
+	one_error(f, text, 2, 9, "bad policy name");
+	snprintf(text, sizeof(text),
+	    "broker {\n policy %064d x.conf\n users 1\n}\n", 0);
+	clean(f, text);
+	one_error(f, "broker {\n policy\n users 1\n}\n", 2, 2,
+	    "usage: policy NAME [FILE...]");
+}
+
+static void
+test_err_broker_block(void **state)
+{
+	struct fixture *f = *state;
+
+	one_error(f, "broker {\n users 1\n}\n", 1, 1, "grants no policy");
+	assert_int_equal(load(f, "broker {\n policy a a.conf\n}\n"), 0);
+	expect_counts(f, 0, 1);
+	expect_warning(f, 1, 1, "grants to nobody");
+	one_error(f, "broker x {\n policy a a.conf; users 1\n}\n", 1, 8,
+	    "usage: broker {");
+	one_error(f, "broker\n", 1, 1, "usage: broker {");
+	one_error(f, "broker {\n policy a a.conf; users 1\n", 1, 8,
+	    "'{' is never closed");
+	one_error(f, "broker {\n policy a a.conf; users 1\n { y }\n}\n", 3, 2,
+	    "unexpected '{' inside a broker block");
+	one_error(f, "broker {\n policy a a.conf; users 1\n usres 2\n}\n", 3, 2,
+	    "unknown broker statement 'usres'; did you mean 'users'?");
+	one_error(f, "broker {\n policy a a.conf; users 1\n allow x.test\n}\n",
+	    3, 2, "'allow' cannot appear inside a broker block");
+	one_error(f, "broker {\n policy a a.conf; users 1\n} x\n", 3, 3,
+	    "unexpected 'x' after '}'");
+}
+
+static void
+test_err_broker_rules(void **state)
+{
+	struct fixture *f = *state;
+
+	one_error(f,
+	    "allow a.test\ndeny b.test\n"
+	    "broker {\n policy a a.conf\n users 1\n}\n",
+	    1, 1,
+	    "a broker configuration grants policies; rules go in the policy "
+	    "files");
+	one_error(f, "broker {\n policy a a.conf\n users 1\n}\nallow a.test\n",
+	    5, 1, "rules go in the policy files");
+}
+
+static void
+test_err_broker_accounts(void **state)
+{
+	struct fixture *f = *state;
+
+	one_error(f, "broker {\n policy a a.conf\n users alice -bob\n}\n", 3,
+	    14, "bad user '-bob'");
+	one_error(f, "broker {\n policy a a.conf\n users 4294967295\n}\n", 3, 8,
+	    "bad user '4294967295'");
+	one_error(f, "broker {\n policy a a.conf\n users 99999999999\n}\n", 3,
+	    8, "bad user");
+	one_error(f, "broker {\n policy a a.conf\n groups ci al!ce\n}\n", 3, 12,
+	    "bad group 'al!ce'");
+	one_error(f,
+	    "broker {\n policy a a.conf\n users "
+	    "abcdefghijklmnopqrstuvwxyz0123456\n}\n",
+	    3, 8, "at most 32");
+	one_error(f, "broker {\n policy a a.conf\n groups\n}\n", 3, 2,
+	    "usage: groups GROUP");
+	clean(f, "broker {\n policy a a.conf\n users 4294967294 0 _x x.y\n}\n");
+}
+
+static void
+test_err_broker_login(void **state)
+{
+	struct fixture *f = *state;
+
+	one_error(f,
+	    "secret s env S\nbroker {\n policy a a.conf\n login u s\n"
+	    " login u s\n}\n",
+	    5, 8, "login 'u' is already defined at t.conf:4");
+	one_error(f, "broker {\n policy a a.conf\n login u nosuch\n}\n", 3, 10,
+	    "login u: undefined secret 'nosuch'");
+	one_error(f,
+	    "secret s env S\nbroker {\n policy a a.conf\n login a:b s\n}\n", 4,
+	    8, "bad login 'a:b'");
+	one_error(f,
+	    "secret s env S\nbroker {\n policy a a.conf\n login u\n}\n", 4, 2,
+	    "usage: login USER SECRET");
+	one_error(f, "broker {\n policy a a.conf\n login u s/t\n}\n", 3, 10,
+	    "bad secret name 's/t'");
+}
+
+static void
+test_err_broker_from(void **state)
+{
+	struct fixture *f = *state;
+
+	one_error(f, "broker {\n policy a a.conf\n from 10.0.0.1/8\n}\n", 3, 7,
+	    "did you mean '10.0.0.0/8'?");
+	one_error(f, "broker {\n policy a a.conf\n from 10.0.0.0/33\n}\n", 3, 7,
+	    "bad prefix length");
+	one_error(f,
+	    "broker {\n policy a a.conf\n from 192.0.2.0/24 gw.test\n}\n", 3,
+	    20, "bad address 'gw.test'");
+	one_error(f, "broker {\n policy a a.conf\n from ::ffff:10.0.0.0/8\n}\n",
+	    3, 7, "at least /96");
+	one_error(
+	    f, "broker {\n policy a a.conf\n from\n}\n", 3, 2, "usage: from");
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -2216,6 +2398,13 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(test_keywords_sorted),
+	    T(test_broker_clean),
+	    T(test_err_broker_policy),
+	    T(test_err_broker_block),
+	    T(test_err_broker_rules),
+	    T(test_err_broker_accounts),
+	    T(test_err_broker_login),
+	    T(test_err_broker_from),
 	    T(test_trust),
 	    T(test_options_sorted),
 	    T(test_keywords_all_found),
