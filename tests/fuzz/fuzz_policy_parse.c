@@ -10,10 +10,12 @@
  *
  *	./fuzz_policy_parse -max_total_time=60 tests/fuzz/corpus/policy_parse
  */
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy/grant.h"
 #include "policy/policy.h"
 #include "policy/target.h"
 
@@ -99,6 +101,51 @@ query_all(const struct policy *p)
 	(void)policy_resolve(p, "example.com", out, 4);
 }
 
+/* The broker blocks: every policy has a name and absolute files, and
+ * the questions a broker and a gateway ask get answers in range. */
+static void
+grants_all(const struct policy *p)
+{
+	static const gid_t gids[] = {100, 2001};
+	static const char *const gnames[] = {"users", "ci"};
+	const struct grant_user u = {1001, "alice", gids, gnames, 2};
+	const struct grant_set *g = policy_grants(p);
+	struct sockaddr_in6 s6 = {0};
+	struct sockaddr_in s4 = {0};
+	const char *const *files, *secret;
+	unsigned line;
+	size_t i, k, n;
+	long r;
+
+	for (i = 0; i < grant_count(g); i++) {
+		files = grant_files(g, i, &n);
+		if (grant_name(g, i) == NULL || n == 0 ||
+		    grant_where(g, i, &line) == NULL ||
+		    grant_find(g, grant_name(g, i)) != (long)i)
+			abort();
+		for (k = 0; k < n; k++)
+			if (files[k][0] != '/')
+				abort();
+		(void)grant_admits_user(g, i, &u);
+	}
+	s4.sin_family = AF_INET;
+	s4.sin_addr.s_addr = htonl(0x0a000307); /* 10.0.3.7 */
+	s6.sin6_family = AF_INET6;
+	s6.sin6_addr.s6_addr[0] = 0x20;
+	s6.sin6_addr.s6_addr[1] = 0x01;
+	s6.sin6_addr.s6_addr[2] = 0x0d;
+	s6.sin6_addr.s6_addr[3] = 0xb8;
+	for (i = 0; i < 4; i++) {
+		r = grant_gateway(g,
+		    i % 2 ? (const struct sockaddr *)&s6
+		          : (const struct sockaddr *)&s4,
+		    i < 2 ? NULL : "runner1", &secret);
+		if (r >= (long)grant_count(g) || r < -1 ||
+		    (r < 0 && secret != NULL))
+			abort();
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -119,6 +166,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (p != NULL) {
 		decide_all(p);
 		query_all(p);
+		grants_all(p);
 	} else if (ndiag == 0)
 		abort(); /* a failed load says why */
 	policy_free(p);
