@@ -148,13 +148,6 @@ config_load(const struct broker_opts *o, int print, char *why, size_t len)
 		(void)snprintf(why, len, "%s has no broker block", o->config);
 		goto fail;
 	}
-	if (policy_rule_count(p) > 0) {
-		(void)snprintf(why, len,
-		    "%s: allow and deny rules belong in the policy files its "
-		    "broker blocks name",
-		    o->config);
-		goto fail;
-	}
 	if (o->log == NULL && policy_log_path(p) == NULL) {
 		(void)snprintf(why, len,
 		    "no audit log: give --log FILE or a log line in %s",
@@ -674,6 +667,7 @@ metrics_open(struct broker *b)
 		return 0;
 	if ((b->metrics = metrics_new(0)) == NULL)
 		fatalx("broker: out of memory");
+	metrics_sandbox(b->metrics, 0); /* a broker's: its series at 0 */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
 	        0, b->relay) == -1) {
 		log_warn("broker: metrics relay");

@@ -12,7 +12,7 @@
 # start; --listen with --broker refused.
 # usage: broker_daemon.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
-ph_begin broker_daemon python3 systemd-socket-activate
+ph_begin broker_daemon python3 curl systemd-socket-activate
 
 # A policy the broker grants, and the broker's configuration.
 cat >"$T/dev.conf" <<EOF
@@ -200,8 +200,11 @@ check "SIGTERM with engines: socket removed" test ! -e "$B"
 expect "SIGTERM with engines: said" "$(cat "$BR_ERR")" "stopping; 2 sandboxes told to end"
 stop_client "$C3_PID"
 
-# --- SIGHUP ----------------------------------------------------------------
-start_broker b3
+# --- SIGHUP (and --metrics) ---------------------------------------------------
+start_broker b3 --metrics 127.0.0.1:0
+mport=$(sed -n 's/^pinhole: metrics on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$BR_ERR")
+m=$(curl -sS --max-time 10 "http://127.0.0.1:$mport/metrics" 2>&1)
+expect "metrics: served" "$m" '^process_start_time_seconds [0-9]'
 printf 'broker {\n    policy dev dev.conf\n    bogus line\n}\n' >"$T/broker.conf"
 kill -HUP "$BR_PID"
 wait_for 10 has_line "$BR_ERR" 'SIGHUP: .*keeping the configuration in use'
