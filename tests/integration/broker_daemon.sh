@@ -9,7 +9,9 @@
 # one is taken; SIGTERM ends the engines and removes the socket; systemd
 # socket activation (systemd-socket-activate, package systemd); a
 # configuration without broker blocks, or without a log, refused at the
-# start; --listen with --broker refused.
+# start; --listen with --broker refused; --metrics served; the broker
+# killed (SIGKILL): its engines die with it, and the next broker replaces
+# the socket it left.
 # usage: broker_daemon.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 ph_begin broker_daemon python3 curl systemd-socket-activate
@@ -221,6 +223,24 @@ wait_for 10 has_line "$BR_ERR" 'reloaded .*broker.conf: 1 policy'
 check "good reload: said" has_line "$BR_ERR" 'reloaded .*broker.conf: 1 policy'
 stop_broker
 equal "after reloads: exit 0" "$BR_RC" 0
+
+# --- the broker killed: its engines die with it (PR_SET_PDEATHSIG) ----------
+start_broker b4
+client c7 1 hold
+wait_for 10 kids_are 1
+engine=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v p="$BR_PID" '$4 == p { print $1; exit }')
+kill -KILL "$BR_PID"
+wait_for 10 pid_done "$BR_PID"
+wait "$BR_PID" 2>/dev/null
+wait_for 10 pid_done "$engine"
+check "SIGKILL: the engine died with the broker" pid_done "$engine"
+stop_client "$CL_PID"
+# The socket it left is stale: the next broker replaces it.
+check "SIGKILL: the socket left behind" test -S "$B"
+start_broker b5
+check "after SIGKILL: a new broker serves" grep -q "broker: serving" "$BR_ERR"
+stop_broker
+equal "after SIGKILL: the new broker exits 0" "$BR_RC" 0
 
 # --- systemd socket activation ---------------------------------------------
 # systemd-socket-activate (package systemd) binds PATH and passes it as
