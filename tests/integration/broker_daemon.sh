@@ -88,7 +88,7 @@ start_broker() {
 	BR_ERR=$T/$name.err
 	wait_for 10 serving
 }
-serving() { grep -q 'broker: serving' "$BR_ERR" || pid_done "$BR_PID"; }
+serving() { grep -qs 'broker: serving' "$BR_ERR" || pid_done "$BR_PID"; }
 # kids PID: how many children PID has.
 kids() {
 	cat /proc/[0-9]*/stat 2>/dev/null |
@@ -229,9 +229,11 @@ start_broker b4
 client c7 1 hold
 wait_for 10 kids_are 1
 engine=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v p="$BR_PID" '$4 == p { print $1; exit }')
-kill -KILL "$BR_PID"
-wait_for 10 pid_done "$BR_PID"
-wait "$BR_PID" 2>/dev/null
+{
+	kill -KILL "$BR_PID"
+	wait_for 10 pid_done "$BR_PID"
+	wait "$BR_PID"
+} 2>/dev/null # (bash's "Killed")
 wait_for 10 pid_done "$engine"
 check "SIGKILL: the engine died with the broker" pid_done "$engine"
 stop_client "$CL_PID"
