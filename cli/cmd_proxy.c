@@ -21,6 +21,7 @@
 
 #include <event2/event.h>
 
+#include "cli/broker.h"
 #include "cli/cli.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
@@ -48,6 +49,10 @@ struct proxy_opts {
 	unsigned max_sessions;
 	long max_per_client; /* ENGINE_PER_CLIENT_DEFAULT unless given */
 	unsigned grace_ms;
+	const char *broker; /* --broker PATH: the daemon (broker.h) */
+	unsigned per_user, sandboxes; /* its limits */
+	unsigned proxy_only; /* options a broker does not take (OPT_*) */
+	unsigned broker_only; /* options only a broker takes */
 };
 
 struct daemon {
@@ -71,7 +76,12 @@ proxy_usage(FILE *f)
 	    "[--log-limit SIZE]\n"
 	    "                     [--head-memory SIZE] [--buffer-memory "
 	    "SIZE]\n"
-	    "                     [--metrics ADDR]\n\n"
+	    "                     [--metrics ADDR]\n"
+	    "       pinhole proxy -p BROKER.conf --broker PATH [--log FILE] "
+	    "[--metrics ADDR]\n"
+	    "                     [--max-per-user N] [--max-sandboxes N] "
+	    "[--dns SERVERS]\n"
+	    "                     [--log-limit SIZE] [-v]\n\n"
 	    "Runs the egress proxy without a sandbox.  ADDR is HOST:PORT (an "
 	    "IPv4 or\n[IPv6] address; port 0 picks a free one) or "
 	    "unix:PATH.\n\n"
@@ -111,13 +121,29 @@ proxy_usage(FILE *f)
 	    "on\n"
 	    "                         127.0.0.1:PORT, [::1]:PORT or "
 	    "unix:PATH only\n"
+	    "      --broker PATH      be the broker: serve sandboxes of "
+	    "`pinhole run\n"
+	    "                         --broker PATH` on the Unix socket PATH "
+	    "(or the one\n"
+	    "                         systemd passes), the policies the "
+	    "configuration's\n"
+	    "                         broker blocks grant; --listen and "
+	    "--socks do not go\n"
+	    "                         with it\n"
+	    "      --max-per-user N   a broker's sandboxes per uid at once "
+	    "(default %u)\n"
+	    "      --max-sandboxes N  a broker's sandboxes in all (default "
+	    "%u)\n"
 	    "  -v, --verbose          one line per decision on stderr\n"
 	    "  -h, --help             this text\n\n"
-	    "Signals: HUP reloads the policy, TERM and INT stop.\n\n"
+	    "Signals: HUP reloads the policy (a broker: its configuration), "
+	    "TERM and\n"
+	    "INT stop.\n\n"
 	    "Rules inside TLS (paths, methods, inject) need a CA the clients "
 	    "trust,\npinned in the policy: ca cert PATH key PATH (read at the "
 	    "start);\nwithout one they answer 501.  placeholder rules are "
-	    "refused.\n");
+	    "refused.\n",
+	    BROKER_PER_USER_DEFAULT, BROKER_SANDBOXES_DEFAULT);
 }
 
 static int
@@ -132,6 +158,30 @@ parse_uint(const char *s, unsigned max, unsigned *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+/* --broker: one configuration, and none of the proxy's listeners. */
+static int
+broker_opts_check(const struct proxy_opts *o, int argc)
+{
+	const char *why = NULL;
+
+	if (o->npolicies != 1)
+		why = "--broker takes exactly one configuration (-p "
+		      "BROKER.conf)";
+	else if (o->listen != NULL || o->socks != NULL)
+		why = "--listen and --socks do not go with --broker";
+	else if (o->proxy_only > 0)
+		why =
+		    "--max-sessions, --max-per-client, --grace, --head-memory "
+		    "and --buffer-memory do not go with --broker";
+	else if (optind != argc)
+		why = "unexpected argument";
+	if (why == NULL)
+		return 0;
+	log_warnx("proxy: %s", why);
+	proxy_usage(stderr);
+	return -1;
 }
 
 static int
@@ -151,6 +201,9 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 	    {"head-memory", required_argument, NULL, 'H'},
 	    {"buffer-memory", required_argument, NULL, 'B'},
 	    {"metrics", required_argument, NULL, 'M'},
+	    {"broker", required_argument, NULL, 'b'},
+	    {"max-per-user", required_argument, NULL, 'U'},
+	    {"max-sandboxes", required_argument, NULL, 'X'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -158,6 +211,11 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 	int ch;
 
 	while ((ch = getopt_long(argc, argv, "hp:l:v", opts, NULL)) != -1) {
+		/* Which options belong to only one of the two daemons. */
+		if (strchr("lsmcgHB", ch) != NULL)
+			o->proxy_only++;
+		if (strchr("UX", ch) != NULL)
+			o->broker_only++;
 		switch (ch) {
 		case 'h':
 			proxy_usage(stdout);
@@ -211,6 +269,19 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 		case 'M':
 			o->metrics = optarg;
 			break;
+		case 'b':
+			o->broker = optarg;
+			break;
+		case 'U':
+			if (parse_uint(optarg, 65536, &o->per_user) != 0 ||
+			    o->per_user == 0)
+				goto usage;
+			break;
+		case 'X':
+			if (parse_uint(optarg, 65536, &o->sandboxes) != 0 ||
+			    o->sandboxes == 0)
+				goto usage;
+			break;
 		case 'v':
 			log_init(NULL, log_verbose() + 1);
 			break;
@@ -219,6 +290,13 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 		}
 	}
 	o->grace_ms = secs * 1000;
+	if (o->broker != NULL)
+		return broker_opts_check(o, argc);
+	if (o->broker_only > 0) {
+		log_warnx("proxy: --max-per-user and --max-sandboxes are a "
+		          "broker's (--broker PATH)");
+		goto usage;
+	}
 	if (o->npolicies > 0 && (o->listen != NULL || o->socks != NULL) &&
 	    optind == argc)
 		return 0;
@@ -419,6 +497,25 @@ daemon_run(struct daemon *d)
 	return 0;
 }
 
+/* pinhole proxy --broker: the daemon of cli/broker.c. */
+static int
+broker_run(const struct proxy_opts *po)
+{
+	struct broker_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.config = po->policies[0];
+	o.path = po->broker;
+	o.log = po->log;
+	o.dns = po->dns;
+	o.metrics = po->metrics;
+	o.log_limit = po->log_limit;
+	o.per_user = po->per_user;
+	o.sandboxes = po->sandboxes;
+	o.verbose = log_verbose();
+	return broker_main(&o);
+}
+
 int
 cmd_proxy(int argc, char **argv)
 {
@@ -429,8 +526,12 @@ cmd_proxy(int argc, char **argv)
 
 	memset(&d, 0, sizeof(d));
 	d.o.max_per_client = ENGINE_PER_CLIENT_DEFAULT;
+	d.o.per_user = BROKER_PER_USER_DEFAULT;
+	d.o.sandboxes = BROKER_SANDBOXES_DEFAULT;
 	if ((r = parse_opts(argc, argv, &d.o)) != 0)
 		return r > 0 ? 0 : CLI_EXIT_USAGE;
+	if (d.o.broker != NULL)
+		return broker_run(&d.o);
 	load_config(&d);
 	/* The policy, its secrets and the log (proxy/engine_load.c). */
 	if (engine_load_new(&d.lc, NULL, &l) != ENGINE_LOAD_OK)
