@@ -140,6 +140,8 @@ enum metrics_head metrics_parse_head(const char *buf, size_t len);
 #ifdef METRICS_INTERNAL
 /* Sets the start time the metrics say (exact text in tests). */
 void metrics_set_start(struct metrics *m, long long start);
+/* A relay: the events its socket did not take (dropped). */
+uint64_t metrics_relay_dropped(const struct metrics *m);
 #endif
 
 #endif /* PH_METRICS_H */
