@@ -515,6 +515,14 @@ test_broker_series(void **state)
 	assert_null(strstr(text, "sandboxes"));
 	assert_null(strstr(text, "relay"));
 	free(text);
+	/* A broker at start: every series, at 0. */
+	metrics_sandbox(m, 0);
+	text = render(m);
+	assert_true(has_line(text, "pinhole_sandboxes_active 0"));
+	assert_true(has_line(text, "pinhole_sandboxes_total 0"));
+	assert_true(
+	    has_line(text, "pinhole_broker_refused_total{reason=\"limit\"} 0"));
+	free(text);
 	metrics_refused(m, METRICS_REF_LIMIT);
 	text = render(m);
 	assert_true(has_line(text, "pinhole_sandboxes_active 0"));
