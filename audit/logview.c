@@ -1236,7 +1236,8 @@ refusal_key(const struct rec *r, char *buf)
 static void
 count_refusal(struct logview *lv, const struct rec *r)
 {
-	char key[3 + sizeof(json_int_t) + WORD_KEEP + REASON_KEEP];
+	/* 4 bytes: uid said, policy said, the policy's NUL, reason said */
+	char key[4 + sizeof(json_int_t) + WORD_KEEP + REASON_KEEP];
 	const struct htab_list *l;
 	struct logview_refusal *f, **v;
 	size_t n, cap;

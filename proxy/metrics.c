@@ -921,6 +921,9 @@ relay_event(struct metrics *m, unsigned kind, int64_t a, int64_t b)
 {
 	struct wire w = {.n = 0};
 
+	/* A delta is one more or one fewer; 0 changes nothing to send. */
+	if ((kind == RELAY_CONNECTION || kind == RELAY_SANDBOX) && a == 0)
+		return;
 	put_u8(&w, RELAY_VERSION);
 	put_u8(&w, kind);
 	switch (kind) {

@@ -1414,7 +1414,8 @@ test_clients(void **state)
 	struct logview *lv = logview_new();
 	struct logview_totals t;
 	json_t *root, *c;
-	char *out;
+	char *out, line[1024];
+	int i;
 
 	(void)state;
 	feed_ok(lv, CREQ("s1", 1001, "git", "github.com", "allow"));
@@ -1437,8 +1438,17 @@ test_clients(void **state)
 	feed_ok(lv,
 	    "{\"event\":\"client\",\"decision\":\"allow\","
 	    "\"client_uid\":1002,\"policy\":\"npm\"}");
+	/* The longest policy and reason kept, twice: one entry. */
+	for (i = 0; i < 2; i++) {
+		snprintf(line, sizeof(line),
+		    "{\"event\":\"client\",\"decision\":\"deny\","
+		    "\"client_uid\":4294967295,\"policy\":\"%0100d\","
+		    "\"reason\":\"%0600d\"}",
+		    0, 0);
+		feed_ok(lv, line);
+	}
 	logview_totals(lv, &t);
-	assert_int_equal(t.records, 8);
+	assert_int_equal(t.records, 10);
 	assert_int_equal(t.requests, 4);
 	assert_int_equal(t.n[LOGVIEW_CLASS_DENIED], 1);
 	assert_int_equal(t.malformed, 0);
@@ -1449,8 +1459,8 @@ test_clients(void **state)
 	    "  1001                2         3         1  git,curl\n"
 	    "  1002                1         1         0  npm\n"
 	    "  refused by the broker:\n"
-	    "  2x  uid 1003 asked for policy x: not granted\n"
-	    "\nHosts:\n");
+	    "  2x  uid 1003 asked for policy x: not granted\n");
+	has(out, "  2x  uid 4294967295 asked for policy 0000000000");
 	free(out);
 	out = print(lv, &o);
 	assert_non_null(root = json_loads(out, 0, NULL));

@@ -434,6 +434,9 @@ small_events(struct metrics *m)
 	metrics_sandbox(m, 1);
 	metrics_sandbox(m, 1);
 	metrics_sandbox(m, -1);
+	/* no change: a relay sends nothing */
+	metrics_sandbox(m, 0);
+	metrics_connection(m, 0);
 	metrics_refused(m, METRICS_REF_POLICY);
 	metrics_refused(m, METRICS_REF_SETUP);
 	metrics_refused(m, METRICS_REF_SETUP);
