@@ -73,6 +73,10 @@ struct bucket {
 struct audit {
 	int fd;
 	int own_fd; /* 0 for standard error */
+	int copy; /* a broker's client's copy (audit_add_copy), or -1 */
+	int has_client; /* audit_set_client: the client fields below */
+	unsigned client_uid, client_pid;
+	char *client_cmd; /* NULL: left out */
 	int partial; /* a write was cut short: the next line ends it first */
 	char *run_id;
 	uint64_t limit; /* bytes this struct audit may write; 0: no limit */
@@ -269,6 +273,10 @@ str_value(const struct audit *a, const struct audit_rec *r, const char *ts,
 		return ts;
 	case FIELD_SANDBOX:
 		return a->run_id;
+	case FIELD_CLIENT_CMD:
+		return a->has_client ? a->client_cmd : NULL;
+	case FIELD_POLICY:
+		return r->policy;
 	case FIELD_EVENT:
 		return r->event;
 	case FIELD_METHOD:
@@ -300,9 +308,13 @@ str_value(const struct audit *a, const struct audit_rec *r, const char *ts,
 
 /* The number field ID of R, negative when absent. */
 static int64_t
-int_value(const struct audit_rec *r, enum field_id id)
+int_value(const struct audit *a, const struct audit_rec *r, enum field_id id)
 {
 	switch (id) {
+	case FIELD_CLIENT_UID:
+		return a->has_client ? (int64_t)a->client_uid : -1;
+	case FIELD_CLIENT_PID:
+		return a->has_client ? (int64_t)a->client_pid : -1;
 	case FIELD_PORT:
 		return r->port;
 	case FIELD_STATUS:
@@ -341,7 +353,7 @@ add_field(json_t *o, const struct audit *a, const struct audit_rec *r,
 		return r->summary ? json_object_set_new(o, f->name, json_true())
 		                  : 0;
 	if (f->type != FIELD_STRING)
-		return add_int(o, f->name, int_value(r, id));
+		return add_int(o, f->name, int_value(a, r, id));
 	v = str_value(a, r, ts, id);
 	if (!(f->flags & FIELD_CUT))
 		return add_str(o, f->name, v, f->stop, FIELD_CAP, NULL);
@@ -477,9 +489,30 @@ write_line(int fd, const char *buf, size_t n)
 }
 
 /*
+ * Writes the N bytes of A->buf, written to the main log, to the client's
+ * copy too, with one write(2).  The copy is the client's own file: it
+ * may be full or gone (ENOSPC, EIO), and then it is dropped after this
+ * one attempt, so that it never holds back or fails a record.
+ */
+static void
+put_copy(struct audit *a, size_t n)
+{
+	int saved = errno;
+
+	if (a->copy == -1)
+		return;
+	if (write_line(a->copy, a->buf, n) != 0) {
+		(void)close(a->copy);
+		a->copy = -1;
+	}
+	errno = saved;
+}
+
+/*
  * Writes the N bytes of A->buf.  A full disk or a file size limit may
  * take part of a line: the next write then ends that line first, so
- * that the records after it parse.
+ * that the records after it parse.  Each line the main log takes goes to
+ * the copy as well (put_copy).
  */
 static int
 put_line(struct audit *a, size_t n)
@@ -487,8 +520,10 @@ put_line(struct audit *a, size_t n)
 	if (a->partial && write_line(a->fd, "\n", 1) != 0)
 		return -1;
 	a->partial = 0;
-	if (write_line(a->fd, a->buf, n) == 0)
+	if (write_line(a->fd, a->buf, n) == 0) {
+		put_copy(a, n);
 		return 0;
+	}
 	a->partial = errno == EIO;
 	return -1;
 }
@@ -517,6 +552,7 @@ audit_open(const char *path, const char *run_id, char *err, size_t errlen)
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		goto fail;
 	a->fd = -1;
+	a->copy = -1;
 	if (run_id != NULL && (a->run_id = strdup(run_id)) == NULL)
 		goto fail;
 	if (strcmp(path, "stderr") == 0)
@@ -895,6 +931,9 @@ audit_close(struct audit *a)
 		free(a->sum[i].host);
 	if (a->own_fd)
 		close(a->fd);
+	if (a->copy != -1)
+		close(a->copy);
+	free(a->client_cmd);
 	free(a->run_id);
 	free(a);
 }
@@ -912,21 +951,54 @@ audit_make_run_id(char out[17])
 	return 0;
 }
 
-/* SCAFFOLD (issue 13): the client fields and the copy come next. */
 int
 audit_set_client(struct audit *a, unsigned uid, unsigned pid, const char *cmd)
 {
-	(void)a;
-	(void)uid;
-	(void)pid;
-	(void)cmd;
+	char *c = NULL;
+
+	if (cmd != NULL && (c = strdup(cmd)) == NULL)
+		return -1;
+	free(a->client_cmd);
+	a->client_cmd = c;
+	a->client_uid = uid;
+	a->client_pid = pid;
+	a->has_client = 1;
 	return 0;
+}
+
+/*
+ * Is FD a regular file opened for writing?  Then it is made to append
+ * (the client may have opened it without O_APPEND: the records must
+ * land at its end whatever its offset) and close-on-exec.
+ */
+static int
+copy_ok(int fd)
+{
+	struct stat st;
+	int fl, acc;
+
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (fl = fcntl(fd, F_GETFL)) == -1)
+		return 0;
+	acc = fl & O_ACCMODE;
+	if (acc != O_WRONLY && acc != O_RDWR)
+		return 0;
+	if (!(fl & O_APPEND) && fcntl(fd, F_SETFL, fl | O_APPEND) == -1)
+		return 0;
+	return fcntl(fd, F_SETFD, FD_CLOEXEC) == 0;
 }
 
 int
 audit_add_copy(struct audit *a, int fd)
 {
-	(void)a;
-	(void)close(fd);
-	return -1;
+	if (!copy_ok(fd)) {
+		if (fd >= 0)
+			(void)close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	if (a->copy != -1)
+		(void)close(a->copy);
+	a->copy = fd;
+	return 0;
 }

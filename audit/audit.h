@@ -18,7 +18,9 @@ struct audit;
 
 /* One record; NULL strings and negative numbers are left out. */
 struct audit_rec {
-	const char *event; /* "request", "end" or "dns" */
+	/* "request", "end", "dns", or a broker's "client" (its decision
+	 * about a client: decision, reason, policy) */
+	const char *event;
 	uint64_t conn; /* connection number */
 	const char *method;
 	/* "proxy", "socks" or "capture": a static string, never copied */

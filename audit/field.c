@@ -3,6 +3,7 @@
  * changes what audit.c writes and what logview.c accepts, together.
  */
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "audit/field.h"
@@ -13,6 +14,11 @@
 static const struct field fields[FIELD_N] = {
     [FIELD_TS] = {"ts", FIELD_STRING, 0, "", 0},
     [FIELD_SANDBOX] = {"sandbox", FIELD_STRING, 0, "", 0},
+    /* a broker's records: the client whose sandbox made them, from
+       SO_PEERCRED (uid, pid) and as it named its command */
+    [FIELD_CLIENT_UID] = {"client_uid", FIELD_INTEGER, 0, NULL, UINT32_MAX},
+    [FIELD_CLIENT_PID] = {"client_pid", FIELD_INTEGER, 0, NULL, UINT32_MAX},
+    [FIELD_CLIENT_CMD] = {"client_cmd", FIELD_STRING, 0, "", 0},
     [FIELD_CONN] = {"conn", FIELD_INTEGER, 0, NULL, LLONG_MAX},
     [FIELD_EVENT] = {"event", FIELD_STRING, FIELD_REQUIRED, "", 0},
     [FIELD_METHOD] = {"method", FIELD_STRING, 0, "", 0},
@@ -24,6 +30,8 @@ static const struct field fields[FIELD_N] = {
     [FIELD_PATH] = {"path", FIELD_STRING, FIELD_CUT, "?#", 0},
     [FIELD_DECISION] = {"decision", FIELD_STRING, 0, "", 0},
     [FIELD_RULE] = {"rule", FIELD_STRING, 0, "", 0},
+    /* a "client" record: the policy the client asked the broker for */
+    [FIELD_POLICY] = {"policy", FIELD_STRING, 0, "", 0},
     [FIELD_REASON] = {"reason", FIELD_STRING, FIELD_CUT, "", 0},
     [FIELD_ADDR] = {"addr", FIELD_STRING, 0, "", 0},
     /* a "dns" record: what the sandbox asked its stub, and the answer */

@@ -17,6 +17,9 @@
 enum field_id {
 	FIELD_TS,
 	FIELD_SANDBOX,
+	FIELD_CLIENT_UID, /* a broker's records: the client (audit_set_client) */
+	FIELD_CLIENT_PID,
+	FIELD_CLIENT_CMD,
 	FIELD_CONN,
 	FIELD_EVENT,
 	FIELD_METHOD,
@@ -26,6 +29,7 @@ enum field_id {
 	FIELD_PATH,
 	FIELD_DECISION,
 	FIELD_RULE,
+	FIELD_POLICY, /* a broker's "client" record: the policy asked for */
 	FIELD_REASON,
 	FIELD_ADDR,
 	FIELD_QTYPE,

@@ -503,6 +503,112 @@ print_hosts(const struct logview *lv, FILE *f)
 }
 
 /*
+ * A broker's central log: per client uid, its sandboxes, requests,
+ * denials and commands, then the clients the broker refused.  Nothing
+ * unless the log holds several clients or a refusal
+ * (logview_clients_shown).
+ */
+static void
+print_cmds(FILE *f, const struct logview_client *c)
+{
+	size_t i;
+
+	if (c->ncmds == 0)
+		fputc('-', f);
+	for (i = 0; i < c->ncmds; i++) {
+		if (i > 0)
+			fputc(',', f);
+		logview_esc_put(f, c->cmds[i]);
+	}
+	if (c->more_cmds)
+		fputs(",...", f);
+}
+
+/* "not granted" when the reason says so, else the reason. */
+static const char *
+refusal_words(const struct logview_refusal *r)
+{
+	if (r->reason == NULL)
+		return "refused";
+	if (strstr(r->reason, LOGVIEW_NOT_GRANTED) != NULL)
+		return LOGVIEW_NOT_GRANTED;
+	return r->reason;
+}
+
+static void
+print_refusal(FILE *f, const struct logview_refusal *r, int w)
+{
+	fprintf(f, "  %*" PRIu64 "x  ", w, r->count);
+	if (r->has_uid)
+		fprintf(f, "uid %" PRIu32, r->uid);
+	else
+		fputs("a client", f);
+	if (r->policy != NULL) {
+		fputs(" asked for policy ", f);
+		logview_esc_put(f, r->policy);
+	} else
+		fputs(" was refused", f);
+	fputs(": ", f);
+	logview_esc_put(f, refusal_words(r));
+	fputc('\n', f);
+}
+
+static int
+print_refusals(const struct logview *lv, FILE *f)
+{
+	const struct logview_refusal **v;
+	uint64_t others, max = 0;
+	size_t i, n = 0;
+
+	if ((v = logview_refusals(lv, &n, &others)) == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		max = v[i]->count > max ? v[i]->count : max;
+	if (n > 0 || others > 0)
+		fprintf(f, "  refused by the broker:\n");
+	for (i = 0; i < n; i++)
+		print_refusal(f, v[i], digits(max));
+	if (others > 0)
+		fprintf(f, "  %" PRIu64 "x  other refusals\n", others);
+	free(v);
+	return 0;
+}
+
+static int
+print_clients(const struct logview *lv, FILE *f)
+{
+	const struct logview_client **v;
+	uint64_t sandboxes = 0;
+	size_t i, n = 0;
+	char uid[16];
+
+	if (!logview_clients_shown(lv))
+		return 0;
+	if ((v = logview_clients(lv, &n)) == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		sandboxes += v[i]->sandboxes;
+	fprintf(f, "\nClients (%zu uid%s, %" PRIu64 " sandbox%s):\n", n,
+	    n == 1 ? "" : "s", sandboxes, sandboxes == 1 ? "" : "es");
+	if (n > 0)
+		fprintf(f, "  %-10s  %9s  %8s  %8s  %s\n", "UID", "SANDBOXES",
+		    "REQUESTS", "DENIED", "COMMANDS");
+	for (i = 0; i < n; i++) {
+		if (v[i]->others)
+			snprintf(uid, sizeof(uid), "(others)");
+		else
+			snprintf(uid, sizeof(uid), "%" PRIu32, v[i]->uid);
+		fprintf(f,
+		    "  %-10s  %9" PRIu64 "  %8" PRIu64 "  %8" PRIu64 "  ", uid,
+		    v[i]->sandboxes, v[i]->requests, v[i]->denied);
+		print_cmds(f, v[i]);
+		fputc('\n', f);
+	}
+	free(v);
+	return print_refusals(lv, f);
+}
+
+/*
  * "requests N (A allowed, D denied, ...)": every class shown, so that
  * they add up to N; then a line for each class past allowed and denied.
  */
@@ -791,6 +897,68 @@ put_json(const char *buf, size_t n, void *data)
 	return 0;
 }
 
+static json_t *
+json_client(const struct logview_client *c)
+{
+	json_t *cmds = json_array();
+	size_t i;
+
+	for (i = 0; cmds != NULL && i < c->ncmds; i++)
+		json_array_append_new(cmds, json_string(c->cmds[i]));
+	return json_pack("{s:o, s:b, s:I, s:I, s:I, s:o}", "uid",
+	    c->others ? json_null() : json_integer(c->uid), "others", c->others,
+	    "sandboxes", jint(c->sandboxes), "requests", jint(c->requests),
+	    "denied", jint(c->denied), "commands", cmds);
+}
+
+static json_t *
+json_refusal(const struct logview_refusal *r)
+{
+	return json_pack("{s:I, s:o, s:s?, s:s?}", "count", jint(r->count),
+	    "uid", r->has_uid ? json_integer(r->uid) : json_null(), "policy",
+	    r->policy, "reason", r->reason);
+}
+
+/*
+ * Adds "clients" and "refusals" to ROOT when the review shows them
+ * (logview_clients_shown).  0 or -1.
+ */
+static int
+json_clients(const struct logview *lv, json_t *root)
+{
+	const struct logview_client **c = NULL;
+	const struct logview_refusal **r = NULL;
+	json_t *ca = json_array(), *ra = json_array();
+	size_t i, nc = 0, nr = 0;
+	uint64_t others;
+	int ret = -1;
+
+	if (!logview_clients_shown(lv)) {
+		ret = 0;
+		goto out;
+	}
+	if (ca == NULL || ra == NULL ||
+	    (c = logview_clients(lv, &nc)) == NULL ||
+	    (r = logview_refusals(lv, &nr, &others)) == NULL)
+		goto out;
+	for (i = 0; i < nc; i++)
+		if (json_array_append_new(ca, json_client(c[i])) != 0)
+			goto out;
+	for (i = 0; i < nr; i++)
+		if (json_array_append_new(ra, json_refusal(r[i])) != 0)
+			goto out;
+	if (json_object_set(root, "clients", ca) != 0 ||
+	    json_object_set(root, "refusals", ra) != 0)
+		goto out;
+	ret = 0;
+out:
+	json_decref(ca);
+	json_decref(ra);
+	free(c);
+	free(r);
+	return ret;
+}
+
 static int
 print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 {
@@ -816,7 +984,8 @@ print_json(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 	                json_distrust)) != 0 ||
 	        json_object_set_new(root, "hosts",
 	            json_table(lv, LOGVIEW_HOSTS, cmp_host, json_host)) != 0 ||
-	        json_object_set_new(root, "totals", json_totals(lv)) != 0))
+	        json_object_set_new(root, "totals", json_totals(lv)) != 0 ||
+	        json_clients(lv, root) != 0))
 		goto out;
 	if (json_dump_callback(
 	        root, put_json, f, JSON_INDENT(2) | JSON_ENSURE_ASCII) != 0)
@@ -843,6 +1012,7 @@ logprint_view(const struct logview *lv, FILE *f, const struct logprint_opts *o)
 		if (!o->denied_only) {
 			/* The denied ones are in Denied already. */
 			if (print_captured(lv, f) != 0 ||
+			    print_clients(lv, f) != 0 ||
 			    print_hosts(lv, f) != 0)
 				goto out;
 			print_totals(lv, f);

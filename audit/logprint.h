@@ -20,11 +20,13 @@ struct logprint_opts {
  * then the names programs looked up themselves through the sandbox's DNS
  * stub and were denied (only when there are some), then the connections
  * that arrived by capture, each with a hint (only when there are some),
- * then the per-host table (each host marked with how its requests
- * arrived when not all through the proxy), then the totals (or a JSON
- * object: "denied", "looked_up" when there are some, "captured" when
- * there are some, "hosts", "totals"; "via" on hosts and denials when the
- * log says).  Returns 0,
+ * then a broker's clients and refusals (only when the log holds several
+ * clients or a refusal: logview_clients_shown), then the per-host table
+ * (each host marked with how its requests arrived when not all through
+ * the proxy), then the totals (or a JSON object: "denied", "looked_up"
+ * when there are some, "captured" when there are some, "hosts",
+ * "totals", "clients" and "refusals" when shown; "via" on hosts and
+ * denials when the log says).  Returns 0,
  * or -1 when out of memory or when writing failed.
  */
 int

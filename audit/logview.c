@@ -93,6 +93,7 @@ struct rec {
 	json_int_t n[FIELD_N]; /* -1: absent */
 	int request; /* event is "request", else "end" */
 	int dns; /* event is "dns": a query to the sandbox's stub */
+	int client; /* event is "client": a broker's decision on a client */
 	unsigned via; /* LOGVIEW_VIA_* bit, 0: none or unknown */
 	unsigned answer; /* "dns": LOGVIEW_ANSWER_* bit */
 };
@@ -108,7 +109,20 @@ struct logview {
 	struct logview_totals t;
 	char *first_ts, *last_ts;
 	char why[256];
+	/* a broker's clients, by uid, and its refusals (logview.h) */
+	struct htab *client_idx; /* uid -> index in clients */
+	struct logview_client **clients;
+	size_t nclients, capclients;
+	struct logview_client *client_others;
+	struct htab *client_sb; /* (uid, sandbox) pairs seen */
+	struct htab *ref_idx; /* (uid, policy, reason) -> index in refs */
+	struct logview_refusal **refs;
+	size_t nrefs, caprefs;
+	uint64_t ref_others;
 };
+
+static void client_free(struct logview_client *c);
+static void refusal_free(struct logview_refusal *f);
 
 /* --- strings ------------------------------------------------------------ */
 
@@ -464,15 +478,20 @@ logview_new(void)
 	lv->lookups.idx = htab_new();
 	lv->distrust.others = calloc(1, sizeof(struct logview_entry));
 	lv->distrust.idx = htab_new();
+	lv->client_idx = htab_new();
+	lv->client_sb = htab_new();
+	lv->ref_idx = htab_new();
+	lv->client_others = calloc(1, sizeof(*lv->client_others));
 	if (lv->conns == NULL || lv->hosts.others == NULL ||
 	    lv->denials.others == NULL || lv->lookups.others == NULL ||
-	    lv->distrust.others == NULL) {
+	    lv->distrust.others == NULL || lv->client_others == NULL) {
 		logview_free(lv);
 		return NULL;
 	}
 	lv->hosts.others->port = lv->denials.others->port = -1;
 	lv->lookups.others->port = -1;
 	lv->distrust.others->port = -1;
+	lv->client_others->others = 1;
 	return lv;
 }
 
@@ -490,6 +509,16 @@ logview_free(struct logview *lv)
 	for (i = 0; i < lv->nfilter; i++)
 		free(lv->filter[i]);
 	free(lv->filter);
+	for (i = 0; i < lv->nclients; i++)
+		client_free(lv->clients[i]);
+	free(lv->clients);
+	client_free(lv->client_others);
+	for (i = 0; i < lv->nrefs; i++)
+		refusal_free(lv->refs[i]);
+	free(lv->refs);
+	htab_free(lv->client_idx);
+	htab_free(lv->client_sb);
+	htab_free(lv->ref_idx);
 	free(lv->conns);
 	free(lv->first_ts);
 	free(lv->last_ts);
@@ -639,13 +668,15 @@ rec_check(struct logview *lv, struct rec *r)
 
 	if (rec_required(lv, r) != 0)
 		return -1;
+	/* (A broker's "client" records too; the words predate them.) */
 	if (strcmp(ev, "request") != 0 && strcmp(ev, "end") != 0 &&
-	    strcmp(ev, "dns") != 0) {
+	    strcmp(ev, "dns") != 0 && strcmp(ev, "client") != 0) {
 		whyf(lv, "event is not request, end or dns");
 		return -1;
 	}
 	r->request = ev[0] == 'r';
 	r->dns = ev[0] == 'd';
+	r->client = ev[0] == 'c';
 	if (d != NULL && strcmp(d, "allow") != 0 && strcmp(d, "deny") != 0) {
 		whyf(lv, "decision is neither allow nor deny");
 		return -1;
@@ -1037,6 +1068,210 @@ count_end(struct logview *lv, const struct rec *r, struct logview_entry *h)
 		count_distrust(lv, r, h);
 }
 
+/* --- a broker's clients -------------------------------------------------- */
+
+#define CMD_KEEP 64 /* bytes of a command name kept */
+#define SANDBOX_KEEP 64 /* bytes of a sandbox id compared */
+
+/* The entry of UID, added when new; "others" when full or short. */
+static struct logview_client *
+client_get(struct logview *lv, uint32_t uid)
+{
+	const struct htab_list *l;
+	struct logview_client *c, **v;
+	size_t cap;
+
+	l = htab_find(lv->client_idx, &uid, sizeof(uid));
+	if (l != NULL && l->n > 0)
+		return lv->clients[l->ids[0]];
+	if (lv->nclients >= LOGVIEW_CLIENTS_MAX)
+		return lv->client_others;
+	if (lv->nclients == lv->capclients) {
+		cap = lv->capclients ? 2 * lv->capclients : 16;
+		v = reallocarray(lv->clients, cap, sizeof(*v));
+		if (v == NULL)
+			return lv->client_others;
+		lv->clients = v;
+		lv->capclients = cap;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return lv->client_others;
+	c->uid = uid;
+	if (htab_try_add(lv->client_idx, &uid, sizeof(uid), 0,
+	        (uint32_t)lv->nclients) != 0) {
+		free(c);
+		return lv->client_others;
+	}
+	lv->clients[lv->nclients++] = c;
+	return c;
+}
+
+static void
+client_free(struct logview_client *c)
+{
+	size_t i;
+
+	if (c == NULL)
+		return;
+	for (i = 0; i < c->ncmds; i++)
+		free(c->cmds[i]);
+	free(c);
+}
+
+static void
+add_cmd(struct logview_client *c, const char *cmd)
+{
+	size_t i, n = utf8_cut(cmd, CMD_KEEP);
+
+	for (i = 0; i < c->ncmds; i++)
+		if (strlen(c->cmds[i]) == n && strncmp(c->cmds[i], cmd, n) == 0)
+			return;
+	if (c->ncmds == LOGVIEW_CMDS_MAX) {
+		c->more_cmds = 1;
+		return;
+	}
+	if ((c->cmds[c->ncmds] = dup_cut(cmd, CMD_KEEP, NULL)) != NULL)
+		c->ncmds++;
+}
+
+/*
+ * Counts R for its client, when it names one: its command, its sandbox
+ * (a new (uid, sandbox) pair, while LOGVIEW_KEYS_MAX pairs are kept),
+ * its requests.
+ */
+static void
+count_client(struct logview *lv, const struct rec *r)
+{
+	const char *sb = r->s[FIELD_SANDBOX] != NULL ? r->s[FIELD_SANDBOX] : "";
+	unsigned char key[sizeof(uint32_t) + SANDBOX_KEEP];
+	struct logview_client *c;
+	uint32_t uid;
+	size_t n;
+
+	if (r->n[FIELD_CLIENT_UID] < 0)
+		return;
+	uid = (uint32_t)r->n[FIELD_CLIENT_UID];
+	c = client_get(lv, uid);
+	if (r->s[FIELD_CLIENT_CMD] != NULL)
+		add_cmd(c, r->s[FIELD_CLIENT_CMD]);
+	n = utf8_cut(sb, SANDBOX_KEEP);
+	memcpy(key, &uid, sizeof(uid));
+	memcpy(key + sizeof(uid), sb, n);
+	n += sizeof(uid);
+	if (htab_find(lv->client_sb, key, n) == NULL &&
+	    htab_count(lv->client_sb) < LOGVIEW_KEYS_MAX &&
+	    htab_try_add(lv->client_sb, key, n, 0, 0) == 0)
+		c->sandboxes++;
+	if (!r->request)
+		return;
+	c->requests = sat_add(c->requests, weight(r));
+	if (!is_allow(r))
+		c->denied = sat_add(c->denied, weight(r));
+}
+
+static void
+refusal_free(struct logview_refusal *f)
+{
+	if (f == NULL)
+		return;
+	free(f->policy);
+	free(f->reason);
+	free(f);
+}
+
+/* A new refusal entry for R, or NULL. */
+static struct logview_refusal *
+refusal_new(const struct rec *r)
+{
+	struct logview_refusal *f;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return NULL;
+	f->has_uid = r->n[FIELD_CLIENT_UID] >= 0;
+	f->uid = f->has_uid ? (uint32_t)r->n[FIELD_CLIENT_UID] : 0;
+	if (r->s[FIELD_POLICY] != NULL &&
+	    (f->policy = dup_cut(r->s[FIELD_POLICY], WORD_KEEP, NULL)) == NULL)
+		goto fail;
+	if (r->s[FIELD_REASON] != NULL &&
+	    (f->reason = dup_cut(r->s[FIELD_REASON], REASON_KEEP, NULL)) ==
+	        NULL)
+		goto fail;
+	return f;
+fail:
+	refusal_free(f);
+	return NULL;
+}
+
+/*
+ * The key of R's refusal in BUF: uid, policy and reason as kept, any
+ * "not granted" reason as those words.
+ */
+static size_t
+refusal_key(const struct rec *r, char *buf)
+{
+	const char *p = r->s[FIELD_POLICY], *why = r->s[FIELD_REASON];
+	size_t n = 0, k;
+
+	buf[n++] = r->n[FIELD_CLIENT_UID] >= 0;
+	memcpy(buf + n, &r->n[FIELD_CLIENT_UID], sizeof(json_int_t));
+	n += sizeof(json_int_t);
+	buf[n++] = p != NULL;
+	k = p != NULL ? utf8_cut(p, WORD_KEEP) : 0;
+	memcpy(buf + n, p != NULL ? p : "", k);
+	n += k;
+	buf[n++] = '\0';
+	/* The words differ by the user's name only: one entry per uid. */
+	if (why != NULL && strstr(why, LOGVIEW_NOT_GRANTED) != NULL)
+		why = LOGVIEW_NOT_GRANTED;
+	buf[n++] = why != NULL;
+	k = why != NULL ? utf8_cut(why, REASON_KEEP) : 0;
+	memcpy(buf + n, why != NULL ? why : "", k);
+	return n + k;
+}
+
+/*
+ * Counts a "client" record: a refusal when it denies (an allow is the
+ * sandbox its records then show).  With no host, it passes no filter.
+ */
+static void
+count_refusal(struct logview *lv, const struct rec *r)
+{
+	/* 4 bytes: uid said, policy said, the policy's NUL, reason said */
+	char key[4 + sizeof(json_int_t) + WORD_KEEP + REASON_KEEP];
+	const struct htab_list *l;
+	struct logview_refusal *f, **v;
+	size_t n, cap;
+
+	if (lv->nfilter > 0)
+		return;
+	count_totals(lv, r);
+	if (is_allow(r) || r->s[FIELD_DECISION] == NULL)
+		return;
+	n = refusal_key(r, key);
+	if ((l = htab_find(lv->ref_idx, key, n)) != NULL && l->n > 0) {
+		lv->refs[l->ids[0]]->count++;
+		return;
+	}
+	if (lv->nrefs == lv->caprefs && lv->nrefs < LOGVIEW_CLIENTS_MAX) {
+		cap = lv->caprefs ? 2 * lv->caprefs : 16;
+		if ((v = reallocarray(lv->refs, cap, sizeof(*v))) != NULL) {
+			lv->refs = v;
+			lv->caprefs = cap;
+		}
+	}
+	if (lv->nrefs == lv->caprefs || (f = refusal_new(r)) == NULL) {
+		lv->ref_others++;
+		return;
+	}
+	if (htab_try_add(lv->ref_idx, key, n, 0, (uint32_t)lv->nrefs) != 0) {
+		refusal_free(f);
+		lv->ref_others++;
+		return;
+	}
+	f->count = 1;
+	lv->refs[lv->nrefs++] = f;
+}
+
 /*
  * Counts R.  A request is counted in the class its decision says; the
  * end of an allowed request may move it to another (ended()), once.
@@ -1048,7 +1283,13 @@ record(struct logview *lv, const struct rec *r)
 	struct logview_entry *h;
 	uint64_t key = 0;
 
+	if (r->client) {
+		count_refusal(lv, r);
+		return;
+	}
 	if (r->dns) {
+		if (filter_match(lv, r->s[FIELD_HOST]))
+			count_client(lv, r);
 		count_lookup(lv, r);
 		return;
 	}
@@ -1057,6 +1298,7 @@ record(struct logview *lv, const struct rec *r)
 	conn_note(cs, key, r, h);
 	if (h == NULL)
 		return;
+	count_client(lv, r);
 	count_totals(lv, r);
 	count_agg(h, r);
 	if (r->s[FIELD_SECRET] != NULL)
@@ -1567,6 +1809,70 @@ const char *
 logview_kind_name(enum logview_kind k)
 {
 	return kind_names[k];
+}
+
+int
+logview_clients_shown(const struct logview *lv)
+{
+	return htab_count(lv->client_sb) > 1 || lv->nclients > 1 ||
+	    lv->nrefs > 0 || lv->ref_others > 0;
+}
+
+static int
+cmp_client(const void *pa, const void *pb)
+{
+	const struct logview_client *a =
+	    *(const struct logview_client *const *)pa;
+	const struct logview_client *b =
+	    *(const struct logview_client *const *)pb;
+
+	return a->uid < b->uid ? -1 : a->uid > b->uid;
+}
+
+const struct logview_client **
+logview_clients(const struct logview *lv, size_t *np)
+{
+	const struct logview_client **v;
+	size_t n = lv->nclients;
+
+	if ((v = calloc(n + 1, sizeof(*v))) == NULL)
+		return NULL;
+	if (n > 0)
+		memcpy(v, lv->clients, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), cmp_client);
+	if (lv->client_others->sandboxes > 0 || lv->client_others->requests > 0)
+		v[n++] = lv->client_others;
+	*np = n;
+	return v;
+}
+
+static int
+cmp_refusal(const void *pa, const void *pb)
+{
+	const struct logview_refusal *a =
+	    *(const struct logview_refusal *const *)pa;
+	const struct logview_refusal *b =
+	    *(const struct logview_refusal *const *)pb;
+
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	return a->uid < b->uid ? -1 : a->uid > b->uid;
+}
+
+const struct logview_refusal **
+logview_refusals(const struct logview *lv, size_t *np, uint64_t *others)
+{
+	const struct logview_refusal **v;
+	size_t n = lv->nrefs;
+
+	if ((v = calloc(n + 1, sizeof(*v))) == NULL)
+		return NULL;
+	if (n > 0)
+		memcpy(v, lv->refs, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), cmp_refusal);
+	*np = n;
+	*others = lv->ref_others;
+	return v;
 }
 
 /* --- test access -------------------------------------------------------- */

@@ -237,6 +237,52 @@ void logview_esc_put(FILE *f, const char *s);
 /* Copies S to DST (N > 0 bytes) as logview_esc_put() prints it, cut. */
 void logview_esc_buf(char *dst, size_t n, const char *s);
 
+/*
+ * A broker's central log holds the records of many clients, each record
+ * with "client_uid" (and "client_pid", "client_cmd"), and the broker's
+ * refusals ("client" records with "decision": "deny").  Per uid: its
+ * command names, its sandboxes (distinct "sandbox" ids), its requests
+ * and how many were denied.  At most LOGVIEW_CLIENTS_MAX uids are kept,
+ * the rest count under "others"; as many refusals, by (uid, policy,
+ * reason).
+ */
+#define LOGVIEW_CLIENTS_MAX 1024
+/* A refusal whose reason holds these words is one of a grant's. */
+#define LOGVIEW_NOT_GRANTED "not granted"
+#define LOGVIEW_CMDS_MAX 8 /* command names kept per uid before ",..." */
+
+struct logview_client {
+	uint32_t uid;
+	int others; /* the uids past LOGVIEW_CLIENTS_MAX */
+	char *cmds[LOGVIEW_CMDS_MAX];
+	size_t ncmds;
+	int more_cmds;
+	uint64_t sandboxes, requests, denied;
+};
+
+struct logview_refusal {
+	uint32_t uid;
+	int has_uid; /* the record said "client_uid" */
+	char *policy; /* NULL: none said */
+	char *reason; /* NULL: none said */
+	uint64_t count;
+};
+
+/*
+ * Whether the review shows the clients: the log holds the records of
+ * more than one client (sandbox), or a refusal.  A user's own copy, and
+ * every log of a run, holds one or none.
+ */
+int logview_clients_shown(const struct logview *);
+
+/* The clients sorted by uid ("others" last); the caller frees. */
+const struct logview_client **
+logview_clients(const struct logview *, size_t *np);
+
+/* The refusals, most first; the caller frees.  *OTHERS: past the cap. */
+const struct logview_refusal **
+logview_refusals(const struct logview *, size_t *np, uint64_t *others);
+
 #ifdef LOGVIEW_INTERNAL
 struct logview_host_stats {
 	uint64_t requests, allowed, denied, refused, failed, distrust;

@@ -7,9 +7,14 @@
  * The responder reads one bounded head (METRICS_HEAD_MAX bytes, within
  * SCRAPE_TIMEOUT_S), answers once and closes; at most SCRAPES_MAX scrapes
  * are open at once, more are closed at accept.
+ *
+ * A broker's engine counts through a relay (metrics_relay_new): each
+ * event is one SOCK_SEQPACKET datagram to the broker, which decodes it
+ * with metrics_absorb() (the wire format is at "the relay" below).
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +38,21 @@
 #define SCRAPE_TIMEOUT_S 5
 #define LABELS_MAX 1024 /* one series' label text, escaped */
 #define RULE_FILE_MAX 200 /* bytes of a rule's file name in its label */
+#define HOST_LABEL_MAX 256 /* bytes of a host in its label */
+
+/* The relay's datagrams: a version byte, then one of these kinds. */
+#define RELAY_VERSION 1
+enum relay_kind {
+	RELAY_REQUEST = 1,
+	RELAY_BYTES,
+	RELAY_CONNECTION,
+	RELAY_DNS_ERROR,
+	RELAY_UPSTREAM_ERROR,
+	RELAY_CONNECTED,
+	RELAY_AUDIT_FAILURE,
+	RELAY_REFUSED,
+	RELAY_SANDBOX,
+};
 
 /* Bucket bounds: microseconds, and the "le" label that says them. */
 struct bucket {
@@ -108,7 +128,20 @@ struct metrics {
 	char *unix_path; /* removed at free */
 	struct scrape *scrapes;
 	size_t nscrapes;
+	/* a broker's (metrics_sandbox, metrics_refused, metrics_absorb used):
+	 * its series are rendered, else the output stays a proxy's */
+	int broker;
+	int64_t sandboxes_active;
+	uint64_t sandboxes_total;
+	uint64_t refused[METRICS_REF_KINDS];
+	uint64_t relay_errors; /* datagrams metrics_absorb refused */
+	int relay_fd; /* a relay: the socket to the broker; else -1 */
+	uint64_t relay_dropped; /* a relay: events the socket did not take */
 };
+
+static int relay_send(struct metrics *m, const unsigned char *p, size_t n);
+static void relay_request(struct metrics *m, const struct metrics_req *r);
+static void relay_event(struct metrics *m, unsigned kind, int64_t a, int64_t b);
 
 struct metrics *
 metrics_new(size_t max_hosts)
@@ -125,6 +158,7 @@ metrics_new(size_t max_hosts)
 	m->connect.b = connect_buckets;
 	m->connect.nb = CONNECT_NB;
 	m->start = time(NULL);
+	m->relay_fd = -1;
 	return m;
 }
 
@@ -137,6 +171,8 @@ metrics_free(struct metrics *m)
 
 	if (m == NULL)
 		return;
+	if (m->relay_fd != -1)
+		close(m->relay_fd);
 	while (m->scrapes != NULL)
 		scrape_free(m->scrapes);
 	if (m->lev != NULL)
@@ -259,7 +295,8 @@ labels(struct metrics *m, const struct metrics_req *r, char *buf, size_t len)
 	append(buf, len, &at, "decision=\"");
 	escape(buf, len, &at, r->decision, 16);
 	append(buf, len, &at, "\",host=\"");
-	escape(buf, len, &at, host_label(m, r->host ? r->host : ""), 256);
+	escape(buf, len, &at, host_label(m, r->host ? r->host : ""),
+	    HOST_LABEL_MAX);
 	snprintf(num, sizeof(num), "\",port=\"%u\",rule=\"", r->port);
 	append(buf, len, &at, r->port ? num : "\",port=\"\",rule=\"");
 	if (r->rule_file != NULL) {
@@ -280,6 +317,10 @@ metrics_request(struct metrics *m, const struct metrics_req *r)
 
 	if (m == NULL)
 		return;
+	if (m->relay_fd != -1) {
+		relay_request(m, r);
+		return;
+	}
 	labels(m, r, buf, sizeof(buf));
 	count_series(m, buf);
 	if (strcmp(r->decision, "allow") != 0)
@@ -295,6 +336,10 @@ metrics_bytes(struct metrics *m, uint64_t up, uint64_t down)
 {
 	if (m == NULL)
 		return;
+	if (m->relay_fd != -1) {
+		relay_event(m, RELAY_BYTES, (int64_t)up, (int64_t)down);
+		return;
+	}
 	m->bytes_up += up;
 	m->bytes_down += down;
 }
@@ -304,6 +349,10 @@ metrics_connection(struct metrics *m, int delta)
 {
 	if (m == NULL)
 		return;
+	if (m->relay_fd != -1) {
+		relay_event(m, RELAY_CONNECTION, delta, 0);
+		return;
+	}
 	m->conns_active += delta;
 	if (delta > 0)
 		m->conns_total++;
@@ -312,28 +361,37 @@ metrics_connection(struct metrics *m, int delta)
 void
 metrics_dns_error(struct metrics *m)
 {
-	if (m != NULL)
+	if (m != NULL && m->relay_fd != -1)
+		relay_event(m, RELAY_DNS_ERROR, 0, 0);
+	else if (m != NULL)
 		m->dns_errors++;
 }
 
 void
 metrics_upstream_error(struct metrics *m, enum metrics_upstream kind)
 {
-	if (m != NULL && kind < METRICS_UP_KINDS)
+	if (m != NULL && m->relay_fd != -1)
+		relay_event(m, RELAY_UPSTREAM_ERROR, kind, 0);
+	else if (m != NULL && kind < METRICS_UP_KINDS)
 		m->upstream[kind]++;
 }
 
 void
 metrics_connected(struct metrics *m, int64_t us)
 {
-	if (m != NULL)
+	/* observe() counts a negative time as 0: so does the relay */
+	if (m != NULL && m->relay_fd != -1)
+		relay_event(m, RELAY_CONNECTED, us < 0 ? 0 : us, 0);
+	else if (m != NULL)
 		observe(&m->connect, us);
 }
 
 void
 metrics_audit_failure(struct metrics *m)
 {
-	if (m != NULL)
+	if (m != NULL && m->relay_fd != -1)
+		relay_event(m, RELAY_AUDIT_FAILURE, 0, 0);
+	else if (m != NULL)
 		m->audit_failures++;
 }
 
@@ -404,9 +462,37 @@ render_upstream(const struct metrics *m, FILE *f)
 		    kinds[i], (unsigned long long)m->upstream[i]);
 }
 
+/* A broker's series: only once it counted something as a broker. */
+static void
+render_broker(const struct metrics *m, FILE *f)
+{
+	static const char *const why[METRICS_REF_KINDS] = {
+	    "policy", "limit", "protocol", "setup"};
+	size_t i;
+
+	if (!m->broker)
+		return;
+	head(f, "pinhole_sandboxes_active", "gauge",
+	    "Sandboxes the broker serves");
+	fprintf(f, "pinhole_sandboxes_active %lld\n",
+	    (long long)m->sandboxes_active);
+	counter(f, "pinhole_sandboxes_total", "Sandboxes the broker started",
+	    m->sandboxes_total);
+	head(f, "pinhole_broker_refused_total", "counter",
+	    "Clients the broker refused, by reason");
+	for (i = 0; i < METRICS_REF_KINDS; i++)
+		fprintf(f, "pinhole_broker_refused_total{reason=\"%s\"} %llu\n",
+		    why[i], (unsigned long long)m->refused[i]);
+	counter(f, "pinhole_relay_errors_total",
+	    "Malformed metrics datagrams from sandbox engines, refused",
+	    m->relay_errors);
+}
+
 int
 metrics_render(const struct metrics *m, FILE *f)
 {
+	if (m->relay_fd != -1)
+		return -1; /* a relay counts nothing: the broker renders */
 	render_requests(m, f);
 	counter(f, "pinhole_denials_total", "Requests denied", m->denials);
 	counter(f, "pinhole_leaks_total",
@@ -433,6 +519,7 @@ metrics_render(const struct metrics *m, FILE *f)
 	    "Time from a request head read to its decision", &m->decision);
 	histogram(f, "pinhole_connect_seconds",
 	    "Time from a decision to its upstream connection", &m->connect);
+	render_broker(m, f);
 	head(f, "process_start_time_seconds", "gauge",
 	    "Start time of the process since the Unix epoch");
 	fprintf(f, "process_start_time_seconds %lld\n", (long long)m->start);
@@ -701,6 +788,8 @@ metrics_listen(struct metrics *m, struct event_base *base, const char *spec,
 	socklen_t slen = sizeof(ss);
 
 	*port = 0;
+	if (m->relay_fd != -1)
+		return -1; /* a relay serves nothing: the broker does */
 	if (strncmp(spec, "unix:", 5) == 0)
 		return bind_unix(m, base, spec + 5);
 	if (parse_inet(spec, &ss, &len) != 0) {
@@ -732,33 +821,413 @@ metrics_listen(struct metrics *m, struct event_base *base, const char *spec,
 	return 0;
 }
 
-/* SCAFFOLD (issue 13): the relay, the sandboxes gauge and refusals. */
+/* --- the relay ------------------------------------------------------------ */
+
+/*
+ * A datagram: the version byte (RELAY_VERSION), the kind byte, then the
+ * kind's fields in this order, numbers big-endian, strings as a 2-byte
+ * length and that many bytes (printable: no NUL, no control byte):
+ *
+ *   REQUEST          flags u8 (1 decided, 2 leak, 4 decision_us given,
+ *                    8 rule file given), port u16, rule_line u32,
+ *                    decision_us u64 (0 when not given), then the
+ *                    strings decision ("allow", "deny"), host, rule file
+ *                    ("" when not given), via ("proxy", "socks",
+ *                    "capture")
+ *   BYTES            up u64, down u64
+ *   CONNECTION       delta u8 (1: +1, 0xff: -1)
+ *   DNS_ERROR, AUDIT_FAILURE   nothing
+ *   UPSTREAM_ERROR   kind u8 (< METRICS_UP_KINDS)
+ *   CONNECTED        us u64
+ *   REFUSED          why u8 (< METRICS_REF_KINDS)
+ *   SANDBOX          delta u8 (as CONNECTION)
+ *
+ * Numbers u64 must fit in int64_t.  Anything else, or bytes left over,
+ * makes the datagram malformed.
+ */
+#define RELAY_MAX 1024 /* the longest datagram */
+#define RELAY_STR_MAX 256 /* the longest string (a host label's length) */
+#define RF_DECIDED 0x1
+#define RF_LEAK 0x2
+#define RF_US 0x4
+#define RF_RULE 0x8
+#define RF_ALL 0xf
+
+struct wire {
+	unsigned char b[RELAY_MAX];
+	size_t n;
+};
+
+static void
+put_u8(struct wire *w, unsigned v)
+{
+	w->b[w->n++] = (unsigned char)v;
+}
+
+static void
+put_be(struct wire *w, uint64_t v, size_t bytes)
+{
+	while (bytes-- > 0)
+		w->b[w->n++] = (unsigned char)(v >> (8 * bytes));
+}
+
+/*
+ * Puts S (NULL: "") cut to MAX bytes, each byte a metrics label could
+ * not take as it is (a control byte) made '?': what the engine sends is
+ * always what metrics_absorb() takes, and the label text it makes the
+ * same but for such bytes.
+ */
+static void
+put_str(struct wire *w, const char *s, size_t max)
+{
+	size_t n = s != NULL ? strnlen(s, max) : 0, i;
+	unsigned char c;
+
+	put_be(w, n, 2);
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)s[i];
+		w->b[w->n++] = c < 0x20 || c == 0x7f ? '?' : c;
+	}
+}
+
+/* One of the short names the relay takes: "allow", "proxy", ... */
+static const char *const decisions[] = {"allow", "deny"};
+static const char *const vias[] = {"proxy", "socks", "capture"};
+
+static void
+relay_request(struct metrics *m, const struct metrics_req *r)
+{
+	struct wire w = {.n = 0};
+	unsigned flags = (r->decided ? RF_DECIDED : 0) |
+	    (r->leak ? RF_LEAK : 0) | (r->decision_us >= 0 ? RF_US : 0) |
+	    (r->rule_file != NULL ? RF_RULE : 0);
+
+	put_u8(&w, RELAY_VERSION);
+	put_u8(&w, RELAY_REQUEST);
+	put_u8(&w, flags);
+	put_be(&w, r->port > 0xffff ? 0 : r->port, 2);
+	put_be(&w, r->rule_line, 4);
+	put_be(&w, r->decision_us >= 0 ? (uint64_t)r->decision_us : 0, 8);
+	put_str(&w, r->decision, 16);
+	put_str(&w, r->host, HOST_LABEL_MAX);
+	put_str(&w, r->rule_file, RULE_FILE_MAX);
+	put_str(&w, r->via, 16);
+	(void)relay_send(m, w.b, w.n);
+}
+
+/* The events with at most two numbers, A and B. */
+static void
+relay_event(struct metrics *m, unsigned kind, int64_t a, int64_t b)
+{
+	struct wire w = {.n = 0};
+
+	/* A delta is one more or one fewer; 0 changes nothing to send. */
+	if ((kind == RELAY_CONNECTION || kind == RELAY_SANDBOX) && a == 0)
+		return;
+	put_u8(&w, RELAY_VERSION);
+	put_u8(&w, kind);
+	switch (kind) {
+	case RELAY_BYTES:
+		put_be(&w, (uint64_t)a, 8);
+		put_be(&w, (uint64_t)b, 8);
+		break;
+	case RELAY_CONNECTION:
+	case RELAY_SANDBOX:
+		put_u8(&w, a > 0 ? 1 : 0xff);
+		break;
+	case RELAY_UPSTREAM_ERROR:
+	case RELAY_REFUSED:
+		put_u8(&w, (unsigned)a);
+		break;
+	case RELAY_CONNECTED:
+		put_be(&w, (uint64_t)a, 8);
+		break;
+	default:
+		break;
+	}
+	(void)relay_send(m, w.b, w.n);
+}
+
+/*
+ * Sends one datagram without waiting.  A full socket (EAGAIN: the broker
+ * is slow to read) or a broker gone (EPIPE) drops the event, counted
+ * here: the proxy never waits on metrics, whose counts are an estimate
+ * to watch, while the audit log is the record that must be complete.
+ * Blocking here would let a slow broker stall every connection of the
+ * sandbox.
+ */
+static int
+relay_send(struct metrics *m, const unsigned char *p, size_t n)
+{
+	ssize_t w;
+
+	do
+		w = send(m->relay_fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (w == -1 && errno == EINTR);
+	if (w == (ssize_t)n)
+		return 0;
+	m->relay_dropped++;
+	return -1;
+}
+
 struct metrics *
 metrics_relay_new(int fd)
 {
-	(void)close(fd);
+	struct metrics *m = NULL;
+	socklen_t len = sizeof(int);
+	int type = 0, fl;
+
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+	    type != SOCK_SEQPACKET || (fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) == -1 ||
+	    (m = metrics_new(0)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		if (type != 0 && type != SOCK_SEQPACKET)
+			errno = EINVAL;
+		return NULL;
+	}
+	m->relay_fd = fd;
+	return m;
+}
+
+/* A datagram being read: *BAD is set by the first read past its end. */
+struct rd {
+	const unsigned char *p;
+	size_t n, at;
+	int bad;
+};
+
+static uint64_t
+get_be(struct rd *r, size_t bytes)
+{
+	uint64_t v = 0;
+
+	if (r->bad || r->n - r->at < bytes) {
+		r->bad = 1;
+		return 0;
+	}
+	while (bytes-- > 0)
+		v = v << 8 | r->p[r->at++];
+	return v;
+}
+
+/* A u64 that must fit in int64_t. */
+static int64_t
+get_i64(struct rd *r)
+{
+	uint64_t v = get_be(r, 8);
+
+	if (v > INT64_MAX)
+		r->bad = 1;
+	return (int64_t)v;
+}
+
+/* A +1/-1 byte. */
+static int
+get_delta(struct rd *r)
+{
+	uint64_t v = get_be(r, 1);
+
+	if (v != 1 && v != 0xff)
+		r->bad = 1;
+	return v == 1 ? 1 : -1;
+}
+
+/*
+ * A string into BUF (MAX bytes and a NUL): refused when longer, or when
+ * it holds a NUL or a control byte.
+ */
+static void
+get_str(struct rd *r, char *buf, size_t max)
+{
+	size_t n = (size_t)get_be(r, 2), i;
+
+	buf[0] = '\0';
+	if (r->bad || n > max || r->n - r->at < n) {
+		r->bad = 1;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		buf[i] = (char)r->p[r->at + i];
+		if (r->p[r->at + i] < 0x20 || r->p[r->at + i] == 0x7f)
+			r->bad = 1;
+	}
+	buf[n] = '\0';
+	r->at += n;
+}
+
+/* The entry of NAMES equal to S, or NULL. */
+static const char *
+one_of(const char *s, const char *const *names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return names[i];
 	return NULL;
+}
+
+/* Decodes and counts a REQUEST; 0 or -1 (nothing counted). */
+static int
+absorb_request(struct metrics *m, struct rd *r)
+{
+	char decision[17], host[HOST_LABEL_MAX + 1], rule[RULE_FILE_MAX + 1],
+	    via[17];
+	struct metrics_req q = {0};
+	unsigned flags = (unsigned)get_be(r, 1);
+
+	q.port = (unsigned)get_be(r, 2);
+	q.rule_line = (unsigned)get_be(r, 4);
+	q.decision_us = get_i64(r);
+	get_str(r, decision, 16);
+	get_str(r, host, HOST_LABEL_MAX);
+	get_str(r, rule, RULE_FILE_MAX);
+	get_str(r, via, 16);
+	q.decision = one_of(decision, decisions, 2);
+	q.via = one_of(via, vias, 3);
+	if (r->bad || r->at != r->n || (flags & ~RF_ALL) ||
+	    q.decision == NULL || q.via == NULL ||
+	    (!(flags & RF_US) && q.decision_us != 0) ||
+	    (!(flags & RF_RULE) && rule[0] != '\0'))
+		return -1;
+	q.host = host[0] != '\0' ? host : NULL;
+	q.rule_file = flags & RF_RULE ? rule : NULL;
+	q.decided = (flags & RF_DECIDED) != 0;
+	q.leak = (flags & RF_LEAK) != 0;
+	if (!(flags & RF_US))
+		q.decision_us = -1;
+	metrics_request(m, &q);
+	return 0;
+}
+
+/*
+ * Decodes the rest of an event other than REQUEST into A and B, checked;
+ * 0 or -1.
+ */
+static int
+absorb_fields(unsigned kind, struct rd *r, int64_t *a, int64_t *b)
+{
+	*a = *b = 0;
+	switch (kind) {
+	case RELAY_BYTES:
+		*a = get_i64(r);
+		*b = get_i64(r);
+		break;
+	case RELAY_CONNECTION:
+	case RELAY_SANDBOX:
+		*a = get_delta(r);
+		break;
+	case RELAY_UPSTREAM_ERROR:
+		*a = (int64_t)get_be(r, 1);
+		r->bad |= *a >= METRICS_UP_KINDS;
+		break;
+	case RELAY_REFUSED:
+		*a = (int64_t)get_be(r, 1);
+		r->bad |= *a >= METRICS_REF_KINDS;
+		break;
+	case RELAY_CONNECTED:
+		*a = get_i64(r);
+		break;
+	case RELAY_DNS_ERROR:
+	case RELAY_AUDIT_FAILURE:
+		break;
+	default:
+		return -1;
+	}
+	return r->bad || r->at != r->n ? -1 : 0;
+}
+
+/* Counts the event KIND with A and B, as its metrics_* call does. */
+static void
+absorb_apply(struct metrics *m, unsigned kind, int64_t a, int64_t b)
+{
+	switch (kind) {
+	case RELAY_BYTES:
+		metrics_bytes(m, (uint64_t)a, (uint64_t)b);
+		break;
+	case RELAY_CONNECTION:
+		metrics_connection(m, (int)a);
+		break;
+	case RELAY_SANDBOX:
+		metrics_sandbox(m, (int)a);
+		break;
+	case RELAY_UPSTREAM_ERROR:
+		metrics_upstream_error(m, (enum metrics_upstream)a);
+		break;
+	case RELAY_REFUSED:
+		metrics_refused(m, (enum metrics_refusal)a);
+		break;
+	case RELAY_CONNECTED:
+		metrics_connected(m, a);
+		break;
+	case RELAY_DNS_ERROR:
+		metrics_dns_error(m);
+		break;
+	case RELAY_AUDIT_FAILURE:
+		metrics_audit_failure(m);
+		break;
+	}
 }
 
 int
 metrics_absorb(struct metrics *m, const void *buf, size_t len)
 {
-	(void)m;
-	(void)buf;
-	(void)len;
-	return -1;
+	struct rd r = {.p = buf, .n = len, .at = 0, .bad = 0};
+	unsigned version, kind;
+	int64_t a, b;
+	int rc = -1;
+
+	if (m == NULL)
+		return -1;
+	m->broker = 1;
+	version = (unsigned)get_be(&r, 1);
+	kind = (unsigned)get_be(&r, 1);
+	if (r.bad || version != RELAY_VERSION)
+		goto out;
+	if (kind == RELAY_REQUEST)
+		rc = absorb_request(m, &r);
+	else if ((rc = absorb_fields(kind, &r, &a, &b)) == 0)
+		absorb_apply(m, kind, a, b);
+out:
+	if (rc != 0)
+		m->relay_errors++;
+	return rc;
 }
 
 void
 metrics_sandbox(struct metrics *m, int delta)
 {
-	(void)m;
-	(void)delta;
+	if (m == NULL)
+		return;
+	if (m->relay_fd != -1) {
+		relay_event(m, RELAY_SANDBOX, delta, 0);
+		return;
+	}
+	m->broker = 1;
+	m->sandboxes_active += delta;
+	if (delta > 0)
+		m->sandboxes_total++;
 }
 
 void
 metrics_refused(struct metrics *m, enum metrics_refusal why)
 {
-	(void)m;
-	(void)why;
+	if (m == NULL)
+		return;
+	if (m->relay_fd != -1) {
+		relay_event(m, RELAY_REFUSED, why, 0);
+		return;
+	}
+	m->broker = 1;
+	if (why < METRICS_REF_KINDS)
+		m->refused[why]++;
+}
+
+uint64_t
+metrics_relay_dropped(const struct metrics *m)
+{
+	return m->relay_dropped;
 }

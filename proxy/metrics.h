@@ -89,7 +89,14 @@ void metrics_audit_failure(struct metrics *m);
 struct metrics *metrics_relay_new(int fd);
 int metrics_absorb(struct metrics *m, const void *buf, size_t len);
 
-/* Sandboxes a broker serves: one more (+1) or one fewer (-1). */
+/*
+ * Sandboxes a broker serves: one more (+1) or one fewer (-1); 0 says only
+ * that the metrics are a broker's.  The broker's series
+ * (pinhole_sandboxes_*, pinhole_broker_refused_total,
+ * pinhole_relay_errors_total) are rendered once metrics_sandbox,
+ * metrics_refused or metrics_absorb was called (a broker calls
+ * metrics_sandbox(m, 0) at start to show them at 0), never for a proxy.
+ */
 void metrics_sandbox(struct metrics *m, int delta);
 
 /* Why a broker refused a client (pinhole_broker_refused_total). */
@@ -140,6 +147,8 @@ enum metrics_head metrics_parse_head(const char *buf, size_t len);
 #ifdef METRICS_INTERNAL
 /* Sets the start time the metrics say (exact text in tests). */
 void metrics_set_start(struct metrics *m, long long start);
+/* A relay: the events its socket did not take (dropped). */
+uint64_t metrics_relay_dropped(const struct metrics *m);
 #endif
 
 #endif /* PH_METRICS_H */

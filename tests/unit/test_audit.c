@@ -991,6 +991,205 @@ test_close_null(void **state)
 	audit_close(NULL);
 }
 
+/* --- a broker's records: the client fields and the client's copy ------- */
+
+/* A broker's records name the client; a "client" record its decision. */
+static void
+test_client_fields(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-c");
+	struct audit_rec r;
+	json_t *o;
+
+	full_rec(&r);
+	r.decision = "allow";
+	assert_int_equal(audit_write(a, &r), 0);
+	assert_int_equal(audit_set_client(a, 1001, 4242, "cu\"rl\x01"), 0);
+	assert_int_equal(audit_write(a, &r), 0);
+	audit_rec_init(&r, "client", 0);
+	r.decision = "deny";
+	r.reason = "policy ci is not granted to uid 1001";
+	r.policy = "ci";
+	assert_int_equal(audit_write(a, &r), 0);
+	assert_int_equal(audit_set_client(a, 7, 8, NULL), 0);
+	audit_rec_init(&r, "end", 3);
+	assert_int_equal(audit_write(a, &r), 0);
+	audit_close(a);
+	load_log(f);
+	assert_int_equal(f->nlines, 4);
+	/* Before: none. */
+	assert_null(json_object_get(f->lines[0], "client_uid"));
+	assert_int_equal(json_object_size(f->lines[0]), 18);
+	o = f->lines[1];
+	assert_int_equal(json_object_size(o), 21);
+	assert_int_equal(int_field(o, "client_uid"), 1001);
+	assert_int_equal(int_field(o, "client_pid"), 4242);
+	/* escaped as every string: control bytes made '?' */
+	assert_string_equal(str_field(o, "client_cmd"), "cu\"rl?");
+	o = f->lines[2];
+	assert_string_equal(str_field(o, "event"), "client");
+	assert_string_equal(str_field(o, "decision"), "deny");
+	assert_string_equal(str_field(o, "policy"), "ci");
+	assert_int_equal(int_field(o, "client_uid"), 1001);
+	/* NULL command: left out. */
+	o = f->lines[3];
+	assert_int_equal(int_field(o, "client_uid"), 7);
+	assert_int_equal(int_field(o, "client_pid"), 8);
+	assert_null(json_object_get(o, "client_cmd"));
+}
+
+/* Opens a file in F->dir called NAME with FLAGS; returns the fd. */
+static int
+open_in(struct fixture *f, const char *name, int flags)
+{
+	char path[PATH_MAX + 64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	if ((fd = open(path, flags | O_CREAT, 0600)) == -1)
+		fail_msg("open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static char *
+slurp_in(struct fixture *f, const char *name, size_t *len)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	return slurp(path, len);
+}
+
+/*
+ * The copy gets the same bytes as the main log, appended even when it
+ * was opened without O_APPEND and its offset is elsewhere.
+ */
+static void
+test_copy(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-k");
+	struct audit_rec r;
+	size_t n1, n2;
+	char *main_text, *copy_text;
+	int fd;
+
+	fd = open_in(f, "copy.jsonl", O_WRONLY);
+	assert_int_equal(write(fd, "old\n", 4), 4);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(audit_add_copy(a, fd), 0);
+	assert_true(fcntl(fd, F_GETFL) & O_APPEND);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(audit_set_client(a, 1001, 99, "git"), 0);
+	full_rec(&r);
+	assert_int_equal(audit_write(a, &r), 0);
+	r.decision = "allow";
+	assert_int_equal(audit_write(a, &r), 0);
+	audit_close(a); /* closes the copy */
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	main_text = slurp(f->log, &n1);
+	copy_text = slurp_in(f, "copy.jsonl", &n2);
+	assert_int_equal(n2, n1 + 4);
+	assert_memory_equal(copy_text, "old\n", 4);
+	assert_memory_equal(copy_text + 4, main_text, n1);
+	free(main_text);
+	free(copy_text);
+	load_log(f);
+	assert_int_equal(f->nlines, 2);
+}
+
+/* Not a regular file, or not open for writing: refused and closed. */
+static void
+test_copy_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-r");
+	int p[2], fd;
+
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(audit_add_copy(a, p[1]), -1);
+	assert_int_equal(fcntl(p[1], F_GETFD), -1);
+	close(p[0]);
+	fd = open_in(f, "ro.jsonl", O_RDONLY);
+	assert_int_equal(audit_add_copy(a, fd), -1);
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal((fd = open(f->dir, O_RDONLY | O_DIRECTORY)) >= 0, 1);
+	assert_int_equal(audit_add_copy(a, fd), -1);
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal(audit_add_copy(a, -1), -1);
+	/* A read-write one is taken. */
+	assert_int_equal(audit_add_copy(a, open_in(f, "rw.jsonl", O_RDWR)), 0);
+	audit_close(a);
+}
+
+/*
+ * A copy that fails is dropped after one attempt; the record is written
+ * all the same, and the copy gets nothing more.
+ */
+static void
+test_copy_fails(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-x");
+	struct audit_rec r;
+	int fd, ro;
+	size_t n;
+	char *text;
+
+	fd = open_in(f, "copy.jsonl", O_WRONLY);
+	assert_int_equal(audit_add_copy(a, fd), 0);
+	full_rec(&r);
+	r.decision = "allow";
+	assert_int_equal(audit_write(a, &r), 0);
+	/* The copy's descriptor now refuses writes (as a full disk would). */
+	ro = open_in(f, "ro.jsonl", O_RDONLY);
+	assert_int_equal(dup2(ro, fd), fd);
+	close(ro);
+	assert_int_equal(audit_write(a, &r), 0);
+	/* Dropped: closed, and not written again. */
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal(audit_write(a, &r), 0);
+	audit_close(a);
+	load_log(f);
+	assert_int_equal(f->nlines, 3);
+	text = slurp_in(f, "copy.jsonl", &n);
+	assert_int_equal(strchr(text, '\n') - text + 1, (ptrdiff_t)n);
+	free(text);
+}
+
+/* The copy stops where the main log's limit stops it; both get the
+ * summary at close. */
+static void
+test_copy_limit(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-m");
+	struct audit_rec r;
+	char host[32], *main_text, *copy_text;
+	size_t n1, n2;
+	int i, fd;
+
+	fd = open_in(f, "copy.jsonl", O_WRONLY);
+	assert_int_equal(audit_add_copy(a, fd), 0);
+	audit_set_limit(a, 3000);
+	for (i = 0; i < 100; i++) {
+		deny_rec(&r, (uint64_t)i, "/p");
+		snprintf(host, sizeof(host), "h%d.test", i);
+		r.host = host;
+		assert_true(audit_write(a, &r) >= 0);
+	}
+	assert_true(audit_over_limit(a));
+	audit_close(a);
+	main_text = slurp(f->log, &n1);
+	copy_text = slurp_in(f, "copy.jsonl", &n2);
+	assert_int_equal(n1, n2);
+	assert_memory_equal(main_text, copy_text, n1);
+	assert_non_null(strstr(copy_text, "\"summary\":true"));
+	free(main_text);
+	free(copy_text);
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -1021,6 +1220,11 @@ main(void)
 	    T(test_partial_line),
 	    T(test_parse_size),
 	    T(test_close_null),
+	    T(test_client_fields),
+	    T(test_copy),
+	    T(test_copy_refused),
+	    T(test_copy_fails),
+	    T(test_copy_limit),
 	};
 
 	return cmocka_run_group_tests_name("audit", tests, NULL, NULL);

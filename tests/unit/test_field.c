@@ -81,6 +81,13 @@ write_all(const char *path)
 
 	a = audit_open(path, "0123456789abcdef", err, sizeof(err));
 	assert_non_null(a);
+	/* a broker's records: the client fields, and a "client" record */
+	assert_int_equal(audit_set_client(a, 1001, 4242, "git"), 0);
+	audit_rec_init(&r, "client", 0);
+	r.decision = "deny";
+	r.reason = "policy ci is not granted to uid 1001";
+	r.policy = "ci";
+	assert_int_equal(audit_write(a, &r), 0);
 	audit_rec_init(&r, "request", 1);
 	r.method = "GET";
 	r.host = "example.test";

@@ -1395,11 +1395,106 @@ test_ts(void **state)
 	logview_free(NULL);
 }
 
+/* A broker's record: REQ with sandbox SB and client UID, CMD. */
+#define CREQ(sb, uid, cmd, host, dec)                                          \
+	"{\"ts\":\"2026-11-29T10:00:00.000Z\",\"sandbox\":\"" sb "\","         \
+	"\"client_uid\":" #uid ",\"client_pid\":77,\"client_cmd\":\"" cmd      \
+	"\",\"conn\":1,\"event\":\"request\",\"host\":\"" host                 \
+	"\",\"port\":443,\"decision\":\"" dec "\"}"
+
+/*
+ * A broker's central log: two users' sandboxes and a refusal.  The
+ * Clients section counts each uid's sandboxes, requests and denials and
+ * lists the refusal; a log of one client shows none.
+ */
+static void
+test_clients(void **state)
+{
+	struct logprint_opts o = {0, 1};
+	struct logview *lv = logview_new();
+	struct logview_totals t;
+	json_t *root, *c;
+	char *out, line[1024];
+	int i;
+
+	(void)state;
+	feed_ok(lv, CREQ("s1", 1001, "git", "github.com", "allow"));
+	feed_ok(lv, CREQ("s1", 1001, "git", "evil.test", "deny"));
+	feed_ok(lv, CREQ("s2", 1001, "curl", "github.com", "allow"));
+	feed_ok(lv,
+	    "{\"sandbox\":\"s2\",\"client_uid\":1001,\"conn\":1,"
+	    "\"event\":\"end\",\"status\":200,\"bytes_down\":5}");
+	feed_ok(lv, CREQ("s3", 1002, "npm", "registry.npmjs.org", "allow"));
+	feed_ok(lv,
+	    "{\"ts\":\"2026-11-29T10:00:01.000Z\",\"sandbox\":\"b\","
+	    "\"client_uid\":1003,\"client_pid\":9,\"client_cmd\":\"sh\","
+	    "\"conn\":0,\"event\":\"client\",\"decision\":\"deny\","
+	    "\"reason\":\"policy x is not granted to uid 1003 "
+	    "(carol)\",\"policy\":\"x\"}");
+	feed_ok(lv,
+	    "{\"event\":\"client\",\"decision\":\"deny\","
+	    "\"reason\":\"policy x is not granted to uid 1003\","
+	    "\"client_uid\":1003,\"policy\":\"x\"}");
+	feed_ok(lv,
+	    "{\"event\":\"client\",\"decision\":\"allow\","
+	    "\"client_uid\":1002,\"policy\":\"npm\"}");
+	/* The longest policy and reason kept, twice: one entry. */
+	for (i = 0; i < 2; i++) {
+		snprintf(line, sizeof(line),
+		    "{\"event\":\"client\",\"decision\":\"deny\","
+		    "\"client_uid\":4294967295,\"policy\":\"%0100d\","
+		    "\"reason\":\"%0600d\"}",
+		    0, 0);
+		feed_ok(lv, line);
+	}
+	logview_totals(lv, &t);
+	assert_int_equal(t.records, 10);
+	assert_int_equal(t.requests, 4);
+	assert_int_equal(t.n[LOGVIEW_CLASS_DENIED], 1);
+	assert_int_equal(t.malformed, 0);
+	out = print_text(lv);
+	has(out,
+	    "\nClients (2 uids, 3 sandboxes):\n"
+	    "  UID         SANDBOXES  REQUESTS    DENIED  COMMANDS\n"
+	    "  1001                2         3         1  git,curl\n"
+	    "  1002                1         1         0  npm\n"
+	    "  refused by the broker:\n"
+	    "  2x  uid 1003 asked for policy x: not granted\n");
+	has(out, "  2x  uid 4294967295 asked for policy 0000000000");
+	free(out);
+	out = print(lv, &o);
+	assert_non_null(root = json_loads(out, 0, NULL));
+	c = json_array_get(json_object_get(root, "clients"), 0);
+	assert_int_equal(json_integer_value(json_object_get(c, "uid")), 1001);
+	assert_int_equal(
+	    json_integer_value(json_object_get(c, "sandboxes")), 2);
+	assert_int_equal(json_integer_value(json_object_get(c, "denied")), 1);
+	c = json_array_get(json_object_get(root, "refusals"), 0);
+	assert_int_equal(json_integer_value(json_object_get(c, "count")), 2);
+	assert_string_equal(
+	    json_string_value(json_object_get(c, "policy")), "x");
+	json_decref(root);
+	free(out);
+	logview_free(lv);
+	/* One client (a user's own copy): no section. */
+	lv = logview_new();
+	feed_ok(lv, CREQ("s1", 1001, "git", "github.com", "allow"));
+	feed_ok(lv, CREQ("s1", 1001, "git", "evil.test", "deny"));
+	out = print_text(lv);
+	assert_null(strstr(out, "Clients"));
+	free(out);
+	out = print(lv, &o);
+	assert_null(strstr(out, "clients"));
+	free(out);
+	logview_free(lv);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_counts),
+	    cmocka_unit_test(test_clients),
 	    cmocka_unit_test(test_end_by_conn),
 	    cmocka_unit_test(test_conn_zero),
 	    cmocka_unit_test(test_denials),

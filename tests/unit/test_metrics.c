@@ -5,6 +5,11 @@
  * cap, cumulative histogram buckets at their bounds, and the request-head
  * parser of the responder (every cut of a good head is MORE), and the
  * addresses it refuses to listen on (anything but loopback or unix:).
+ * A broker's relay: every kind of event sent on a socketpair and
+ * absorbed on the other side renders as the local calls do; a full
+ * socket drops without blocking; malformed datagrams (every cut of a
+ * valid one, unknown kinds, bad strings and values) are refused whole
+ * and counted.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <event2/event.h>
@@ -365,6 +372,392 @@ test_listen_loopback_only(void **state)
 	event_base_free(base);
 }
 
+/* --- the relay ----------------------------------------------------------- */
+
+/* What a broker adds, between the histograms and the start time. */
+static const char broker_text[] =
+    "# HELP pinhole_sandboxes_active Sandboxes the broker serves\n"
+    "# TYPE pinhole_sandboxes_active gauge\n"
+    "pinhole_sandboxes_active 1\n"
+    "# HELP pinhole_sandboxes_total Sandboxes the broker started\n"
+    "# TYPE pinhole_sandboxes_total counter\n"
+    "pinhole_sandboxes_total 2\n"
+    "# HELP pinhole_broker_refused_total Clients the broker refused, by "
+    "reason\n"
+    "# TYPE pinhole_broker_refused_total counter\n"
+    "pinhole_broker_refused_total{reason=\"policy\"} 1\n"
+    "pinhole_broker_refused_total{reason=\"limit\"} 0\n"
+    "pinhole_broker_refused_total{reason=\"protocol\"} 0\n"
+    "pinhole_broker_refused_total{reason=\"setup\"} 2\n"
+    "# HELP pinhole_relay_errors_total Malformed metrics datagrams from "
+    "sandbox engines, refused\n"
+    "# TYPE pinhole_relay_errors_total counter\n"
+    "pinhole_relay_errors_total 0\n";
+
+/* SMALL_TEXT with BROKER_TEXT before the start time. */
+static char *
+small_broker_text(void)
+{
+	const char *at = strstr(small_text, "# HELP process_start");
+	char *t;
+
+	assert_non_null(at);
+	assert_true(asprintf(&t, "%.*s%s%s", (int)(at - small_text), small_text,
+	                broker_text, at) > 0);
+	return t;
+}
+
+/* test_small_text's events, and a broker's, counted in M. */
+static void
+small_events(struct metrics *m)
+{
+	struct metrics_req r = {0};
+
+	req(m, "allow", "web.test", 443, "a.conf", 3, 0, 50);
+	req(m, "allow", "web.test", 443, "a.conf", 3, 0, -1);
+	req(m, "deny", "x.test", 80, NULL, 0, 1, 700);
+	r.decision = "deny";
+	r.via = "socks";
+	r.decision_us = -1;
+	metrics_request(m, &r);
+	req(m, "allow", "web.test", 443, "a.conf", 3, 0, 2000000);
+	metrics_bytes(m, 10, 2000);
+	metrics_connection(m, 1);
+	metrics_connection(m, 1);
+	metrics_connection(m, -1);
+	metrics_dns_error(m);
+	metrics_upstream_error(m, METRICS_UP_TIMEOUT);
+	metrics_upstream_error(m, METRICS_UP_TLS);
+	metrics_upstream_error(m, METRICS_UP_TLS);
+	metrics_connected(m, 3000);
+	metrics_audit_failure(m);
+	metrics_sandbox(m, 1);
+	metrics_sandbox(m, 1);
+	metrics_sandbox(m, -1);
+	/* no change: a relay sends nothing */
+	metrics_sandbox(m, 0);
+	metrics_connection(m, 0);
+	metrics_refused(m, METRICS_REF_POLICY);
+	metrics_refused(m, METRICS_REF_SETUP);
+	metrics_refused(m, METRICS_REF_SETUP);
+}
+
+/* A relay on one end of a SOCK_SEQPACKET pair; *PEER the other end. */
+static struct metrics *
+relay_pair(int *peer)
+{
+	struct metrics *m;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_non_null(m = metrics_relay_new(sv[0]));
+	*peer = sv[1];
+	return m;
+}
+
+/* Absorbs every datagram waiting on FD into M; returns how many. */
+static size_t
+drain(int fd, struct metrics *m)
+{
+	unsigned char buf[2048];
+	ssize_t n;
+	size_t k = 0;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		assert_int_equal(metrics_absorb(m, buf, (size_t)n), 0);
+		k++;
+	}
+	return k;
+}
+
+/* Every kind of event, relayed and absorbed, renders as counted here. */
+static void
+test_relay(void **state)
+{
+	struct metrics *m = metrics_new(0), *relay;
+	unsigned port;
+	char *text, *want;
+	int peer;
+
+	(void)state;
+	relay = relay_pair(&peer);
+	metrics_set_start(m, 1700000000);
+	small_events(relay);
+	assert_int_equal(metrics_relay_dropped(relay), 0);
+	assert_int_equal(drain(peer, m), 21);
+	text = render(m);
+	want = small_broker_text();
+	assert_string_equal(text, want);
+	free(text);
+	/* The same, counted locally. */
+	metrics_free(m);
+	m = metrics_new(0);
+	metrics_set_start(m, 1700000000);
+	small_events(m);
+	text = render(m);
+	assert_string_equal(text, want);
+	free(text);
+	free(want);
+	/* A relay renders and serves nothing. */
+	assert_int_equal(metrics_render(relay, stdout), -1);
+	assert_int_equal(metrics_listen(relay, NULL, "127.0.0.1:0", &port), -1);
+	metrics_free(relay);
+	metrics_free(m);
+	close(peer);
+}
+
+/* A proxy's metrics say nothing of a broker until one counts. */
+static void
+test_broker_series(void **state)
+{
+	struct metrics *m = metrics_new(0);
+	char *text;
+
+	(void)state;
+	text = render(m);
+	assert_null(strstr(text, "sandboxes"));
+	assert_null(strstr(text, "relay"));
+	free(text);
+	/* A broker at start: every series, at 0. */
+	metrics_sandbox(m, 0);
+	text = render(m);
+	assert_true(has_line(text, "pinhole_sandboxes_active 0"));
+	assert_true(has_line(text, "pinhole_sandboxes_total 0"));
+	assert_true(
+	    has_line(text, "pinhole_broker_refused_total{reason=\"limit\"} 0"));
+	free(text);
+	metrics_refused(m, METRICS_REF_LIMIT);
+	text = render(m);
+	assert_true(has_line(text, "pinhole_sandboxes_active 0"));
+	assert_true(has_line(text, "pinhole_sandboxes_total 0"));
+	assert_true(
+	    has_line(text, "pinhole_broker_refused_total{reason=\"limit\"} 1"));
+	assert_true(has_line(text, "pinhole_relay_errors_total 0"));
+	free(text);
+	metrics_free(m);
+}
+
+/* Only a SOCK_SEQPACKET socket makes a relay; a full one drops. */
+static void
+test_relay_full(void **state)
+{
+	struct metrics *m = metrics_new(0), *relay;
+	int sv[2], p[2], peer, i;
+	size_t got;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_null(metrics_relay_new(sv[0]));
+	close(sv[1]);
+	assert_int_equal(pipe(p), 0);
+	assert_null(metrics_relay_new(p[1]));
+	close(p[0]);
+	assert_null(metrics_relay_new(-1));
+	relay = relay_pair(&peer);
+	/* Nobody reads: the socket fills, and later events are dropped. */
+	for (i = 0; i < 200000 && metrics_relay_dropped(relay) < 10; i++)
+		metrics_dns_error(relay);
+	assert_int_equal(metrics_relay_dropped(relay), 10);
+	got = drain(peer, m);
+	assert_int_equal(got + 10, (size_t)i);
+	free(render(m));
+	metrics_free(relay);
+	metrics_free(m);
+	close(peer);
+}
+
+/* One datagram of each kind, as the relay sends them: *N of them. */
+static size_t
+valid_datagrams(unsigned char dg[][512], size_t len[])
+{
+	struct metrics *relay;
+	struct metrics_req r = {0};
+	ssize_t got;
+	size_t k = 0;
+	int peer;
+
+	relay = relay_pair(&peer);
+	req(relay, "deny", "x.test", 80, "a.conf", 3, 1, 700);
+	r.decision = "allow";
+	r.via = "capture";
+	r.decision_us = -1;
+	metrics_request(relay, &r);
+	metrics_bytes(relay, 1, 2);
+	metrics_connection(relay, -1);
+	metrics_dns_error(relay);
+	metrics_upstream_error(relay, METRICS_UP_CONNECT);
+	metrics_connected(relay, 5);
+	metrics_audit_failure(relay);
+	metrics_refused(relay, METRICS_REF_PROTOCOL);
+	metrics_sandbox(relay, 1);
+	while ((got = recv(peer, dg[k], 512, MSG_DONTWAIT)) > 0)
+		len[k++] = (size_t)got;
+	assert_int_equal(k, 10);
+	metrics_free(relay);
+	close(peer);
+	return k;
+}
+
+/* The relay errors M counted, from its text. */
+static unsigned long
+relay_errors(const struct metrics *m)
+{
+	char *text = render(m), *at;
+	unsigned long n;
+
+	at = strstr(text, "\npinhole_relay_errors_total ");
+	assert_non_null(at);
+	n = strtoul(at + strlen("\npinhole_relay_errors_total "), NULL, 10);
+	free(text);
+	return n;
+}
+
+/* Absorbs the LEN bytes at P into M: must be refused. */
+static void
+refused(
+    struct metrics *m, const unsigned char *p, size_t len, unsigned long *nerr)
+{
+	assert_int_equal(metrics_absorb(m, p, len), -1);
+	++*nerr;
+}
+
+/* A copy of DG (LEN bytes) with byte AT set to V. */
+static void
+patched(struct metrics *m, const unsigned char *dg, size_t len, size_t at,
+    unsigned v, unsigned long *nerr)
+{
+	unsigned char b[512];
+
+	memcpy(b, dg, len);
+	b[at] = (unsigned char)v;
+	refused(m, b, len, nerr);
+}
+
+/*
+ * The request datagram of valid_datagrams(): version, kind, flags, port
+ * (2), line (4), us (8), then the strings, each after its 2-byte
+ * length: decision at 19 ("deny"), host at 25 ("x.test"), rule file at
+ * 33 ("a.conf"), via at 41 ("proxy").
+ */
+#define AT_FLAGS 2
+#define AT_US 9
+#define AT_DECISION 19
+#define AT_HOST 25
+#define AT_VIA 41
+
+/* Malformed datagrams are refused whole, counted, and change nothing. */
+static void
+test_relay_malformed(void **state)
+{
+	unsigned char dg[16][512], b[600];
+	size_t len[16], n, i, k;
+	struct metrics *m = metrics_new(0), *fresh = metrics_new(0);
+	unsigned long nerr = 0;
+	unsigned kind;
+	char *text, *want;
+
+	(void)state;
+	n = valid_datagrams(dg, len);
+	metrics_set_start(m, 1);
+	metrics_set_start(fresh, 1);
+	metrics_absorb(fresh, "", 0);
+	for (i = 0; i < n; i++)
+		for (k = 0; k < len[i]; k++)
+			refused(m, dg[i], k, &nerr);
+	for (i = 0; i < n; i++) {
+		/* a byte too many; another version */
+		memcpy(b, dg[i], len[i]);
+		b[len[i]] = 0;
+		refused(m, b, len[i] + 1, &nerr);
+		patched(m, dg[i], len[i], 0, 2, &nerr);
+		patched(m, dg[i], len[i], 0, 0, &nerr);
+	}
+	/* Unknown kinds. */
+	for (kind = 0; kind < 256; kind++)
+		if (kind == 0 || kind > 9)
+			patched(m, dg[4], len[4], 1, kind, &nerr);
+	assert_memory_equal(dg[0] + AT_DECISION, "deny", 4);
+	assert_memory_equal(dg[0] + AT_HOST, "x.test", 6);
+	assert_memory_equal(dg[0] + AT_VIA, "proxy", 5);
+	/* The request: a decision, via or flag it does not know. */
+	patched(m, dg[0], len[0], AT_DECISION, 'x', &nerr);
+	patched(m, dg[0], len[0], AT_VIA, 'P', &nerr);
+	patched(m, dg[0], len[0], AT_FLAGS, 0x10 | dg[0][AT_FLAGS], &nerr);
+	/* no latency given, yet one there */
+	patched(m, dg[0], len[0], AT_FLAGS, dg[0][AT_FLAGS] & ~0x4, &nerr);
+	/* a negative latency */
+	patched(m, dg[0], len[0], AT_US, 0x80, &nerr);
+	/* strings: a NUL, a control byte, DEL; a length past the end */
+	patched(m, dg[0], len[0], AT_HOST + 3, 0, &nerr);
+	patched(m, dg[0], len[0], AT_HOST + 3, '\n', &nerr);
+	patched(m, dg[0], len[0], AT_HOST + 3, 0x7f, &nerr);
+	patched(m, dg[0], len[0], AT_HOST - 1, 0xff, &nerr);
+	patched(m, dg[0], len[0], AT_HOST - 2, 0x01, &nerr);
+	/* Values out of range: deltas, kinds, a negative number. */
+	patched(m, dg[3], len[3], 2, 0, &nerr);
+	patched(m, dg[3], len[3], 2, 2, &nerr);
+	patched(m, dg[9], len[9], 2, 0x7f, &nerr);
+	patched(m, dg[5], len[5], 2, 3, &nerr);
+	patched(m, dg[8], len[8], 2, 4, &nerr);
+	patched(m, dg[6], len[6], 2, 0x80, &nerr);
+	patched(m, dg[2], len[2], 2, 0xff, &nerr);
+	patched(m, dg[2], len[2], 10, 0x80, &nerr);
+	assert_int_equal(relay_errors(m), nerr);
+	/* Nothing of them was counted: the text is a fresh broker's. */
+	text = render(m);
+	want = render(fresh);
+	assert_non_null(strstr(want, "pinhole_relay_errors_total 1\n"));
+	*strstr(text, "pinhole_relay_errors_total ") = '\0';
+	*strstr(want, "pinhole_relay_errors_total ") = '\0';
+	assert_string_equal(text, want);
+	free(text);
+	free(want);
+	/* And the valid ones still are. */
+	for (i = 0; i < n; i++)
+		assert_int_equal(metrics_absorb(m, dg[i], len[i]), 0);
+	assert_int_equal(relay_errors(m), nerr);
+	text = render(m);
+	assert_true(has_line(text,
+	    "pinhole_requests_total{decision=\"deny\",host=\"x.test\","
+	    "port=\"80\",rule=\"a.conf:3\",via=\"proxy\"} 1"));
+	assert_true(has_line(text,
+	    "pinhole_requests_total{decision=\"allow\",host=\"\",port=\"\","
+	    "rule=\"none\",via=\"capture\"} 1"));
+	assert_true(has_line(text, "pinhole_leaks_total 1"));
+	assert_true(has_line(text, "pinhole_connections_active -1"));
+	assert_true(has_line(text, "pinhole_sandboxes_active 1"));
+	assert_true(has_line(
+	    text, "pinhole_broker_refused_total{reason=\"protocol\"} 1"));
+	free(text);
+	metrics_free(m);
+	metrics_free(fresh);
+}
+
+/* Hosts relayed count against max_hosts as local ones do. */
+static void
+test_relay_host_cap(void **state)
+{
+	struct metrics *m = metrics_new(2), *relay;
+	char *text;
+	int peer;
+
+	(void)state;
+	relay = relay_pair(&peer);
+	req(relay, "allow", "a.test", 1, NULL, 0, 0, -1);
+	req(relay, "allow", "b.test", 1, NULL, 0, 0, -1);
+	req(relay, "allow", "c.test", 1, NULL, 0, 0, -1);
+	req(relay, "allow", "d.test\x01", 1, NULL, 0, 0, -1);
+	assert_int_equal(drain(peer, m), 4);
+	text = render(m);
+	assert_true(has_line(text,
+	    "pinhole_requests_total{decision=\"allow\",host=\"other\","
+	    "port=\"1\",rule=\"default\",via=\"proxy\"} 2"));
+	free(text);
+	metrics_free(relay);
+	metrics_free(m);
+	close(peer);
+}
+
 /* Off: NULL counts nothing and does not crash. */
 static void
 test_null(void **state)
@@ -379,6 +772,9 @@ test_null(void **state)
 	metrics_upstream_error(NULL, METRICS_UP_TLS);
 	metrics_connected(NULL, 1);
 	metrics_audit_failure(NULL);
+	metrics_sandbox(NULL, 1);
+	metrics_refused(NULL, METRICS_REF_POLICY);
+	assert_int_equal(metrics_absorb(NULL, "\1\4", 2), -1);
 	metrics_free(NULL);
 }
 
@@ -393,6 +789,11 @@ main(void)
 	    cmocka_unit_test(test_buckets),
 	    cmocka_unit_test(test_parse_head),
 	    cmocka_unit_test(test_listen_loopback_only),
+	    cmocka_unit_test(test_relay),
+	    cmocka_unit_test(test_broker_series),
+	    cmocka_unit_test(test_relay_full),
+	    cmocka_unit_test(test_relay_malformed),
+	    cmocka_unit_test(test_relay_host_cap),
 	    cmocka_unit_test(test_null),
 	};
 
