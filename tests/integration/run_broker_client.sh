@@ -169,6 +169,14 @@ wait_for 10 pid_done "$FAKE"
 equal "PINHOLE_BROKER: policy default" "$(seen env policy)" default
 equal "PINHOLE_BROKER: cmd" "$(seen env cmd)" sh
 equal "--no-capture: flag 1" "$(seen env flags)" 1
+# Without --log: the copy is the run's default log.
+fake deflog refuse
+(cd "$W" && XDG_STATE_HOME=$T/state "$PINHOLE" run --broker "$T/deflog.sock" \
+	-- true) >/dev/null 2>&1 </dev/null
+equal "default copy: status" "$?" 125
+wait_for 10 pid_done "$FAKE"
+check "default copy: the broker's line in the default log" \
+	file_has "$T/state/pinhole/audit.jsonl" '^\{"fake":"a record from the broker"\}$'
 # An empty PINHOLE_BROKER is no broker: -p is a file again.
 (cd "$W" && PINHOLE_BROKER= "$PINHOLE" run -p "$T/no-such.conf" \
 	--log "$T/copy3.jsonl" -- true) >/dev/null 2>"$T/empty.err" </dev/null
