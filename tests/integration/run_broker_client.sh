@@ -178,7 +178,7 @@ wait_for 10 pid_done "$FAKE"
 check "default copy: the broker's line in the default log" \
 	file_has "$T/state/pinhole/audit.jsonl" '^\{"fake":"a record from the broker"\}$'
 # An empty PINHOLE_BROKER is no broker: -p is a file again.
-(cd "$W" && PINHOLE_BROKER= "$PINHOLE" run -p "$T/no-such.conf" \
+(cd "$W" && PINHOLE_BROKER='' "$PINHOLE" run -p "$T/no-such.conf" \
 	--log "$T/copy3.jsonl" -- true) >/dev/null 2>"$T/empty.err" </dev/null
 equal "empty PINHOLE_BROKER: status" "$?" 125
 check "empty PINHOLE_BROKER: -p is a file" file_has "$T/empty.err" "no-such.conf"
@@ -219,6 +219,7 @@ equal "path too long: status" "$RC" 125
 expect "path too long: says so" "$ERR" 'the path is too long for a Unix socket'
 
 # --- the copy refused where a run refuses its log ------------------------------
+# shellcheck disable=SC2094 # the copy is the command's stdout, on purpose
 (cd "$W" && "$PINHOLE" run --broker "$S" --log "$T/same" -- true) \
 	>"$T/same" 2>"$T/same.err" </dev/null
 equal "copy is stdout: status" "$?" 125
