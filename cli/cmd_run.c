@@ -9,8 +9,11 @@
  * the environment from it, starts the sandbox (netns/), hands the
  * listeners the sandbox made to the engine, which runs the proxy
  * (proxy/) on them, and waits for the command.  The launcher never holds
- * a secret.  Exit status: the command's (128+N for signal N), 125 when
- * pinhole failed before the command ran.
+ * a secret.  Under --broker (cli/run_broker.c) the engine is a broker's,
+ * reached over its Unix socket: the same conversation, no process of
+ * ours, its lines for the user coming as NOTE messages.  Exit status: the
+ * command's (128+N for signal N), 125 when pinhole failed before the
+ * command ran (or lost its proxy).
  */
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -111,16 +114,37 @@ on_signal(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* The engine ended before the command: the command ends too. */
+/* The engine's socket while the command runs, and its event. */
+struct watch {
+	struct run *r;
+	struct event *ev;
+};
+
+/*
+ * The engine spoke while the command runs: a broker's NOTE is printed
+ * and the watch goes on; anything else means it ended before the
+ * command, and the command ends too.  A broker gone took the sandbox's
+ * listeners with it: their connections are refused (fail closed).
+ */
 static void
 on_engine(evutil_socket_t fd, short what, void *arg)
 {
-	struct run *r = arg;
+	struct watch *w = arg;
+	struct run *r = w->r;
+	int said;
 
 	(void)fd;
 	(void)what;
+	if ((said = run_engine_said_why(r)) == 2) {
+		if (event_add(w->ev, NULL) == 0)
+			return;
+		said = 0;
+	}
 	/* One line: the engine's own, when it said why it ended. */
-	if (!run_engine_said_why(r))
+	if (r->broker != NULL)
+		log_warnx("run: the broker went away: the sandbox's "
+		          "connections fail closed; the command was stopped");
+	else if (!said)
 		log_warnx("run: the proxy ended before the command");
 	r->engine_lost = 1;
 	(void)kill(sbx_pid(r->sbx), SIGKILL);
@@ -197,10 +221,13 @@ static int
 serve(struct run *r)
 {
 	struct event *ev, *eng;
+	struct watch w;
 	int rc = 0;
 
 	ev = event_new(r->base, r->sfd, EV_READ | EV_PERSIST, on_signal, r);
-	eng = event_new(r->base, r->esock, EV_READ, on_engine, r);
+	eng = event_new(r->base, r->esock, EV_READ, on_engine, &w);
+	w.r = r;
+	w.ev = eng;
 	if (ev == NULL || event_add(ev, NULL) != 0 || eng == NULL ||
 	    event_add(eng, NULL) != 0) {
 		log_warnx("run: cannot watch signals");

@@ -153,6 +153,24 @@ int run_cache_key(const char *const *policies, size_t n, const char *allow,
 int run_setup_engine(struct run *r, const struct engine_load_sink *sink);
 
 /*
+ * The run's default audit log, $XDG_STATE_HOME/pinhole/audit.jsonl (or
+ * in the home), its directory made; the private fallback
+ * $TMPDIR/pinhole-UID/audit.jsonl when there is no home (and as
+ * run_setup_private_log, when the default cannot be opened).  NULL
+ * (said) when none is usable.  The caller frees the path.
+ */
+char *run_setup_default_log(void);
+char *run_setup_private_log(void);
+
+/*
+ * Under --broker: the user's copy of the records, PATH open on FD, is
+ * refused (said) where a run refuses its own log -- a terminal, the file
+ * behind fds 0-2, a place the sandbox may write to -- and when it is not
+ * a regular file.  Returns 0 or -1.
+ */
+int run_setup_copy_ok(struct run *r, const char *path, int fd);
+
+/*
  * In the launcher: receives the view (environment secrets wiped as they
  * are named), and adds the hidden paths, the run's machine id and host
  * name and the trust bundle to the plan, the stand-ins to the
@@ -196,6 +214,14 @@ int run_engine_start(struct run *r);
 int run_broker_connect(struct run *r);
 
 /*
+ * cli/run_broker.c.  A broker's NOTE TEXT on stderr as one line,
+ * "pinhole: TEXT", its control bytes escaped; its ERROR TEXT as
+ * "pinhole: run: broker PATH: TEXT".
+ */
+void run_broker_note(const char *text);
+void run_broker_error(const struct run *r, const char *text);
+
+/*
  * In a broker's engine, a process the broker forked for one client
  * (cli/broker.c): R filled (broker_engine, the client, policies, log,
  * esock the client's socket, REQUEST already read), runs the engine as
@@ -217,8 +243,10 @@ void run_engine_say(struct run *r, const char *fmt, ...)
 int run_engine_listeners(struct run *r);
 
 /*
- * The engine ended (or spoke) before STOP: its last message read.
- * Returns 1 if it was ERROR (the engine said why on stderr), else 0.
+ * The engine ended (or spoke) before STOP: one message read.  Returns 2
+ * for a NOTE (a broker's line for the user, printed; it goes on), 1 if
+ * it was ERROR (the engine said why on stderr; a broker's text is
+ * printed here), else 0 (it closed, or broke the protocol).
  */
 int run_engine_said_why(struct run *r);
 

@@ -671,8 +671,15 @@ run_engine_said_why(struct run *r)
 	static unsigned char buf[VIEW_MSG_MAX];
 	struct view_msg m;
 
-	return view_recv(r->esock, &r->lorder, buf, &m) == VIEW_OK &&
-	    m.type == VIEW_ERROR;
+	if (view_recv(r->esock, &r->lorder, buf, &m) != VIEW_OK)
+		return 0;
+	if (m.type == VIEW_NOTE) {
+		run_broker_note(view_get_text(&m));
+		return 2;
+	}
+	if (m.type == VIEW_ERROR && r->broker != NULL)
+		run_broker_error(r, view_get_text(&m));
+	return m.type == VIEW_ERROR;
 }
 
 /* One DENIED_ITEM into R's summary. */
@@ -719,6 +726,10 @@ run_engine_stop(struct run *r)
 				take_item(r, &m);
 			else if (m.type == VIEW_DISTRUST)
 				take_distrust(r, &m);
+			else if (m.type == VIEW_NOTE)
+				run_broker_note(view_get_text(&m));
+			else if (m.type == VIEW_ERROR && r->broker != NULL)
+				run_broker_error(r, view_get_text(&m));
 			if (m.type == VIEW_BYE || m.type == VIEW_ERROR) {
 				rc = m.type == VIEW_BYE ? 0 : -1;
 				break;
@@ -726,7 +737,8 @@ run_engine_stop(struct run *r)
 		}
 	close(r->esock);
 	r->esock = -1;
-	while (waitpid(r->engine, &w, 0) < 0 && errno == EINTR)
+	/* A broker's engine (r->engine 0) is no child of ours. */
+	while (r->engine > 0 && waitpid(r->engine, &w, 0) < 0 && errno == EINTR)
 		;
 	r->engine = 0;
 	return rc;

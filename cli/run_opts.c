@@ -23,7 +23,11 @@ run_usage(FILE *f)
 	    "usage: pinhole run [OPTIONS] -- COMMAND [ARG...]\n\n"
 	    "Runs COMMAND in a sandbox whose only way to the network is "
 	    "pinhole's proxy.\n\n"
-	    "  -p, --policy FILE      policy (repeatable; combined in order)\n"
+	    "  -p, --policy FILE      policy (repeatable; combined in order);\n"
+	    "                         under --broker: the NAME of a policy "
+	    "the\n"
+	    "                         broker grants (one; default "
+	    "\"default\")\n"
 	    "  -a, --allow TARGET     one more allow rule, e.g. "
 	    "example.org:443\n"
 	    "      --log FILE         audit log (default: the policy's, else\n"
@@ -69,6 +73,14 @@ run_usage(FILE *f)
 	    "      --no-capture       no transparent capture: only programs "
 	    "that honour\n"
 	    "                         the proxy variables get out\n"
+	    "      --broker PATH      use the broker at Unix socket PATH "
+	    "(pinhole proxy\n"
+	    "                         --broker): it holds the secrets; "
+	    "--log gets a copy\n"
+	    "                         of the records; no -a, --dns or "
+	    "--log-limit\n"
+	    "                         (default: $PINHOLE_BROKER, if set and "
+	    "not empty)\n"
 	    "  -v, --verbose          say what the sandbox applied; one line "
 	    "per decision\n"
 	    "  -h, --help             this text\n\n"
@@ -268,6 +280,62 @@ plain_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 	return 1;
 }
 
+/* A policy's name as a broker grants it (view.h): [A-Za-z0-9._-]{1,64}. */
+static int
+policy_name_ok(const char *s)
+{
+	size_t n = strspn(s,
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-");
+
+	return n > 0 && n <= VIEW_POLICY_NAME_MAX && s[n] == '\0';
+}
+
+/*
+ * Under a broker (--broker, else a non-empty PINHOLE_BROKER) the policy
+ * is the broker's: -p names one it grants, and what would widen or
+ * change it here (-a, --dns, --log-limit) is refused rather than
+ * silently ignored.  Returns 0, or -1 (said).
+ */
+static int
+broker_opts(struct run *r)
+{
+	const char *env = getenv("PINHOLE_BROKER"), *why = NULL;
+
+	if (r->broker == NULL && env != NULL && env[0] != '\0')
+		r->broker = env;
+	if (r->broker == NULL)
+		return 0;
+	if (r->broker[0] == '\0')
+		why = "--broker needs a socket's path";
+	else if (r->allow != NULL)
+		why = "-a/--allow cannot be used with --broker: the broker's "
+		      "policy says what is allowed";
+	else if (r->dns != NULL)
+		why = "--dns cannot be used with --broker: the broker resolves "
+		      "(pinhole proxy --broker ... --dns)";
+	else if (r->log_limit != NULL)
+		why = "--log-limit cannot be used with --broker: the broker "
+		      "sets it (pinhole proxy --broker ... --log-limit)";
+	else if (r->npolicies > 1)
+		why = "a second -p cannot be used with --broker: -p names the "
+		      "one policy asked of the broker";
+	if (why != NULL) {
+		log_warnx("run: %s", why);
+		return -1;
+	}
+	if (r->npolicies == 0)
+		r->policies[r->npolicies++] = "default";
+	if (!policy_name_ok(r->policies[0])) {
+		log_warnx("run: -p %s: under --broker -p names a policy the "
+		          "broker grants, not a file (a name of letters, "
+		          "digits, '.', '_' and '-', at most %d)",
+		    r->policies[0], VIEW_POLICY_NAME_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 int
 run_parse_opts(struct run *r, int argc, char **argv)
 {
@@ -283,8 +351,13 @@ run_parse_opts(struct run *r, int argc, char **argv)
 			run_usage(stdout);
 			return 1;
 		}
-		if (strcmp(argv[i], "--report") == 0 ||
-		    strcmp(argv[i], "--broker") == 0) {
+		if (strcmp(argv[i], "--broker") == 0) {
+			if (need(argc, argv, i, 1) != 0)
+				return -1;
+			r->broker = argv[++i];
+			continue;
+		}
+		if (strcmp(argv[i], "--report") == 0) {
 			log_warnx("run: %s is not implemented yet", argv[i]);
 			return -1;
 		}
@@ -305,5 +378,5 @@ run_parse_opts(struct run *r, int argc, char **argv)
 		return -1;
 	}
 	r->argv = &argv[i];
-	return 0;
+	return broker_opts(r);
 }

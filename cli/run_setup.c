@@ -123,6 +123,19 @@ default_log(void)
 	return path;
 }
 
+static int out_of_reach(void *arg, const char *what, const char *path);
+
+static void
+say_shared(const char *path, const char *why)
+{
+	if (why != NULL)
+		log_warnx(
+		    "run: the audit log %s %s, which the sandboxed command "
+		    "writes to as well (it could forge records); give "
+		    "--log FILE",
+		    path, why);
+}
+
 /*
  * Under run the log must be a stream the sandbox cannot write: not
  * pinhole's standard error (or a terminal, or the file behind fds 0-2),
@@ -142,12 +155,7 @@ log_shared(const char *path, const struct audit *a)
 		if (audit_same_file(a, fd))
 			why =
 			    "is the file behind the command's standard streams";
-	if (why != NULL)
-		log_warnx(
-		    "run: the audit log %s %s, which the sandboxed command "
-		    "writes to as well (it could forge records); give "
-		    "--log FILE",
-		    path, why);
+	say_shared(path, why);
 	return why != NULL;
 }
 
@@ -169,6 +177,43 @@ log_limit(const struct run *r, struct audit *a)
 	}
 	audit_set_limit(a, bytes);
 	return 0;
+}
+
+char *
+run_setup_default_log(void)
+{
+	return default_log();
+}
+
+char *
+run_setup_private_log(void)
+{
+	return private_log();
+}
+
+int
+run_setup_copy_ok(struct run *r, const char *path, int fd)
+{
+	const char *why = NULL;
+	struct stat l, o;
+	int i;
+
+	if (isatty(fd))
+		why = "is a terminal";
+	else if (fstat(fd, &l) != 0 || !S_ISREG(l.st_mode)) {
+		log_warnx("run: the audit log %s is not a regular file (the "
+		          "broker appends its records to it); give --log FILE",
+		    path);
+		return -1;
+	}
+	for (i = 0; why == NULL && i <= 2; i++)
+		if (fstat(i, &o) == 0 && l.st_dev == o.st_dev &&
+		    l.st_ino == o.st_ino)
+			why =
+			    "is the file behind the command's standard streams";
+	say_shared(path, why);
+	/* As a run's own log: where the sandbox writes, it could forge. */
+	return why != NULL || out_of_reach(r, "audit log", path) != 0 ? -1 : 0;
 }
 
 /* The engine's hooks (engine_load.h): the run's choices about its log. */
@@ -642,14 +687,24 @@ take_view(struct run *r, const struct view_msg *m, int *bad)
 		run_trust_add_pem(r->trust, view_get_text(m));
 		break;
 	case VIEW_LOG:
-		r->logpath = xstrdup(view_get_text(m));
+		/* A broker's central log is not the user's to read: the
+		 * last line names the user's copy (run_broker_connect). */
+		if (r->broker == NULL)
+			r->logpath = xstrdup(view_get_text(m));
+		break;
+	case VIEW_NOTE:
+		run_broker_note(view_get_text(m));
 		break;
 	case VIEW_CAPTURE:
 		r->ncapture =
 		    view_get_capture(m, &r->capture_skipped, r->capture_ports);
 		break;
 	case VIEW_ERROR:
-		return -1; /* the engine said why */
+		/* A run's engine said why; a broker's says it here (before
+		 * HELLO: its refusal). */
+		if (r->broker != NULL)
+			run_broker_error(r, view_get_text(m));
+		return -1;
 	default:
 		break;
 	}
@@ -684,7 +739,8 @@ plan_trust(struct run *r)
 }
 
 /*
- * The engine ended before the view was complete.  An exit with a status
+ * The engine ended before the view was complete (a broker's: closed its
+ * connection, and has no pid of ours to wait for).  An exit with a status
  * said why (fatalx, or ERROR first); a signal (a crash, the OOM killer)
  * said nothing, so the launcher does, lest the run fail without a line.
  */
@@ -694,6 +750,11 @@ engine_gone(struct run *r)
 	pid_t p;
 	int w = 0;
 
+	if (r->engine == 0) {
+		log_warnx("run: the broker closed the connection before the "
+		          "sandbox started");
+		return;
+	}
 	while ((p = waitpid(r->engine, &w, 0)) < 0 && errno == EINTR)
 		;
 	r->engine = 0;
@@ -765,6 +826,26 @@ run_setup_capture_env(struct run *r)
 }
 
 /*
+ * Under --broker the other end must say it is a broker: a run's engine
+ * (or anything else) at PATH is not one, whatever it would serve.
+ */
+static int
+role_ok(const struct run *r, const struct view_hello *h)
+{
+	if (r->broker != NULL && h->role != VIEW_ROLE_BROKER) {
+		log_warnx("run: broker %s: %s is not a pinhole broker (it "
+		          "answered as a run's engine)",
+		    r->broker, r->broker);
+		return 0;
+	}
+	if (r->broker == NULL && h->role != VIEW_ROLE_RUN) {
+		log_warnx("run: engine: it answered as a broker");
+		return 0;
+	}
+	return 1;
+}
+
+/*
  * The launcher's part: the view from the engine (every message checked by
  * view_recv), then the mount plan and the environment made from it.
  */
@@ -781,15 +862,22 @@ run_setup_launcher(struct run *r)
 	view_order_init(&o, VIEW_FROM_ENGINE);
 	do {
 		if ((rc = view_recv(r->esock, &o, buf, &m)) != VIEW_OK) {
-			if (rc != VIEW_E_TRUNC)
-				log_warnx("run: engine: %s", view_strerror(rc));
-			else
+			/* A broker that closed on an unread REQUEST: reset. */
+			if (rc == VIEW_E_TRUNC ||
+			    (rc == VIEW_E_SYS && errno == ECONNRESET))
 				engine_gone(r);
+			else if (r->broker != NULL)
+				log_warnx("run: broker %s: %s", r->broker,
+				    view_strerror(rc));
+			else
+				log_warnx("run: engine: %s", view_strerror(rc));
 			return -1;
 		}
 		if (m.type == VIEW_HELLO) {
 			view_get_hello(&m, &h);
 			memcpy(r->run_id, h.run_id, sizeof(r->run_id));
+			if (!role_ok(r, &h))
+				return -1;
 		}
 		if (take_view(r, &m, &bad) != 0)
 			return -1;
