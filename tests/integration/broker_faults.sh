@@ -78,7 +78,7 @@ serves() {
 	[ "$RC" -eq 0 ] && [ "$OUT" = "small body" ]
 }
 # engines: how many processes the broker has forked (its engines).
-engines() { awk -v p="$BK_PID" '$4 == p { n++ } END { print n + 0 }' /proc/[0-9]*/stat 2>/dev/null; }
+engines() { cat /proc/[0-9]*/stat 2>/dev/null | awk -v p="$BK_PID" '$4 == p { n++ } END { print n + 0 }'; }
 no_engines() { [ "$(engines)" -eq 0 ]; }
 # size FILE: its size in bytes (0 when missing).
 size() { stat -c %s "$1" 2>/dev/null || echo 0; }
@@ -183,7 +183,7 @@ VICTIM=$SPAWNED
 has_ok() { grep -q '^ok 0$' "$W/attempts" 2>/dev/null; }
 check "the victim's connections get through first" wait_for 30 has_ok
 kill -KILL -- "-$BK_PID"
-group_left() { awk -v g="$BK_PID" '$5 == g && $3 != "Z" { n++ } END { print n + 0 }' /proc/[0-9]*/stat 2>/dev/null; }
+group_left() { cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$BK_PID" '$5 == g && $3 != "Z" { n++ } END { print n + 0 }'; }
 broker_gone() { pid_done "$BK_PID" && [ "$(group_left)" -eq 0 ]; }
 check "the broker and its engines are gone" wait_for 10 broker_gone
 touch "$W/killed"
