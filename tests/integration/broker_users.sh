@@ -33,6 +33,8 @@ U1=${BK_USERS[0]}
 U2=${BK_USERS[1]:-}
 bk_secret git-token "$GIT_TOKEN"
 TOKEN_PATH=$BK/secret/git-token
+equal "the token file: 0600, the broker's" "$(stat -c '%a %u' "$TOKEN_PATH")" "600 $BK_UID"
+equal "its directory: 0700, the broker's" "$(stat -c '%a %u' "$BK/secret")" "700 $BK_UID"
 
 # The configuration and the policies: the broker's or root's, 0644.
 cat >"$T/conf/git.conf" <<EOC
@@ -171,7 +173,7 @@ equal "uid $NOT, policy other: refused, 125" "$RC" 125
 expect "uid $NOT, policy other: the reason" "$ERR" \
 	"^pinhole: run: broker $BK_SOCK: policy other is not granted to uid $NOT"
 check "uid $NOT, policy other: the central deny record" \
-	jq_has "select(.client_uid == $NOT and .decision == \"deny\" and .policy == \"other\")" \
+	jq_has "select(.event == \"client\" and .client_uid == $NOT and .decision == \"deny\" and .policy == \"other\" and (.reason | test(\"not granted\")))" \
 	"$BK_LOG"
 if [ -n "$BK_ROOT" ]; then
 	brun "$U1" "$T/u$U1/work" -p other -- true
