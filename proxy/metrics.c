@@ -476,7 +476,8 @@ render_broker(const struct metrics *m, FILE *f)
 	    "Sandboxes the broker serves");
 	fprintf(f, "pinhole_sandboxes_active %lld\n",
 	    (long long)m->sandboxes_active);
-	counter(f, "pinhole_sandboxes_total", "Sandboxes the broker started",
+	counter(f, "pinhole_sandboxes_total",
+	    "Engines the broker started, one per client accepted",
 	    m->sandboxes_total);
 	head(f, "pinhole_broker_refused_total", "counter",
 	    "Clients the broker refused, by reason");
