@@ -62,4 +62,9 @@ void
 broker_engine_main(const struct broker_opts *o, const struct policy *config,
     const struct broker_client *c) __attribute__((noreturn));
 
+#ifdef BROKER_ENGINE_INTERNAL
+/* Tests: the REQUEST's deadline in ms (0: BROKER_REQUEST_MS again). */
+void broker_engine_set_deadline(int ms);
+#endif
+
 #endif /* PH_BROKER_H */

@@ -108,6 +108,7 @@ struct run {
 	uid_t client_uid;
 	pid_t client_pid;
 	char client_cmd[VIEW_CMD_MAX + 1];
+	char client_policy[VIEW_POLICY_NAME_MAX + 1]; /* the name asked */
 	int client_copy; /* the client's copy of its records (audit.h), -1 */
 	struct metrics *metrics; /* a broker's engine: the relay; or NULL */
 };
@@ -203,6 +204,14 @@ int run_broker_connect(struct run *r);
  * status.
  */
 int run_engine_serve(struct run *r);
+
+/*
+ * In the engine: a line for the user (FMT ends in a newline): on stderr
+ * in a run, a NOTE to the client in a broker's engine (its stderr is the
+ * broker's log).
+ */
+void run_engine_say(struct run *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Hands the sandbox's listeners to the engine.  Returns 0, or -1. */
 int run_engine_listeners(struct run *r);

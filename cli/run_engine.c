@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +46,42 @@
 #include "proxy/dnsstub.h"
 #include "proxy/engine.h"
 #include "proxy/engine_load.h"
+#include "proxy/metrics.h"
 #include "proxy/proxy.h"
 #include "proxy/view.h"
 
 /* --- the engine ----------------------------------------------------------- */
+
+void
+run_engine_say(struct run *r, const char *fmt, ...)
+{
+	static const char prefix[] = "pinhole: ";
+	char line[VIEW_NOTE_MAX], *text;
+	va_list ap;
+	size_t n, i;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (!r->broker_engine) {
+		fputs(line, stderr);
+		return;
+	}
+	/* A NOTE is one line, printable, without the "pinhole: " and the
+	 * newline the client adds (run_broker.c). */
+	n = strcspn(line, "\n");
+	line[n] = '\0';
+	for (i = 0; i < n; i++)
+		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+			line[i] = '?';
+	text = line;
+	if (strncmp(line, prefix, sizeof(prefix) - 1) == 0)
+		text += sizeof(prefix) - 1;
+	/* The client gone: nothing to say it to, and its end ends us. */
+	if (*text != '\0')
+		(void)view_send(
+		    r->esock, VIEW_NOTE, text, strlen(text) + 1, NULL, 0);
+}
 
 static void
 on_denied(void *arg, const char *host, unsigned port)
@@ -93,20 +126,20 @@ on_looked_up(void *arg, const char *name, const char *qtype)
 	/* The stub takes label bytes only; escaped all the same. */
 	logview_esc_buf(esc, sizeof(esc), name);
 	if (r->lookups_said < RUN_LOOKUPS_SAID && !r->no_capture)
-		fprintf(stderr,
+		run_engine_say(r,
 		    "pinhole: a program looked up %s itself: no rule allows "
 		    "it, so the sandbox's DNS says it does not exist "
 		    "(NXDOMAIN); allow %s to let it through\n",
 		    esc, esc);
 	else if (r->lookups_said < RUN_LOOKUPS_SAID)
-		fprintf(stderr,
+		run_engine_say(r,
 		    "pinhole: a program looked up %s itself (port 53): it "
 		    "probably ignores the proxy variables "
 		    "(http_proxy/https_proxy); allow %s and use the proxy, or "
 		    "see pinhole(1) ENVIRONMENT\n",
 		    esc, esc);
 	else if (r->lookups_said == RUN_LOOKUPS_SAID)
-		fprintf(stderr,
+		run_engine_say(r,
 		    "pinhole: more names were looked up directly; "
 		    "see pinhole log\n");
 	r->lookups_said++;
@@ -228,8 +261,9 @@ start_proxy(struct run *r, const int *fds, int nfds)
 		} else if (rc != 0)
 			(void)close(fds[i]);
 	if (r->capture_dropped > 0 && r->verbose)
-		log_warnx("run: capture: the proxy takes no more listeners: %u "
-		          "ports not captured (the first: %u)",
+		run_engine_say(r,
+		    "pinhole: run: capture: the proxy takes no more "
+		    "listeners: %u ports not captured (the first: %u)\n",
 		    r->capture_dropped, r->capture_first_dropped);
 	return rc;
 }
@@ -331,19 +365,25 @@ recv_listeners(struct run *r, int *fds)
 static int
 engine_serve(struct run *r)
 {
+	static const char proxy_failed[] =
+	    "the proxy did not start on the sandbox's listeners; the "
+	    "broker's log says why";
 	static int fds[VIEW_LISTENERS_MAX];
 	struct event *ev = NULL;
 	int rc = -1, i, n;
 
 	if (r->verbose)
 		log_init(NULL, log_verbose() + 1);
-	view_order_init(&r->eorder, VIEW_FROM_USER);
+	/* A broker's engine goes on from the client's REQUEST. */
+	if (!r->broker_engine)
+		view_order_init(&r->eorder, VIEW_FROM_USER);
 	if ((n = recv_listeners(r, fds)) < 0)
 		return -1;
 	if (start_proxy(r, fds, n) != 0)
-		/* Said: the launcher adds nothing (run_engine_said_why). */
-		(void)view_send(
-		    r->esock, VIEW_ERROR, "proxy", sizeof("proxy"), NULL, 0);
+		/* Said: the launcher adds nothing (run_engine_said_why); a
+		 * broker's client prints this. */
+		(void)view_send(r->esock, VIEW_ERROR, proxy_failed,
+		    sizeof(proxy_failed), NULL, 0);
 	else {
 		ev = event_new(r->base, r->esock, EV_READ, on_launcher, r);
 		if (ev != NULL && event_add(ev, NULL) == 0) {
@@ -497,6 +537,29 @@ on_ready(void *arg)
 }
 
 /*
+ * The setup failed (said on stderr).  A run's launcher adds nothing; a
+ * broker's client gets a reason to print, the details staying in the
+ * broker's log (they name its files), and the broker counts it.
+ */
+static void
+setup_failed(struct run *r)
+{
+	char why[VIEW_NOTE_MAX];
+
+	if (!r->broker_engine) {
+		(void)view_send(
+		    r->esock, VIEW_ERROR, "setup", sizeof("setup"), NULL, 0);
+		return;
+	}
+	snprintf(why, sizeof(why),
+	    "policy %s did not load; the broker's log says why",
+	    r->client_policy);
+	(void)view_send(r->esock, VIEW_ERROR, why, strlen(why) + 1, NULL, 0);
+	if (r->metrics != NULL)
+		metrics_refused(r->metrics, METRICS_REF_SETUP);
+}
+
+/*
  * The engine's work, in a run's forked engine and in a broker's: the
  * view, the listeners, the proxy, the summary.  Returns the exit status.
  */
@@ -508,8 +571,7 @@ engine_run(struct run *r)
 	int rc;
 
 	if ((rc = run_setup_engine(r, &sink)) != 0)
-		(void)view_send(
-		    r->esock, VIEW_ERROR, "setup", sizeof("setup"), NULL, 0);
+		setup_failed(r);
 	else
 		rc = engine_serve(r);
 	engine_load_free(r->load); /* no listeners came: the log closed */

@@ -204,6 +204,160 @@ log_opened(void *arg, const char *path, struct audit *a)
 	return log_shared(path, a) || log_limit(arg, a) != 0 ? -1 : 0;
 }
 
+/* --- a broker's engine --------------------------------------------------- */
+
+/*
+ * What is wrong with ST for a file (or directory, DIR) the broker trusts:
+ * another user than root or the broker could change it, or replace what
+ * it holds.  A sticky directory (/tmp) is fine: only the owner of an
+ * entry may rename it, and the entries are checked too.  NULL: nothing.
+ */
+static const char *
+unsafe_stat(const struct stat *st, int dir, char *buf, size_t len)
+{
+	int sticky = dir && (st->st_mode & S_ISVTX) != 0;
+	const char *change = dir ? "replace what it holds" : "change it";
+
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		snprintf(buf, len,
+		    "is owned by uid %u, neither root nor the broker's uid "
+		    "%u, so that user could %s",
+		    (unsigned)st->st_uid, (unsigned)geteuid(), change);
+	else if ((st->st_mode & S_IWGRP) != 0 && !sticky)
+		snprintf(buf, len,
+		    "is writable by group %u, so another user could %s",
+		    (unsigned)st->st_gid, change);
+	else if ((st->st_mode & S_IWOTH) != 0 && !sticky)
+		snprintf(buf, len,
+		    "is writable by others, so another user could %s", change);
+	else
+		return NULL;
+	return buf;
+}
+
+/* One path of check_chain's.  LAST: the file itself, maybe no directory. */
+static int
+check_one(
+    const char *p, int last, char *bad, size_t badlen, char *why, size_t whylen)
+{
+	struct stat st;
+
+	if (lstat(p, &st) != 0)
+		snprintf(why, whylen, "cannot be checked: %s", strerror(errno));
+	else if (S_ISLNK(st.st_mode) ||
+	    unsafe_stat(&st, !last || S_ISDIR(st.st_mode), why, whylen) == NULL)
+		return 0;
+	snprintf(bad, badlen, "%s", p);
+	return -1;
+}
+
+/*
+ * PATH (absolute) and every directory up to it, each as lstat sees it: a
+ * symlink is as safe as the directory that holds it (checked), and what
+ * it points to is checked by the caller through realpath.  Returns 0, or
+ * -1 with the failing path in BAD and why in WHY.
+ */
+static int
+check_chain(
+    const char *path, char *bad, size_t badlen, char *why, size_t whylen)
+{
+	char prefix[PATH_MAX];
+	size_t len = strlen(path), i;
+
+	if (len == 0 || path[0] != '/' || len >= sizeof(prefix)) {
+		snprintf(bad, badlen, "%s", path);
+		snprintf(why, whylen, "is not an absolute path");
+		return -1;
+	}
+	if (check_one("/", len == 1, bad, badlen, why, whylen) != 0)
+		return -1;
+	for (i = 1; i <= len; i++) {
+		/* Each component once: "/a", "/a/b", ..., PATH. */
+		if ((i < len && path[i] != '/') || path[i - 1] == '/')
+			continue;
+		memcpy(prefix, path, i);
+		prefix[i] = '\0';
+		if (check_one(prefix, i == len, bad, badlen, why, whylen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A broker's "trusted" hook (engine_load.h): a file the broker trusts
+ * (policy, include, secret file, CA, trust anchor, secret helper, its
+ * log) must be out of every other user's reach, up its whole path, as
+ * written and as resolved, or a user could widen a policy or swap a
+ * secret for the next sandbox.  Returns 0, or -1 having said why.
+ */
+static int
+broker_trusted(void *arg, const char *what, const char *path)
+{
+	char bad[PATH_MAX], why[256], *real = NULL, *abs = NULL, cwd[PATH_MAX];
+	int rc = -1;
+
+	(void)arg;
+	if (path[0] == '/')
+		abs = xstrdup(path);
+	else if (getcwd(cwd, sizeof(cwd)) != NULL)
+		abs = xasprintf("%s/%s", cwd, path);
+	if (abs == NULL) {
+		log_warn("broker: %s %s: cannot check it", what, path);
+		return -1;
+	}
+	if (check_chain(abs, bad, sizeof(bad), why, sizeof(why)) != 0)
+		;
+	else if ((real = realpath(abs, NULL)) == NULL) {
+		snprintf(bad, sizeof(bad), "%s", abs);
+		snprintf(
+		    why, sizeof(why), "cannot be checked: %s", strerror(errno));
+	} else if (check_chain(real, bad, sizeof(bad), why, sizeof(why)) == 0)
+		rc = 0;
+	if (rc != 0 && strcmp(bad, path) == 0)
+		log_warnx("broker: %s %s: it %s", what, path, why);
+	else if (rc != 0)
+		log_warnx("broker: %s %s: %s %s", what, path, bad, why);
+	free(real);
+	free(abs);
+	return rc;
+}
+
+/*
+ * A broker's log is open: the limit per sandbox, the client named in
+ * every record, the client's own copy added (the user's file: a failure
+ * is said to the user, not fatal), and one "client" record that says who
+ * started this sandbox with which policy.
+ */
+static int
+broker_log_opened(void *arg, const char *path, struct audit *a)
+{
+	struct run *r = arg;
+	struct audit_rec rec;
+	int fd = r->client_copy;
+
+	(void)path;
+	if (log_limit(r, a) != 0 ||
+	    audit_set_client(a, (unsigned)r->client_uid,
+	        (unsigned)r->client_pid, r->client_cmd) != 0) {
+		log_warnx("broker: audit log: cannot name the client");
+		return -1;
+	}
+	r->client_copy = -1; /* the log's now, or closed */
+	if (fd >= 0 && audit_add_copy(a, fd) != 0)
+		run_engine_say(r,
+		    "pinhole: your copy of the audit log is not a regular "
+		    "file open for writing: the records go to the broker's "
+		    "log only\n");
+	audit_rec_init(&rec, "client", 0);
+	rec.decision = "allow";
+	rec.policy = r->client_policy;
+	if (audit_write(a, &rec) < 0) {
+		log_warn("broker: audit log: cannot write");
+		return -1;
+	}
+	return 0;
+}
+
 /* --- the mount plan ------------------------------------------------------- */
 
 /* Every hide applies or the run stops (a missing file has nothing). */
@@ -445,6 +599,15 @@ run_setup_engine(struct run *r, const struct engine_load_sink *sink)
 	cf.log_failed = log_failed;
 	cf.log_opened = log_opened;
 	cf.arg = r;
+	if (r->broker_engine) {
+		/* The broker's files and its central log: no plan to check
+		 * them against, no default, no other log to try. */
+		cf.name = "broker";
+		cf.trusted = broker_trusted;
+		cf.log_default = NULL;
+		cf.log_failed = NULL;
+		cf.log_opened = broker_log_opened;
+	}
 	if (check_dns(r) != 0)
 		return -1;
 	/* Every failure is said in one line (secret.c names the secret):
