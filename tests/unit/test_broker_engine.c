@@ -32,6 +32,7 @@
 
 static char dir[PATH_MAX];
 static unsigned char buf[VIEW_MSG_MAX];
+static int verbose; /* start_engine's engine: -v */
 
 /* cli/main.c's, which the engine prints its policy's diagnostics with. */
 void
@@ -249,6 +250,7 @@ broker_run(struct run *r, const char *policy, int esock, int copy)
 	r->log = path("central.jsonl");
 	r->dns = "127.0.0.1";
 	r->client_copy = copy;
+	r->verbose = verbose;
 	view_order_init(&r->eorder, VIEW_FROM_USER);
 }
 
@@ -338,11 +340,16 @@ test_engine_serves(void **state)
 	fixture_mkdir("pol");
 	fixture_mkfile("pol/web.conf", "allow example.test:443\n");
 	assert_int_equal(pipe(pp), 0);
+	verbose = 1;
 	pid = start_engine(path("pol/web.conf"), pp[1], &fd);
+	verbose = 0;
 	take_view(fd, &o, &notes);
 	assert_int_equal(notes, 1);
 	listen_and_stop(fd, &o);
 	assert_int_equal(wait_status(pid), 0);
+	/* It shed what it holds, unprivileged too (-v says what). */
+	assert_true(file_has(path("err"), "pinhole: proxy: "));
+	assert_false(file_has(path("err"), "pinhole: run: proxy: "));
 	assert_true(file_has(path("central.jsonl"), "\"client\""));
 	assert_true(file_has(path("central.jsonl"), "\"allow\""));
 	(void)close(pp[0]);
