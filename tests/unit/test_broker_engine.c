@@ -379,6 +379,11 @@ test_trusted(void **state)
 	    path("gw/web.conf"), path("gw"));
 	if (!file_has(path("err"), want))
 		fail_msg("the broker's log does not say \"%s\"", want);
+	/* And whose sandbox it was (the client's pid: the child's own). */
+	snprintf(want, sizeof(want),
+	    "broker: uid %u pid %u: policy web did not", (unsigned)getuid(),
+	    (unsigned)pid);
+	assert_true(file_has(path("err"), want));
 	(void)close(fd);
 	/* The file itself writable by others. */
 	assert_int_equal(chmod(path("gw"), 0755), 0);
