@@ -554,6 +554,9 @@ setup_failed(struct run *r)
 	snprintf(why, sizeof(why),
 	    "policy %s did not load; the broker's log says why",
 	    r->client_policy);
+	/* The lines above it name files, this one the client. */
+	log_warnx("broker: uid %u pid %u: %s", (unsigned)r->client_uid,
+	    (unsigned)r->client_pid, why);
 	(void)view_send(r->esock, VIEW_ERROR, why, strlen(why) + 1, NULL, 0);
 	if (r->metrics != NULL)
 		metrics_refused(r->metrics, METRICS_REF_SETUP);

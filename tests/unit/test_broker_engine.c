@@ -379,6 +379,11 @@ test_trusted(void **state)
 	    path("gw/web.conf"), path("gw"));
 	if (!file_has(path("err"), want))
 		fail_msg("the broker's log does not say \"%s\"", want);
+	/* And whose sandbox it was (the client's pid: the child's own). */
+	snprintf(want, sizeof(want),
+	    "broker: uid %u pid %u: policy web did not", (unsigned)getuid(),
+	    (unsigned)pid);
+	assert_true(file_has(path("err"), want));
 	(void)close(fd);
 	/* The file itself writable by others. */
 	assert_int_equal(chmod(path("gw"), 0755), 0);
@@ -387,6 +392,70 @@ test_trusted(void **state)
 	expect_error(fd, "did not load");
 	assert_int_equal(wait_status(pid), 1 << 8);
 	assert_true(file_has(path("err"), "it is writable by others"));
+	(void)close(fd);
+}
+
+/* --- through the grants ---------------------------------------------------- */
+
+/*
+ * A configuration that grants "web" (pol/web.conf) to us, and "other" to
+ * a uid that is not ours.
+ */
+static const char *
+grants(void)
+{
+	static char text[2 * PATH_MAX + 256];
+
+	fixture_mkdir("pol");
+	fixture_mkfile("pol/web.conf", "allow example.test:443\n");
+	snprintf(text, sizeof(text),
+	    "broker {\n  policy web %s\n  users %u\n}\n"
+	    "broker {\n  policy other %s\n  users %u\n}\n",
+	    path("pol/web.conf"), (unsigned)getuid(), path("pol/web.conf"),
+	    (unsigned)getuid() + 4242);
+	return text;
+}
+
+/* A policy that exists, not granted to us: said with our uid. */
+static void
+test_not_ours(void **state)
+{
+	char want[128];
+	int fd;
+	pid_t pid;
+
+	(void)state;
+	pid = start_broker(grants(), 0, &fd);
+	send_request(fd, "other", -1);
+	snprintf(want, sizeof(want), "policy other is not granted to uid %u",
+	    (unsigned)getuid());
+	expect_error(fd, want);
+	assert_int_equal(wait_status(pid), 1 << 8);
+	assert_true(file_has(path("central.jsonl"), "\"deny\""));
+	assert_true(file_has(path("central.jsonl"), want));
+	(void)close(fd);
+}
+
+/*
+ * A granted policy: HELLO with the broker's role .. READY, the listeners,
+ * STOP, the summary and BYE; the central log names who started it.
+ */
+static void
+test_granted(void **state)
+{
+	struct view_order o;
+	int fd, notes;
+	pid_t pid;
+
+	(void)state;
+	pid = start_broker(grants(), 0, &fd);
+	send_request(fd, "web", -1);
+	take_view(fd, &o, &notes);
+	assert_int_equal(notes, 0);
+	listen_and_stop(fd, &o);
+	assert_int_equal(wait_status(pid), 0);
+	assert_true(file_has(path("central.jsonl"), "\"client\""));
+	assert_true(file_has(path("central.jsonl"), "\"allow\""));
 	(void)close(fd);
 }
 
@@ -417,6 +486,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(
 	        test_engine_serves, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_trusted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_not_ours, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_granted, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
