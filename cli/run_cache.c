@@ -52,8 +52,12 @@ key_name(const char *const *policies, size_t n, const char *allow, char *out,
 	out[i] = '\0';
 }
 
-int
-run_cache_key(const char *const *policies, size_t n, const char *allow,
+/*
+ * run_cache_key's work; RESOLVE: the policies are files (by their real
+ * paths), else names (a broker's) taken as they are.
+ */
+static int
+cache_key(const char *const *policies, size_t n, int resolve, const char *allow,
     char *out, size_t len)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -66,7 +70,7 @@ run_cache_key(const char *const *policies, size_t n, const char *allow,
 	ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
 	for (i = 0; ok && i < n; i++) {
 		/* The policy by its real path: the same file, the same key. */
-		real = realpath(policies[i], NULL);
+		real = resolve ? realpath(policies[i], NULL) : NULL;
 		ok = EVP_DigestUpdate(ctx, "p", 2) == 1 &&
 		    EVP_DigestUpdate(ctx, real ? real : policies[i],
 		        strlen(real ? real : policies[i]) + 1) == 1;
@@ -83,6 +87,30 @@ run_cache_key(const char *const *policies, size_t n, const char *allow,
 	i = (size_t)snprintf(out, len, "%s-%02x%02x%02x%02x%02x%02x%02x%02x",
 	    name, md[0], md[1], md[2], md[3], md[4], md[5], md[6], md[7]);
 	return i < len ? 0 : -1;
+}
+
+int
+run_cache_key(const char *const *policies, size_t n, const char *allow,
+    char *out, size_t len)
+{
+	return cache_key(policies, n, 1, allow, out, len);
+}
+
+/*
+ * Under a broker, -p is a name the broker resolves, never a file here:
+ * the key is that name with the broker's socket (resolved), so a file of
+ * that name in the start directory shares no caches with it.
+ */
+static int
+broker_cache_key(const struct run *r, char *out, size_t len)
+{
+	char *real = realpath(r->broker, NULL);
+	char *which = xasprintf("broker %s", real != NULL ? real : r->broker);
+	int rc = cache_key(r->policies, 1, 0, which, out, len);
+
+	free(which);
+	free(real);
+	return rc;
 }
 
 /*
@@ -213,8 +241,10 @@ run_cache_dir(struct run *r, int *fd, char **hide)
 		*hide = dir != NULL ? xstrdup(dir) : NULL;
 		return dir;
 	}
-	if (run_cache_key((const char *const *)r->policies, r->npolicies,
-	        r->allow, key, sizeof(key)) != 0)
+	if ((r->broker != NULL
+	            ? broker_cache_key(r, key, sizeof(key))
+	            : run_cache_key((const char *const *)r->policies,
+	                  r->npolicies, r->allow, key, sizeof(key))) != 0)
 		fatalx("run: the cache key");
 	if ((parent = cache_parent(&p)) == NULL)
 		return NULL;
