@@ -443,7 +443,7 @@ gateway(const struct daemon *d, struct engine_load *l)
 	go.max_sessions = d->o.max_sessions;
 	go.max_per_client = d->o.max_per_client;
 	go.grace_ms = d->o.grace_ms;
-	return proxy_gateway_run(&go, l);
+	return proxy_gateway_run(&go, &d->lc, l);
 }
 
 int

@@ -7,8 +7,11 @@
  * its broker blocks name is then loaded on its own (engine_load.c, with
  * the pinned CA its files name), each with its own proxy, resolver and
  * log (its `log` line, else the gateway's), all on one loop and counting
- * into one --metrics.  SIGHUP reloads every policy; the grants and the
- * passwords are read at the start only (a restart changes them).
+ * into one --metrics.  SIGHUP reloads every policy, and the configuration
+ * too when that is quick and safe: read on the loop, it may have no exec
+ * secret (whose helper could hold the loop up to its deadline), and it
+ * must name the same policies with the same files (the engines stay);
+ * then its grants, passwords and log replace the old ones at once.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +47,7 @@ struct gw_policy {
 
 struct gateway {
 	const struct proxy_gateway_opts *o;
+	const struct engine_load_config *own_lc; /* how OWN was loaded */
 	struct engine_load *own; /* the configuration: grants, passwords */
 	const struct grant_set *grants;
 	const struct secret_store *store;
@@ -196,6 +200,80 @@ gate_open(struct gateway *gw)
 	return 0;
 }
 
+/* Does G name the policies the engines serve, with the same files? */
+static int
+same_policies(const struct gateway *gw, const struct grant_set *g)
+{
+	const char *const *files;
+	size_t i, j, n;
+
+	if (grant_count(g) != gw->n)
+		return 0;
+	for (i = 0; i < gw->n; i++) {
+		files = grant_files(g, i, &n);
+		if (strcmp(grant_name(g, i), gw->pol[i].lc.name) != 0 ||
+		    n != gw->pol[i].lc.npolicies)
+			return 0;
+		for (j = 0; j < n; j++)
+			if (strcmp(files[j], gw->pol[i].lc.policies[j]) != 0)
+				return 0;
+	}
+	return 1;
+}
+
+/* Puts L, the configuration loaded again, in place of the old one. */
+static void
+own_swap(struct gateway *gw, struct engine_load *l)
+{
+	const struct grant_set *g = policy_grants(engine_load_policy(l));
+	size_t i, n;
+
+	for (i = 0; i < gw->n; i++) { /* they pointed into the old grants */
+		gw->pol[i].lc.name = grant_name(g, i);
+		gw->pol[i].lc.policies = grant_files(g, i, &n);
+	}
+	gw->grants = g;
+	gw->store = policy_secrets(engine_load_policy(l));
+	gate_set_audit(gw->gate, engine_load_audit(l));
+	engine_load_free(gw->own);
+	gw->own = l;
+	log_warnx("gateway: the configuration reloaded (grants, passwords)");
+}
+
+static void
+no_path(void *arg, const char *path)
+{
+	(void)arg;
+	(void)path;
+}
+
+/* The configuration again, if it may be read on the loop (see above). */
+static void
+own_reload(struct gateway *gw)
+{
+	struct engine_load *l = NULL;
+
+	if (!engine_load_reads(gw->own, no_path, NULL)) {
+		log_warnx("gateway: the configuration has an exec secret: its "
+		          "grants and passwords change only with a restart");
+		return;
+	}
+	if (engine_load_new(gw->own_lc, NULL, &l) != ENGINE_LOAD_OK) {
+		log_warnx("gateway: the configuration did not load; the old "
+		          "grants and passwords stay");
+		return;
+	}
+	if (!same_policies(gw, policy_grants(engine_load_policy(l))) ||
+	    !engine_load_reads(l, no_path, NULL)) {
+		log_warnx("gateway: the configuration names other policies, "
+		          "files or an exec secret now: restart to apply it; "
+		          "the old grants and passwords stay");
+		engine_load_free(l);
+		return;
+	}
+	own_swap(gw, l);
+}
+
 static void
 on_reload(evutil_socket_t sig, short what, void *arg)
 {
@@ -204,8 +282,8 @@ on_reload(evutil_socket_t sig, short what, void *arg)
 
 	(void)sig;
 	(void)what;
-	log_warnx("gateway: reloading every policy; the grants and the "
-	          "passwords change only with a restart");
+	log_warnx("gateway: reloading the configuration and every policy");
+	own_reload(gw);
 	for (i = 0; i < gw->n; i++)
 		engine_reload(gw->pol[i].eng);
 }
@@ -259,7 +337,8 @@ run_loop(struct gateway *gw)
 }
 
 int
-proxy_gateway_run(const struct proxy_gateway_opts *o, struct engine_load *l)
+proxy_gateway_run(const struct proxy_gateway_opts *o,
+    const struct engine_load_config *lc, struct engine_load *l)
 {
 	struct gateway gw;
 	size_t i;
@@ -267,6 +346,7 @@ proxy_gateway_run(const struct proxy_gateway_opts *o, struct engine_load *l)
 
 	memset(&gw, 0, sizeof(gw));
 	gw.o = o;
+	gw.own_lc = lc;
 	gw.own = l;
 	gw.grants = policy_grants(engine_load_policy(l));
 	gw.store = policy_secrets(engine_load_policy(l));
@@ -293,6 +373,6 @@ proxy_gateway_run(const struct proxy_gateway_opts *o, struct engine_load *l)
 		free(gw.paths[--gw.npaths]);
 	metrics_free(gw.metrics);
 	event_base_free(gw.base);
-	engine_load_free(l);
+	engine_load_free(gw.own);
 	return r;
 }

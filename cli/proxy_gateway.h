@@ -30,10 +30,12 @@ int proxy_gateway_is(const struct engine_load *l);
 
 /*
  * Runs the gateway on L (taken over: its grants, its secrets -- the
- * logins' passwords -- and its log, where refusals go) until SIGTERM or
- * SIGINT.  Returns the exit status of pinhole proxy.
+ * logins' passwords -- and its log, where refusals go), loaded with LC
+ * (borrowed; a SIGHUP loads it again), until SIGTERM or SIGINT.  Returns
+ * the exit status of pinhole proxy.
  */
-int
-proxy_gateway_run(const struct proxy_gateway_opts *o, struct engine_load *l);
+struct engine_load_config;
+int proxy_gateway_run(const struct proxy_gateway_opts *o,
+    const struct engine_load_config *lc, struct engine_load *l);
 
 #endif
