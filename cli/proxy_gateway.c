@@ -11,7 +11,7 @@
  * too when that is quick and safe: read on the loop, it may have no exec
  * secret (whose helper could hold the loop up to its deadline), and it
  * must name the same policies with the same files (the engines stay);
- * then its grants, passwords and log replace the old ones at once.
+ * then its grants and passwords replace the old ones at once.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +27,7 @@
 #include "netns/sandbox.h"
 #include "policy/grant.h"
 #include "policy/policy.h"
+#include "policy/secret.h"
 #include "proxy/engine.h"
 #include "proxy/engine_load.h"
 #include "proxy/gate.h"
@@ -48,7 +49,8 @@ struct gw_policy {
 struct gateway {
 	const struct proxy_gateway_opts *o;
 	const struct engine_load_config *own_lc; /* how OWN was loaded */
-	struct engine_load *own; /* the configuration: grants, passwords */
+	struct engine_load *own; /* the configuration as loaded: its log */
+	struct policy *conf; /* reloaded since (grants, passwords); or NULL */
 	const struct grant_set *grants;
 	const struct secret_store *store;
 	struct gw_policy *pol;
@@ -221,11 +223,11 @@ same_policies(const struct gateway *gw, const struct grant_set *g)
 	return 1;
 }
 
-/* Puts L, the configuration loaded again, in place of the old one. */
+/* Puts P, the configuration parsed again with its secrets, in place. */
 static void
-own_swap(struct gateway *gw, struct engine_load *l)
+conf_swap(struct gateway *gw, struct policy *p)
 {
-	const struct grant_set *g = policy_grants(engine_load_policy(l));
+	const struct grant_set *g = policy_grants(p);
 	size_t i, n;
 
 	for (i = 0; i < gw->n; i++) { /* they pointed into the old grants */
@@ -233,45 +235,64 @@ own_swap(struct gateway *gw, struct engine_load *l)
 		gw->pol[i].lc.policies = grant_files(g, i, &n);
 	}
 	gw->grants = g;
-	gw->store = policy_secrets(engine_load_policy(l));
-	gate_set_audit(gw->gate, engine_load_audit(l));
-	engine_load_free(gw->own);
-	gw->own = l;
+	gw->store = policy_secrets(p);
+	policy_free(gw->conf);
+	gw->conf = p;
 	log_warnx("gateway: the configuration reloaded (grants, passwords)");
 }
 
-static void
-no_path(void *arg, const char *path)
+static int
+has_exec(const struct secret_store *ss)
 {
-	(void)arg;
-	(void)path;
+	size_t i;
+
+	for (i = 0; i < secret_store_count(ss); i++)
+		if (secret_source(secret_store_get(ss, i)) == SECRET_EXEC)
+			return 1;
+	return 0;
 }
 
-/* The configuration again, if it may be read on the loop (see above). */
 static void
-own_reload(struct gateway *gw)
+say_secret(void *arg, const char *msg)
 {
-	struct engine_load *l = NULL;
+	(void)arg;
+	log_warnx("gateway: %s", msg);
+}
 
-	if (!engine_load_reads(gw->own, no_path, NULL)) {
+/*
+ * The configuration again, if it may be read on the loop (see above):
+ * parsed, then its secrets loaded; its log stays the one opened at the
+ * start (Landlock: the daemon opens no file for writing any more).
+ */
+static void
+conf_reload(struct gateway *gw)
+{
+	struct policy *p;
+
+	if (has_exec(gw->store)) {
 		log_warnx("gateway: the configuration has an exec secret: its "
 		          "grants and passwords change only with a restart");
 		return;
 	}
-	if (engine_load_new(gw->own_lc, NULL, &l) != ENGINE_LOAD_OK) {
-		log_warnx("gateway: the configuration did not load; the old "
+	if ((p = engine_load_parse(gw->own_lc)) == NULL) {
+		log_warnx("gateway: the configuration has errors; the old "
 		          "grants and passwords stay");
 		return;
 	}
-	if (!same_policies(gw, policy_grants(engine_load_policy(l))) ||
-	    !engine_load_reads(l, no_path, NULL)) {
+	if (!same_policies(gw, policy_grants(p)) ||
+	    has_exec(policy_secrets(p))) {
 		log_warnx("gateway: the configuration names other policies, "
 		          "files or an exec secret now: restart to apply it; "
 		          "the old grants and passwords stay");
-		engine_load_free(l);
-		return;
+		policy_free(p);
+	} else if (secret_store_load(policy_secrets(p), say_secret, NULL) !=
+	    0) {
+		log_warnx("gateway: the configuration's secrets did not load; "
+		          "the old grants and passwords stay");
+		policy_free(p);
+	} else {
+		conf_swap(gw, p);
 	}
-	own_swap(gw, l);
 }
 
 static void
@@ -283,7 +304,7 @@ on_reload(evutil_socket_t sig, short what, void *arg)
 	(void)sig;
 	(void)what;
 	log_warnx("gateway: reloading the configuration and every policy");
-	own_reload(gw);
+	conf_reload(gw);
 	for (i = 0; i < gw->n; i++)
 		engine_reload(gw->pol[i].eng);
 }
@@ -373,6 +394,7 @@ proxy_gateway_run(const struct proxy_gateway_opts *o,
 		free(gw.paths[--gw.npaths]);
 	metrics_free(gw.metrics);
 	event_base_free(gw.base);
+	policy_free(gw.conf);
 	engine_load_free(gw.own);
 	return r;
 }

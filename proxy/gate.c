@@ -649,12 +649,6 @@ gate_listen(
 }
 
 void
-gate_set_audit(struct gate *g, struct audit *a)
-{
-	g->cf.audit = a;
-}
-
-void
 gate_stop(struct gate *g)
 {
 	struct gate_listener *l;

@@ -71,9 +71,6 @@ struct gate *gate_new(const struct gate_config *cf);
 int gate_listen(
     struct gate *, const char *spec, enum proxy_via via, unsigned *port);
 
-/* Refusals are recorded in A (borrowed) from now on (a reload). */
-void gate_set_audit(struct gate *, struct audit *a);
-
 /* Stops accepting and closes the connections not yet handed on. */
 void gate_stop(struct gate *);
 
