@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "policy/grant.h"
 #include "policy/secret.h"
+#include "policy/target.h"
 #include "audit/audit.h"
 #define GATE_INTERNAL
 #include "proxy/gate.h"
@@ -252,12 +253,42 @@ gate_pick(const struct grant_set *g, const struct secret_store *store,
 
 /* --- answers --------------------------------------------------------------- */
 
+/* What a refused head asked for, for its record. */
+struct asked {
+	char method[32];
+	struct target_host host; /* name "" when unknown */
+	uint16_t port;
+};
+
+/* Fills A from head H: the method, and the target when it reads as one. */
+static void
+asked_of(const struct http_head *h, struct asked *a)
+{
+	char path[2048];
+	struct target_url u;
+
+	memset(a, 0, sizeof(*a));
+	snprintf(a->method, sizeof(a->method), "%.*s",
+	    (int)(h->method_len < 31 ? h->method_len : 31), h->method);
+	if (h->form == HTTP_FORM_AUTHORITY) {
+		if (target_authority_parse(
+		        h->target, h->target_len, &a->host, &a->port) != 0)
+			a->host.name[0] = '\0';
+	} else if (h->form == HTTP_FORM_ABSOLUTE &&
+	    target_url_parse(
+	        h->target, h->target_len, &u, path, sizeof(path)) == 0) {
+		a->host = u.host;
+		a->port = u.port;
+	}
+}
+
 /*
  * Records the refusal of connection CONN: a "request" record (deny, the
- * status, WHY and the login USER if any) and the metrics.
+ * status, WHY, the login USER if any, what A asked for if known) and the
+ * metrics.
  */
 static void
-record(struct gate *g, uint64_t conn, enum proxy_via via, const char *method,
+record(struct gate *g, uint64_t conn, enum proxy_via via, const struct asked *a,
     int status, const char *why, const char *user)
 {
 	char reason[80 + GATE_USER_MAX];
@@ -271,7 +302,12 @@ record(struct gate *g, uint64_t conn, enum proxy_via via, const char *method,
 	if (g->cf.audit != NULL) {
 		audit_rec_init(&r, "request", conn);
 		r.via = session_via_name(via);
-		r.method = method;
+		if (a != NULL) {
+			r.method = a->method;
+			r.host = a->host.name[0] != '\0' ? a->host.name : NULL;
+			r.port =
+			    a->host.name[0] != '\0' && a->port ? a->port : -1;
+		}
 		r.decision = "deny";
 		r.reason = reason;
 		r.status = status;
@@ -279,6 +315,8 @@ record(struct gate *g, uint64_t conn, enum proxy_via via, const char *method,
 	}
 	metrics_request(g->cf.metrics,
 	    &(struct metrics_req){.decision = "deny",
+	        .host = a != NULL && a->host.name[0] ? a->host.name : NULL,
+	        .port = a != NULL && a->host.name[0] ? a->port : 0,
 	        .via = session_via_name(via),
 	        .decision_us = -1});
 }
@@ -383,14 +421,14 @@ static void
 decide(struct pending *p, const struct http_head *h)
 {
 	struct gate *g = p->g;
-	char user[GATE_USER_MAX + 1], pass[GATE_PASS_MAX + 1], method[32];
+	char user[GATE_USER_MAX + 1], pass[GATE_PASS_MAX + 1];
 	const char *why = GATE_WHY_AUTH;
+	struct asked a;
 	size_t passlen = 0;
 	long i = -1;
 	int have;
 
-	snprintf(method, sizeof(method), "%.*s",
-	    (int)(h->method_len < 31 ? h->method_len : 31), h->method);
+	asked_of(h, &a);
 	have = head_login(h, user, pass, &passlen);
 	if (have >= 0)
 		i = g->cf.pick(g->cf.arg, (struct sockaddr *)&p->sa,
@@ -401,7 +439,7 @@ decide(struct pending *p, const struct http_head *h)
 		hand_over(g, p->fd, (struct sockaddr *)&p->sa, p->salen,
 		    PROXY_VIA_PROXY, p->conn, i);
 	} else {
-		record(g, p->conn, PROXY_VIA_PROXY, method, 407, why, user);
+		record(g, p->conn, PROXY_VIA_PROXY, &a, 407, why, user);
 		reply_close(p->fd, PROXY_VIA_PROXY, 407, why);
 	}
 	explicit_bzero(user, sizeof(user));
