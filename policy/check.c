@@ -3,8 +3,8 @@
  * checks): secret references resolved, rules that can never match or
  * never decide, settings without effect, address blocks that take in
  * loopback or the metadata service, one secret per placeholder, unused
- * secrets, request options on ports that carry no HTTP.  Findings go to
- * the policy's diagnostics.
+ * secrets, request options on ports that carry no HTTP, the broker
+ * blocks' references.  Findings go to the policy's diagnostics.
  */
 #include <arpa/inet.h>
 
@@ -15,6 +15,7 @@
 
 #define POLICY_INTERNAL
 #include "check.h"
+#include "grant.h"
 #include "match.h"
 #include "policy.h"
 
@@ -503,6 +504,73 @@ check_unused_secrets(struct policy *p)
 	}
 }
 
+/* The closest of the policy names, or NULL. */
+static const char *
+closest_policy(
+    const struct grant_set *g, const char *name, check_distance_fn *dist)
+{
+	const char *best = NULL;
+	unsigned d, bestd = 3;
+	size_t i;
+
+	for (i = 0; i < grant_count(g); i++)
+		if ((d = dist(name, grant_name(g, i))) < bestd) {
+			bestd = d;
+			best = grant_name(g, i);
+		}
+	return best;
+}
+
+/*
+ * The broker blocks (grant.h): policies named but never defined, logins
+ * naming no secret (a login uses its secret: never "unused"), and rules,
+ * which a broker's configuration does not use.
+ */
+static void
+check_grants(struct policy *p, check_distance_fn *dist)
+{
+	const struct grant_set *g = policy_grants(p);
+	const struct grant_ref *ref;
+	const struct policy_rule *r;
+	const char *user, *best;
+	struct secret *s;
+	size_t i;
+
+	if (g == NULL)
+		return;
+	for (i = 0; i < grant_ref_count(g); i++) {
+		ref = grant_ref_at(g, i);
+		if (ref->defines || grant_find(g, ref->name) >= 0)
+			continue;
+		if ((best = closest_policy(g, ref->name, dist)) != NULL)
+			policy_diag_add(p, 0, ref->file, ref->line, ref->col,
+			    "policy '%s' is not defined; did you mean '%s'?",
+			    ref->name, best);
+		else
+			policy_diag_add(p, 0, ref->file, ref->line, ref->col,
+			    "policy '%s' is not defined: give its files in one "
+			    "block ('policy %s FILE...')",
+			    ref->name, ref->name);
+	}
+	for (i = 0; i < grant_login_count(g); i++) {
+		ref = grant_login_at(g, i, &user);
+		if ((s = secret_store_find(policy_secrets(p), ref->name)) !=
+		    NULL)
+			secret_mark_used(s);
+		else
+			policy_diag_add(p, 0, ref->file, ref->line, ref->col,
+			    "login %s: undefined secret '%s'; define it with "
+			    "'secret %s file PATH' (or env, exec)",
+			    user, ref->name, ref->name);
+	}
+	if (policy_rule_count(p) > 0) {
+		r = policy_rule_at(p, 0);
+		policy_diag_add(p, 0, r->file, r->line, r->col,
+		    "a broker configuration grants policies; rules go in the "
+		    "policy files");
+	}
+}
+
 void
 check_policy(struct policy *p, check_distance_fn *dist)
 {
@@ -511,5 +579,6 @@ check_policy(struct policy *p, check_distance_fn *dist)
 	for (i = 0; i < policy_rule_count(p); i++)
 		check_rule(p, policy_rule_edit(p, i), dist);
 	check_placeholders(p);
+	check_grants(p, dist);
 	check_unused_secrets(p);
 }

@@ -26,6 +26,7 @@
 #define PH_GRANT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -73,5 +74,56 @@ int grant_admits_user(
  */
 long grant_gateway(const struct grant_set *, const struct sockaddr *sa,
     const char *user, const char **secret);
+
+#ifdef POLICY_INTERNAL
+/*
+ * Building the set (parse.c) and checking it (check.c).  Each call adds
+ * to the block grant_block_open opened last; words are copied.
+ */
+void grant_block_open(struct grant_set *);
+
+/*
+ * A `policy NAME [FILE...]` line.  With files (absolute) it defines NAME:
+ * returns 0, or -1 when NAME is defined already (*PREV_FILE, *PREV_LINE:
+ * where; the block still names it).  Without, it names NAME (a reference
+ * that check.c resolves).
+ */
+int grant_block_policy(struct grant_set *, const char *name,
+    const char *const *files, size_t nfiles, const char *file, unsigned line,
+    unsigned col, const char **prev_file, unsigned *prev_line);
+
+/* A word of a `users` or `groups` line (a name, or a decimal id). */
+void grant_block_user(struct grant_set *, const char *word);
+void grant_block_group(struct grant_set *, const char *word);
+
+/*
+ * `login USER SECRET` (SECRET named at LINE:COL): returns 0, or -1 when
+ * USER has a login already (*PREV_FILE, *PREV_LINE: where).
+ */
+int grant_block_login(struct grant_set *, const char *user, const char *secret,
+    const char *file, unsigned line, unsigned col, const char **prev_file,
+    unsigned *prev_line);
+
+/* A `from` block: FAMILY 4 or 6, the network ADDR (host bits clear). */
+void grant_block_from(
+    struct grant_set *, int family, const uint8_t *addr, unsigned plen);
+
+/* A policy line, for the second pass: NAME and where it was written. */
+struct grant_ref {
+	const char *name;
+	const char *file;
+	unsigned line, col;
+	int defines; /* it has files */
+};
+
+/* Every policy line of every block, in file order. */
+size_t grant_ref_count(const struct grant_set *);
+const struct grant_ref *grant_ref_at(const struct grant_set *, size_t i);
+
+/* Login I: its user, its secret's name and where that was named. */
+size_t grant_login_count(const struct grant_set *);
+const struct grant_ref *
+grant_login_at(const struct grant_set *, size_t i, const char **user);
+#endif
 
 #endif /* PH_GRANT_H */

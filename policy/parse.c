@@ -23,6 +23,7 @@
 #include "common/ph_err.h"
 #include "common/xmalloc.h"
 #include "check.h"
+#include "grant.h"
 #include "match.h"
 #include "parse.h"
 #include "policy.h"
@@ -80,6 +81,7 @@ typedef void directive_fn(struct parse_state *, struct stmt *);
 
 const char *const parse_keywords[] = {
     "allow",
+    "broker",
     "ca",
     "deny",
     "include",
@@ -1567,9 +1569,262 @@ d_rule(struct parse_state *st, struct stmt *s)
 		rule_block(st, r, &s->end);
 }
 
+/* --- broker blocks (grant.h) -------------------------------------------- */
+
+#define GRANT_FILES_MAX 64
+#define GRANT_WORD_MAX 64 /* a policy name (view.h VIEW_POLICY_NAME_MAX) */
+#define GRANT_USER_MAX 32 /* a user or group name (useradd's limit) */
+
+/* What a broker block has read so far, for the checks at its '}'. */
+struct bblock {
+	size_t npolicies, nidentities;
+};
+
+typedef void broker_fn(struct parse_state *, struct bblock *, struct stmt *);
+
+/* PATH relative to the current file's directory, made absolute. */
+static char *
+abs_path(const struct parse_state *st, const char *path)
+{
+	char *rel = rel_path(st, path), *abs, cwd[4096];
+
+	if (rel[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
+		return rel;
+	abs = xasprintf("%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd,
+	    strncmp(rel, "./", 2) == 0 ? rel + 2 : rel);
+	free(rel);
+	return abs;
+}
+
+static void
+b_policy(struct parse_state *st, struct bblock *b, struct stmt *s)
+{
+	const char *name = s->n > 1 ? s->w[1].text : "", *prev = NULL;
+	char *files[GRANT_FILES_MAX];
+	unsigned prev_line = 0;
+	size_t i, n;
+
+	if (nargs(st, s, 1, 1 + GRANT_FILES_MAX,
+	        "policy NAME [FILE...] (at most 64 files)") != 0)
+		return;
+	if (!valid_name(name, "._-") || strlen(name) > GRANT_WORD_MAX) {
+		err(st, &s->w[1],
+		    "bad policy name '%s' (1 to 64 letters, digits, '.', "
+		    "'_', '-')",
+		    name);
+		return;
+	}
+	n = s->n - 2;
+	for (i = 0; i < n; i++)
+		files[i] = abs_path(st, s->w[i + 2].text);
+	if (grant_block_policy(policy_grants_edit(st->p), name,
+	        (const char *const *)files, n, st->file, s->w[1].line,
+	        s->w[1].col, &prev, &prev_line) != 0)
+		err(st, &s->w[1],
+		    "policy '%s' is already defined at %s:%u; name it here "
+		    "without files",
+		    name, prev ? prev : "?", prev_line);
+	for (i = 0; i < n; i++)
+		free(files[i]);
+	b->npolicies++;
+}
+
+/* A uid or gid in decimal, or a POSIX user or group name. */
+static int
+valid_account(const char *w)
+{
+	unsigned long long v = 0;
+	size_t i;
+
+	for (i = 0; w[i] >= '0' && w[i] <= '9'; i++)
+		if (i < 11)
+			v = v * 10 + (unsigned)(w[i] - '0');
+	if (i > 0 && w[i] == '\0')
+		return i <= 10 && v < 0xffffffffULL;
+	return valid_name(w, "._-") && w[0] != '-' &&
+	    strlen(w) <= GRANT_USER_MAX;
+}
+
+static void
+b_accounts(struct parse_state *st, struct bblock *b, struct stmt *s)
+{
+	int groups = strcmp(s->w[0].text, "groups") == 0;
+	size_t i;
+
+	if (nargs(st, s, 1, SIZE_MAX,
+	        groups ? "groups GROUP [GROUP...]" : "users USER [USER...]") !=
+	    0)
+		return;
+	for (i = 1; i < s->n; i++) {
+		if (!valid_account(s->w[i].text)) {
+			err(st, &s->w[i],
+			    "bad %s '%s': a name (letters, digits, '.', '_', "
+			    "'-'; not starting with '-'; at most 32) or a "
+			    "number below 4294967295",
+			    groups ? "group" : "user", s->w[i].text);
+			continue;
+		}
+		if (groups)
+			grant_block_group(
+			    policy_grants_edit(st->p), s->w[i].text);
+		else
+			grant_block_user(
+			    policy_grants_edit(st->p), s->w[i].text);
+	}
+	b->nidentities++;
+}
+
+static void
+b_login(struct parse_state *st, struct bblock *b, struct stmt *s)
+{
+	const char *prev = NULL;
+	unsigned prev_line = 0;
+
+	if (nargs(st, s, 2, 2, "login USER SECRET") != 0)
+		return;
+	b->nidentities++;
+	/* Basic credentials are USER:PASSWORD: no ':' in USER. */
+	if (!valid_name(s->w[1].text, "._-@+") ||
+	    strlen(s->w[1].text) > GRANT_WORD_MAX) {
+		err(st, &s->w[1],
+		    "bad login '%s' (1 to 64 letters, digits, '.', '_', "
+		    "'-', '@', '+')",
+		    s->w[1].text);
+		return;
+	}
+	if (!valid_name(s->w[2].text, "-_.")) {
+		err(st, &s->w[2],
+		    "bad secret name '%s' (letters, digits, '-', '_', '.')",
+		    s->w[2].text);
+		return;
+	}
+	if (grant_block_login(policy_grants_edit(st->p), s->w[1].text,
+	        s->w[2].text, st->file, s->w[2].line, s->w[2].col, &prev,
+	        &prev_line) != 0)
+		err(st, &s->w[1], "login '%s' is already defined at %s:%u",
+		    s->w[1].text, prev ? prev : "?", prev_line);
+}
+
+static void
+b_from(struct parse_state *st, struct bblock *b, struct stmt *s)
+{
+	struct rule_target t;
+	char why[256];
+	size_t i;
+
+	if (nargs(st, s, 1, SIZE_MAX,
+	        "from ADDRESS[/LEN] [ADDRESS[/LEN]...]") != 0)
+		return;
+	for (i = 1; i < s->n; i++) {
+		memset(&t, 0, sizeof(t));
+		if (parse_cidr(s->w[i].text, &t, why, sizeof(why)) != 0) {
+			err(st, &s->w[i], "from: %s", why);
+			continue;
+		}
+		grant_block_from(
+		    policy_grants_edit(st->p), t.family, t.addr, t.plen);
+	}
+	b->nidentities++;
+}
+
+/* Sorted; same order as broker_fns[]. */
+static const char *const broker_words[] = {
+    "from",
+    "groups",
+    "login",
+    "policy",
+    "users",
+};
+static broker_fn *const broker_fns[] = {
+    b_from,
+    b_accounts,
+    b_login,
+    b_policy,
+    b_accounts,
+};
+#define NBROKER_WORDS (sizeof(broker_words) / sizeof(broker_words[0]))
+
+static void
+broker_stmt(struct parse_state *st, struct bblock *b, struct stmt *s)
+{
+	const char *hint;
+	int k;
+
+	if (s->n == 0)
+		return;
+	if ((k = lookup(s->w[0].text, broker_words, NBROKER_WORDS)) >= 0) {
+		broker_fns[k](st, b, s);
+		return;
+	}
+	hint = closest(s->w[0].text, broker_words, NBROKER_WORDS);
+	if (lookup(s->w[0].text, parse_keywords, parse_nkeywords) >= 0)
+		err(st, &s->w[0],
+		    "'%s' cannot appear inside a broker block (policy, users, "
+		    "groups, login, from); close the block first",
+		    s->w[0].text);
+	else if (hint != NULL)
+		err(st, &s->w[0],
+		    "unknown broker statement '%s'; did you mean '%s'?",
+		    s->w[0].text, hint);
+	else
+		err(st, &s->w[0],
+		    "unknown broker statement '%s' (policy, users, groups, "
+		    "login, from)",
+		    s->w[0].text);
+}
+
+/*
+ * broker { policy NAME FILE...; users ...; groups ...; login USER SECRET;
+ * from CIDR... }: who may use which policy (grant.h).
+ */
+static void
+d_broker(struct parse_state *st, struct stmt *s)
+{
+	struct bblock b = {0};
+	struct stmt in = {0};
+
+	if (s->n != 1 || s->end.kind != TOK_LBRACE) {
+		err(st, &s->w[s->n > 1 ? 1 : 0],
+		    "usage: broker { policy NAME FILE...; users USER...; "
+		    "groups GROUP...; login USER SECRET; from CIDR... }");
+		if (s->end.kind == TOK_LBRACE)
+			skip_block(st);
+		return;
+	}
+	grant_block_open(policy_grants_edit(st->p));
+	for (;;) {
+		stmt_read(st, &in);
+		broker_stmt(st, &b, &in);
+		if (in.end.kind == TOK_RBRACE) {
+			block_tail(st);
+			break;
+		}
+		if (in.end.kind == TOK_EOF) {
+			err(st, &s->end, "'{' is never closed");
+			break;
+		}
+		if (in.end.kind == TOK_LBRACE) {
+			err(st, &in.end,
+			    "unexpected '{' inside a broker block");
+			skip_block(st);
+		}
+	}
+	stmt_clear(&in);
+	free(in.w);
+	if (b.npolicies == 0)
+		err(st, &s->w[0],
+		    "this broker block grants no policy: add 'policy NAME "
+		    "FILE...' (or 'policy NAME' for one defined elsewhere)");
+	else if (b.nidentities == 0)
+		warn(st, &s->w[0],
+		    "this broker block grants to nobody: add users, groups, "
+		    "login or from");
+}
+
 /* Same order as parse_keywords[]. */
 static directive_fn *const directive_fns[] = {
     d_rule,
+    d_broker,
     d_ca,
     d_rule,
     d_include,
@@ -1602,8 +1857,10 @@ parse_statements(struct parse_state *st)
 				unknown_word(st, &s.w[0], 0);
 			else
 				directive_fns[k](st, &s);
-			/* Rules have read their own block. */
-			rule = k >= 0 && directive_fns[k] == d_rule;
+			/* Rules and broker blocks read their own block. */
+			rule = k >= 0 &&
+			    (directive_fns[k] == d_rule ||
+			        directive_fns[k] == d_broker);
 			if (s.end.kind == TOK_LBRACE && !rule) {
 				if (k >= 0)
 					err(st, &s.end,

@@ -647,3 +647,11 @@ policy_grants(const struct policy *p)
 {
 	return p->grants;
 }
+
+struct grant_set *
+policy_grants_edit(struct policy *p)
+{
+	if (p->grants == NULL)
+		p->grants = grant_set_new();
+	return p->grants;
+}

@@ -305,6 +305,8 @@ int policy_resolve_add(struct policy *, const char *host,
 int policy_secret_define(struct policy *, const char *name, enum secret_source,
     const char *const *argv, size_t argc, const char *file, unsigned line,
     unsigned col, const char **prev_file, unsigned *prev_line);
+/* The broker blocks, made when the parser meets the first. */
+struct grant_set *policy_grants_edit(struct policy *);
 /* Puts the diagnostics in reading order (file, line, column). */
 void policy_diag_sort(struct policy *);
 size_t policy_error_count(const struct policy *);
