@@ -1,7 +1,9 @@
 /*
  * test_gate.c: the gateway's front (proxy/gate.c): the strict Basic
  * parser (good logins, every malformed kind, limits), the login of a
- * whole head (none, one, two, malformed), gate_pick without grants, and
+ * whole head (none, one, two, malformed), gate_pick without grants and
+ * on broker blocks (logins with their passwords, `from` limits, address
+ * alone), and
  * the front on a loopback socket: a head without a login that no grant
  * admits gets 407 with the Basic challenge, a head sent in two parts is
  * waited for (edge-triggered peek), a picked client whose proxy has no
@@ -12,6 +14,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <arpa/inet.h>
@@ -24,6 +28,8 @@
 #include <event2/event.h>
 
 #include "policy/grant.h"
+#include "policy/policy.h"
+#include "tests/unit/fixture.h"
 #define GATE_INTERNAL
 #include "proxy/gate.h"
 
@@ -178,6 +184,77 @@ test_pick_no_grants(void **state)
 	    -1);
 	assert_string_equal(why, GATE_WHY_AUTH);
 	grant_set_free(g);
+}
+
+static struct sockaddr_in
+v4(const char *addr)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+
+	assert_int_equal(inet_pton(AF_INET, addr, &sin.sin_addr), 1);
+	return sin;
+}
+
+static long
+pick_as(const struct policy *p, const char *addr, const char *u, const char *pw,
+    const char **why)
+{
+	struct sockaddr_in sin = v4(addr);
+
+	*why = NULL;
+	return gate_pick(policy_grants(p), policy_secrets(p),
+	    (struct sockaddr *)&sin, u, pw, pw ? strlen(pw) : 0, why);
+}
+
+static void
+test_pick_grants(void **state)
+{
+	struct policy *p;
+	const struct grant_set *g;
+	const char *why;
+
+	(void)state;
+	setenv("GATE_TEST_PA", "PW1", 1);
+	setenv("GATE_TEST_PB", "secret-of-bob", 1);
+	p = fixture_policy("secret pa env GATE_TEST_PA\n"
+	                   "secret pb env GATE_TEST_PB\n"
+	                   "broker {\n policy a /a.conf\n login alice pa\n}\n"
+	                   "broker {\n policy b /b.conf\n login bob pb\n"
+	                   " from 192.0.2.0/24\n}\n"
+	                   "broker {\n policy c /c.conf\n"
+	                   " from 198.51.100.0/24\n}\n",
+	    1);
+	g = policy_grants(p);
+	assert_non_null(g);
+	assert_int_equal(pick_as(p, "203.0.113.1", "alice", "PW1", &why),
+	    grant_find(g, "a"));
+	/* the same length, another value; another length; none */
+	assert_int_equal(pick_as(p, "203.0.113.1", "alice", "PW2", &why), -1);
+	assert_string_equal(why, GATE_WHY_AUTH);
+	assert_int_equal(pick_as(p, "203.0.113.1", "alice", "PW", &why), -1);
+	assert_int_equal(pick_as(p, "203.0.113.1", "alice", "", &why), -1);
+	assert_int_equal(pick_as(p, "203.0.113.1", "bob", "PW1", &why), -1);
+	/* bob only from his block's addresses */
+	assert_int_equal(pick_as(p, "192.0.2.5", "bob", "secret-of-bob", &why),
+	    grant_find(g, "b"));
+	assert_int_equal(
+	    pick_as(p, "203.0.113.1", "bob", "secret-of-bob", &why), -1);
+	/* by address alone */
+	assert_int_equal(
+	    pick_as(p, "198.51.100.7", NULL, NULL, &why), grant_find(g, "c"));
+	assert_int_equal(pick_as(p, "203.0.113.1", NULL, NULL, &why), -1);
+	assert_string_equal(why, GATE_WHY_NONE);
+	/* no secrets to compare with: fail closed */
+	{
+		struct sockaddr_in sin = v4("203.0.113.1");
+
+		assert_int_equal(gate_pick(g, NULL, (struct sockaddr *)&sin,
+		                     "alice", "PW1", 3, &why),
+		    -1);
+	}
+	policy_free(p);
+	unsetenv("GATE_TEST_PA");
+	unsetenv("GATE_TEST_PB");
 }
 
 /* --- the front on a loopback socket --------------------------------------- */
@@ -374,6 +451,7 @@ main(void)
 	    cmocka_unit_test(test_basic_limits),
 	    cmocka_unit_test(test_head_login),
 	    cmocka_unit_test(test_pick_no_grants),
+	    cmocka_unit_test(test_pick_grants),
 	    cmocka_unit_test(test_front_407),
 	    cmocka_unit_test(test_front_login_503),
 	    cmocka_unit_test(test_front_timeout),
