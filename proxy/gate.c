@@ -381,16 +381,27 @@ reply_close(int fd, enum proxy_via via, int status, const char *why)
 
 static void accepting(struct gate *g, int on);
 
+/*
+ * P's events go before its descriptor does: libevent refuses an fd with
+ * edge- and level-triggered events at once, and the proxy's are level.
+ */
+static void
+pending_quiet(struct pending *p)
+{
+	if (p->rd != NULL)
+		event_free(p->rd);
+	if (p->deadline != NULL)
+		event_free(p->deadline);
+	p->rd = p->deadline = NULL;
+}
+
 static void
 pending_free(struct pending *p, int close_fd)
 {
 	struct gate *g = p->g;
 
 	TAILQ_REMOVE(&g->pending, p, entry);
-	if (p->rd != NULL)
-		event_free(p->rd);
-	if (p->deadline != NULL)
-		event_free(p->deadline);
+	pending_quiet(p);
 	if (close_fd && p->fd >= 0)
 		close(p->fd);
 	free(p);
@@ -428,6 +439,7 @@ decide(struct pending *p, const struct http_head *h)
 	long i = -1;
 	int have;
 
+	pending_quiet(p);
 	asked_of(h, &a);
 	have = head_login(h, user, pass, &passlen);
 	if (have >= 0)
@@ -451,6 +463,7 @@ decide(struct pending *p, const struct http_head *h)
 static void
 refuse_head(struct pending *p, int status, const char *why)
 {
+	pending_quiet(p);
 	record(p->g, p->conn, PROXY_VIA_PROXY, NULL, status, why, NULL);
 	reply_close(p->fd, PROXY_VIA_PROXY, status, why);
 	p->fd = -1;
