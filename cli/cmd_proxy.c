@@ -23,6 +23,7 @@
 
 #include "cli/broker.h"
 #include "cli/cli.h"
+#include "cli/proxy_gateway.h"
 #include "common/log.h"
 #include "common/xmalloc.h"
 #include "netns/sandbox.h"
@@ -516,6 +517,32 @@ broker_run(const struct proxy_opts *po)
 	return broker_main(&o);
 }
 
+/* The one -p file has broker blocks: the gateway serves (L taken over). */
+static int
+gateway(const struct daemon *d, struct engine_load *l)
+{
+	struct proxy_gateway_opts go = {0};
+
+	if (d->o.npolicies != 1) {
+		log_warnx("proxy: a gateway's configuration (broker blocks) "
+		          "is the one -p file");
+		engine_load_free(l);
+		return 1;
+	}
+	go.listen = d->o.listen;
+	go.socks = d->o.socks;
+	go.metrics = d->o.metrics;
+	go.log = d->o.log;
+	go.dns = d->o.dns;
+	go.log_limit = d->o.log_limit;
+	go.head_memory = d->o.head_memory;
+	go.buffer_memory = d->o.buffer_memory;
+	go.max_sessions = d->o.max_sessions;
+	go.max_per_client = d->o.max_per_client;
+	go.grace_ms = d->o.grace_ms;
+	return proxy_gateway_run(&go, &d->lc, l);
+}
+
 int
 cmd_proxy(int argc, char **argv)
 {
@@ -536,6 +563,8 @@ cmd_proxy(int argc, char **argv)
 	/* The policy, its secrets and the log (proxy/engine_load.c). */
 	if (engine_load_new(&d.lc, NULL, &l) != ENGINE_LOAD_OK)
 		return 1;
+	if (proxy_gateway_is(l))
+		return gateway(&d, l);
 	signal(SIGPIPE, SIG_IGN);
 	if ((d.base = event_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");

@@ -400,25 +400,22 @@ session_ended(void *arg, void *owner)
 	}
 }
 
+/* FD, arrived from SA as VIA, becomes a session (or is refused). */
 static void
-on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
-    int len, void *arg)
+take(struct proxy *px, int fd, const struct sockaddr *sa, int len,
+    enum proxy_via via)
 {
-	struct listener *l = arg;
-	struct proxy *px = l->px;
 	uint64_t conn = ++px->next_conn;
 	struct client *c;
 	struct session *s;
 	int over;
 
-	(void)lev;
-	px->starved = 0;
 	c = client_get(px, sa, len, &over);
 	if (over && c != NULL) {
-		refuse(px, c, fd, conn, l->via);
+		refuse(px, c, fd, conn, via);
 		return;
 	}
-	if (over || (s = front_start(px, fd, conn, l->via)) == NULL) {
+	if (over || (s = front_start(px, fd, conn, via)) == NULL) {
 		if (over) /* no entry for its client: fail closed */
 			close(fd);
 		log_warnx(
@@ -437,6 +434,29 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
 		px->full = 1;
 		accepting(px, 0);
 	}
+}
+
+static void
+on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+    int len, void *arg)
+{
+	struct listener *l = arg;
+
+	(void)lev;
+	l->px->starved = 0;
+	take(l->px, fd, sa, len, l->via);
+}
+
+int
+proxy_take_fd(struct proxy *px, int fd, enum proxy_via via,
+    const struct sockaddr *sa, int len)
+{
+	/* Past its session limit or stopping, it is the caller's to refuse. */
+	if (px->stopping || px->ctx.nsessions >= px->max_sessions ||
+	    evutil_make_socket_nonblocking(fd) != 0)
+		return -1;
+	take(px, fd, sa, len, via);
+	return 0;
 }
 
 static void

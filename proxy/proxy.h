@@ -70,6 +70,17 @@ struct proxy *proxy_new(struct event_base *base, const struct proxy_config *);
 int proxy_listen_fd(struct proxy *, int fd, enum proxy_via via);
 
 /*
+ * Serves FD, a connection another front accepted from SA (LEN bytes) and
+ * has read nothing of, as if PX's own listener had accepted it as VIA
+ * (the per-client limit counts it; an HTTP session reads its head
+ * itself).  Returns 0 (FD taken over), or -1 when PX is at its session
+ * limit or stopping (FD still the caller's, to refuse).
+ */
+struct sockaddr;
+int proxy_take_fd(struct proxy *, int fd, enum proxy_via via,
+    const struct sockaddr *sa, int len);
+
+/*
  * Listens on SPEC: IPV4:PORT or [IPV6]:PORT (literal addresses; port 0
  * lets the kernel pick, and *PORT says which it bound) or unix:PATH (a
  * stale socket there is replaced; *PORT is 0), for connections arriving
@@ -106,7 +117,6 @@ unsigned proxy_fd_budget(void);
 void proxy_free(struct proxy *);
 
 #ifdef PROXY_INTERNAL
-struct sockaddr;
 /*
  * For tests: writes the client SA counts as ("192.0.2.1", "2001:db8::/64")
  * into NAME; returns -1 for a client not counted (a Unix socket's).
