@@ -26,6 +26,15 @@ ph_begin fleet_configs nginx openssl curl jq rsyslogd promtool logrotate \
 	systemd-analyze
 
 F=$SRC/conf/fleet
+# The packaged units: the source's dist/, or (an unprivileged run's stage
+# has none) the build tree's source, as install.sh finds it.
+DIST=$SRC/dist
+if [ ! -d "$DIST/systemd" ]; then
+	BUILD=${PH_BUILDDIR:-$(dirname "$PINHOLE")}
+	DIST=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' \
+		"$BUILD/CMakeCache.txt" 2>/dev/null)/dist
+fi
+check "the packaged units are there ($DIST/systemd)" test -d "$DIST/systemd"
 ME=$(id -un)
 MYGROUP=$(id -gn)
 
@@ -67,8 +76,8 @@ refuse "vault helper: nothing else" "$henv" '^OTHER_TOKEN='
 # verify checks ExecStart's binary: the copies name the one under test.
 U=$T/units
 mkdir -p "$U/pinhole-broker.service.d"
-cp "$SRC/dist/systemd/pinhole-broker.socket" "$U/"
-sed "s|/usr/bin/pinhole|$PINHOLE|" "$SRC/dist/systemd/pinhole-broker.service" \
+cp "$DIST/systemd/pinhole-broker.socket" "$U/"
+sed "s|/usr/bin/pinhole|$PINHOLE|" "$DIST/systemd/pinhole-broker.service" \
 	>"$U/pinhole-broker.service"
 sed "s|/usr/bin/pinhole|$PINHOLE|" "$F/pinhole-broker.service.d/fleet.conf" \
 	>"$U/pinhole-broker.service.d/fleet.conf"
