@@ -98,7 +98,8 @@ echo "bench_broker $(date -u +%F) $(uname -sr), uid $(id -u), $("$PH" --version)
 
 # --- start-up ----------------------------------------------------------------
 declare -A got
-run plain true && run broker true || failed "a first run" ""
+run plain true || failed "plain run -- true"
+run broker true || failed "broker run -- true"
 for ((r = 0; r < RUNS; r++)); do
 	for mode in plain broker; do
 		t0=$(now_us)

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # /etc/profile.d/pinhole.sh: every login shell's `pinhole run` goes
 # through this host's broker, which holds the secrets; `pinhole run -p
 # NAME` then names a policy the broker grants to the user.  (Or, for

@@ -99,8 +99,9 @@ equal "profile.d: PINHOLE_BROKER" \
 
 # --- prometheus.yml --------------------------------------------------------------
 out=$(promtool check config "$F/prometheus.yml" 2>&1)
-equal "prometheus.yml: promtool check config" "$?" 0
-[ "$?" -eq 0 ] || printf '%s\n' "$out" | sed 's/^/  | /'
+rc=$?
+equal "prometheus.yml: promtool check config" "$rc" 0
+[ "$rc" -eq 0 ] || printf '%s\n' "$out" | sed 's/^/  | /'
 
 # --- a real audit log and a real scrape ----------------------------------------
 gen_certs || exit 1
@@ -135,8 +136,9 @@ mkdir -p "$RS/work"
 printf 'global(workDirectory="%s")\ninclude(file="%s")\n' "$RS/work" \
 	"$F/rsyslog-pinhole.conf" >"$RS/check.conf"
 out=$(rsyslogd -N1 -f "$RS/check.conf" 2>&1)
-equal "rsyslog-pinhole.conf: rsyslogd -N1" "$?" 0
-[ "$?" -eq 0 ] || printf '%s\n' "$out" | sed 's/^/  | /'
+rc=$?
+equal "rsyslog-pinhole.conf: rsyslogd -N1" "$rc" 0
+[ "$rc" -eq 0 ] || printf '%s\n' "$out" | sed 's/^/  | /'
 
 # The run: the proxy's log in, the Elasticsearch output (between its two
 # marker lines) swapped for a file of the parsed fields as JSON.
@@ -186,7 +188,7 @@ refuse "logrotate -d: no error" "$out" '^error:'
 before=$(wc -l <"$PX_LOG")
 logrotate -f -s "$LR/state" "$LR/pinhole" >"$LR/out" 2>&1
 equal "logrotate -f" "$?" 0
-rotated=$(ls "$PX_LOG"-* 2>/dev/null | head -1)
+rotated=$(find "$(dirname "$PX_LOG")" -maxdepth 1 -name "$(basename "$PX_LOG")-*" | head -1)
 check "rotated file made" test -n "$rotated"
 equal "rotated file holds the old records" "$(wc -l 2>/dev/null <"$rotated")" "$before"
 equal "log emptied" "$(wc -c <"$PX_LOG")" 0
