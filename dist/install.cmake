@@ -14,6 +14,13 @@ install(FILES docs/pinhole.conf.5 DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
 install(FILES conf/pinhole.conf DESTINATION ${CMAKE_INSTALL_DATADIR}/pinhole)
 install(DIRECTORY conf/profiles DESTINATION ${CMAKE_INSTALL_DATADIR}/pinhole
 	FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+# The broker's example configuration and a fleet's examples
+# (docs/fleet.md).
+install(FILES conf/broker.conf conf/gateway.conf
+	DESTINATION ${CMAKE_INSTALL_DATADIR}/pinhole)
+install(DIRECTORY conf/fleet DESTINATION ${CMAKE_INSTALL_DATADIR}/pinhole
+	FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+install(FILES docs/fleet.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES dist/apparmor/usr.bin.pinhole
 	DESTINATION ${CMAKE_INSTALL_DATADIR}/pinhole/apparmor)
 install(FILES dist/systemd/pinhole-broker.socket

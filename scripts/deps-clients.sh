@@ -24,6 +24,9 @@ PACKAGES=(
 						# a cargo >= 1.68 on PATH: the sparse index)
 	nginx fcgiwrap git jq curl openssl	# the registries' server, git smart HTTP, audit checks
 	bind9-dnsutils				# dig: the DNS stub's answers (run_dns_capture)
+	rsyslog rsyslog-elasticsearch		# fleet_configs.sh: rsyslogd -N1, and its own rsyslogd running conf/fleet's shipper
+	prometheus				# fleet_configs.sh: promtool check config / check metrics (the server is not used)
+	logrotate				# fleet_configs.sh: logrotate -d and a forced copytruncate of a live audit log
 )
 
 # A Node that honours NODE_USE_ENV_PROXY (>= 22.21 / 24.5; Debian's is

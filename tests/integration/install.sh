@@ -49,6 +49,10 @@ want_files=(
 	"usr/lib/sysusers.d/pinhole.conf 644"
 	"usr/lib/tmpfiles.d/pinhole.conf 644"
 	"etc/apparmor.d/usr.bin.pinhole 644"
+	"usr/share/pinhole/fleet/prometheus.yml 644"
+	"usr/share/pinhole/fleet/pinhole-broker.service.d/fleet.conf 644"
+	"usr/share/pinhole/fleet/policies/ci-github.conf 644"
+	"usr/share/doc/pinhole/fleet.md 644"
 )
 for w in "${want_files[@]}"; do
 	set -- $w
