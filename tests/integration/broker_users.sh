@@ -6,8 +6,8 @@
 # policy `git` (which injects the token for a Git server on loopback) to
 # uids 4241 and 4242 and policy `other` to 4241 only.  Both users run a
 # sandbox through the broker at the same time (each waits inside until
-# both are up, clones with the injected token, asks for a denied host):
-# both clones succeed, the denied host fails and the summary says so.
+# both are up, clones and pushes with the injected token, asks for a
+# denied host): both clones and pushes succeed, the denied host fails and the summary says so.
 # Neither user can read the token outside (cat as that uid) or inside (a
 # sandboxed cat of its path; the environments and /proc of the sandbox
 # are copied out and searched), nor find it in anything pinhole wrote for
@@ -72,6 +72,9 @@ inside() {
 w() { i=0; while [ ! -e \$1 ] && [ \$i -lt 3000 ]; do sleep 0.02; i=\$((i + 1)); done; }
 touch started; w go
 $G clone -q $URL/allowed.git && echo cloned
+(cd allowed && echo "\$PUSH_BRANCH" >pushed && $G add pushed &&
+	$G commit -q -m "\$PUSH_BRANCH" &&
+	$G push -q origin HEAD:refs/heads/\$PUSH_BRANCH) && echo pushed
 curl -sS --max-time 20 https://denied.test:$GIT_PORT/ >/dev/null 2>&1 || echo denied-failed
 cat /proc/[0-9]*/environ >dump-environ 2>/dev/null
 cat /proc/[0-9]*/cmdline >dump-cmdline 2>/dev/null
@@ -89,7 +92,8 @@ for u in "${BK_USERS[@]}"; do
 	cp "$T/inside.sh" "$T/u$u/work/inside.sh"
 	[ -z "$BK_ROOT" ] || chown "$u:$u" "$T/u$u/work/inside.sh"
 	brun_bg "run$u" "$u" "$T/u$u/work" -p git "${GITENV[@]}" \
-		--setenv HOME "$T/u$u/work" -- sh inside.sh
+		--setenv HOME "$T/u$u/work" --setenv PUSH_BRANCH "from-$u" \
+		-- sh inside.sh
 	RPID[$u]=$SPAWNED
 done
 all_there() {
@@ -109,6 +113,10 @@ for u in "${BK_USERS[@]}"; do
 	equal "uid $u: run status" "$EXIT_STATUS" 0
 	expect "uid $u: git clone with the injected token" "$out" '^cloned$'
 	check "uid $u: the clone has the repository" test -s "$T/u$u/work/allowed/README"
+	expect "uid $u: git push with the injected token" "$out" '^pushed$'
+	equal "uid $u: the push reached the server" \
+		"$(git --git-dir="$T/git/allowed.git" log -1 --format=%s "from-$u" 2>/dev/null)" \
+		"from-$u"
 	expect "uid $u: the denied host fails" "$out" '^denied-failed$'
 	expect "uid $u: the summary names the denied host" "$err" \
 		"^pinhole: [0-9]+ denied: denied\\.test:$GIT_PORT \\(x[0-9]+\\); see "

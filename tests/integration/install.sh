@@ -3,7 +3,9 @@
 # directory (DESTDIR): every file where it belongs with sane modes, the
 # installed pinhole runs (`--version`, `run -- true`); the broker's systemd
 # units pass `systemd-analyze verify`; the AppArmor profile parses
-# (apparmor_parser -Q -K); `cpack -G DEB` makes a package whose contents,
+# (apparmor_parser -Q -K); the unit's ExecStart, run as
+# pinhole-broker.socket would (systemd-socket-activate), serves `pinhole
+# run --broker`; `cpack -G DEB` makes a package whose contents,
 # depends and scripts are checked, then installed with dpkg into a
 # throwaway root (--root, its postinst run chrootless with DPKG_ROOT:
 # the pinhole user and directories made there, nothing on this system).
@@ -15,7 +17,7 @@
 # No network.  usage: install.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 ph_begin install cmake cpack systemd-analyze apparmor_parser dpkg-deb dpkg \
-	fakeroot
+	fakeroot systemd-socket-activate
 PATH=/usr/sbin:/usr/bin:/sbin:/bin # dpkg wants ldconfig and friends
 
 BUILD=${PH_BUILDDIR:-$(dirname "$PINHOLE")}
@@ -112,6 +114,50 @@ done
 check "socket: /run/pinhole/broker.sock" file_has \
 	"$U/pinhole-broker.socket" '^ListenStream=/run/pinhole/broker.sock$'
 
+# --- the service works ----------------------------------------------------------
+# service_works LABEL BIN: the installed unit's ExecStart, its paths moved
+# into a scratch root and /usr/bin/pinhole made BIN, run the way
+# pinhole-broker.socket runs it (systemd-socket-activate hands it the
+# socket as fd 3, LISTEN_FDS=1); then `pinhole run --broker` as this user
+# through it: a granted policy runs, its records name this uid in the
+# broker's log and the user's copy, a policy not granted is refused.
+service_works() {
+	local l=$1 bin=$2 d=$T/svc-$1 unit cmd pid
+	mkdir -p "$d/etc" "$d/run" "$d/log" "$d/work"
+	chmod 700 "$d" "$d/etc"
+	printf 'allow example.test\n' >"$d/etc/demo.conf"
+	printf 'broker {\n\tpolicy demo demo.conf\n\tusers %s\n}\n' \
+		"$(id -u)" >"$d/etc/broker.conf"
+	unit=$S/usr/lib/systemd/system/pinhole-broker.service
+	cmd=$(sed -n 's/^ExecStart=//p' "$unit" |
+		sed -e "s|/usr/bin/pinhole|$bin|" \
+			-e "s|/run/pinhole/|$d/run/|g" \
+			-e "s|/etc/pinhole/|$d/etc/|g" \
+			-e "s|/var/log/pinhole/|$d/log/|g")
+	# shellcheck disable=SC2086 # the unit's words, split as systemd does
+	spawn "svc-$l" systemd-socket-activate -l "$d/run/broker.sock" $cmd
+	pid=$SPAWNED
+	wait_for 10 test -S "$d/run/broker.sock"
+	(cd "$d/work" && "$bin" run --broker "$d/run/broker.sock" -p demo \
+		--log "$d/copy.jsonl" -- true) >"$d/run.out" 2>"$d/run.err" \
+		</dev/null
+	equal "$l service: run --broker -- true: status" "$?" 0 ||
+		sed 's/^/  | /' "$d/run.err" "$T/svc-$l.err"
+	check "$l service: the broker's log names this uid" file_has \
+		"$d/log/audit.jsonl" "\"client_uid\":$(id -u)[,}]"
+	check "$l service: the user's copy" file_has "$d/copy.jsonl" \
+		'"event":"client"'
+	(cd "$d/work" && "$bin" run --broker "$d/run/broker.sock" -p other \
+		-- true) >"$d/no.out" 2>"$d/no.err" </dev/null
+	equal "$l service: a policy not granted: status" "$?" 125
+	check "$l service: refused with the reason" file_has "$d/no.err" \
+		'no policy other here'
+	kill -TERM "$pid" 2>/dev/null
+	wait_for 10 pid_done "$pid"
+	check "$l service: stopped by SIGTERM" pid_done "$pid"
+}
+service_works cmake-install "$IP"
+
 # --- the AppArmor profile -------------------------------------------------------
 AA=$S/etc/apparmor.d/usr.bin.pinhole
 check "apparmor: abi 4.0" file_has "$AA" '^abi <abi/4\.0>,$'
@@ -182,4 +228,5 @@ equal "dpkg: /var/log/pinhole mode" "$(stat -c %a "$R/var/log/pinhole")" 750
 equal "dpkg: /etc/pinhole mode" "$(stat -c %a "$R/etc/pinhole")" 750
 "$R/usr/bin/pinhole" --version >/dev/null 2>&1
 equal "dpkg: installed pinhole runs" "$?" 0
+service_works dpkg "$R/usr/bin/pinhole"
 ph_end
