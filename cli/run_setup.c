@@ -289,6 +289,14 @@ check_one(
 
 	if (lstat(p, &st) != 0)
 		snprintf(why, whylen, "cannot be checked: %s", strerror(errno));
+	else if (S_ISLNK(st.st_mode) && st.st_uid != 0 &&
+	    st.st_uid != geteuid())
+		/* Its owner may retarget it (in a sticky directory too) after
+		 * the resolved path was checked. */
+		snprintf(why, whylen,
+		    "is a symbolic link owned by uid %u, neither root nor the "
+		    "broker's uid %u, so that user could retarget it",
+		    (unsigned)st.st_uid, (unsigned)geteuid());
 	else if (S_ISLNK(st.st_mode) ||
 	    unsafe_stat(&st, !last || S_ISDIR(st.st_mode), why, whylen) == NULL)
 		return 0;

@@ -395,6 +395,38 @@ test_trusted(void **state)
 	(void)close(fd);
 }
 
+/*
+ * A symbolic link on the way owned by another user: refused even when
+ * what it points to is safe, since its owner may retarget it after the
+ * check.  Needs root (lchown to another uid); skipped, said, otherwise.
+ */
+static void
+test_trusted_link(void **state)
+{
+	int fd;
+	pid_t pid;
+
+	(void)state;
+	if (getuid() != 0)
+		skip(); /* cmocka says SKIPPED: lchown needs root */
+	fixture_mkdir("lk");
+	fixture_mkfile("lk/web.conf", "allow example.test:443\n");
+	assert_int_equal(symlink(path("lk/web.conf"), path("lk/link.conf")), 0);
+	assert_int_equal(lchown(path("lk/link.conf"), 4242, 4242), 0);
+	pid = start_engine(path("lk/link.conf"), -1, &fd);
+	expect_error(fd, "did not load");
+	assert_int_equal(wait_status(pid), 1 << 8);
+	assert_true(file_has(path("err"),
+	    "is a symbolic link owned by uid 4242, neither root nor the "
+	    "broker's"));
+	(void)close(fd);
+	/* Ours: fine, and what it points to is checked. */
+	assert_int_equal(lchown(path("lk/link.conf"), 0, 0), 0);
+	pid = start_engine(path("lk/link.conf"), -1, &fd);
+	(void)close(fd);
+	(void)wait_status(pid);
+}
+
 /* --- through the grants ---------------------------------------------------- */
 
 /*
@@ -486,6 +518,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(
 	        test_engine_serves, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_trusted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_trusted_link, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_not_ours, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_granted, setup, teardown),
 	};
