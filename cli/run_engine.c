@@ -173,11 +173,24 @@ is_notes(int fd, const struct sockaddr_storage *ss)
 	    type == SOCK_SEQPACKET;
 }
 
+/* A raw socket: the refusals' (netns/net.h). */
+static int
+is_raw(int fd)
+{
+	socklen_t len = sizeof(int);
+	int type = -1;
+
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+	    type == SOCK_RAW;
+}
+
 /*
- * A listener from the sandbox, told apart by its address: the packet
- * socket, the supervisor's notes (AF_UNIX), the DNS stub's (port 53),
- * the proxy's and SOCKS's (loopback), a capture listener (the wildcard).
- * Anything else is refused.
+ * A listener from the sandbox, told apart by its type and address: the
+ * refusals' raw sockets (first: one names its protocol as its port on
+ * the wildcard, as a capture listener would look), the supervisor's
+ * notes (AF_UNIX), the DNS stub's (port 53), the proxy's and SOCKS's
+ * (loopback), a capture listener (the wildcard).  Anything else is
+ * refused.
  */
 static int
 take_listener(struct run *r, int fd)
@@ -191,7 +204,7 @@ take_listener(struct run *r, int fd)
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
 		return -1;
-	if (ss.ss_family == AF_PACKET)
+	if (is_raw(fd))
 		return r->no_capture ? -1 : engine_listen_refused(r->eng, fd);
 	if (is_notes(fd, &ss))
 		return engine_listen_notes(r->eng, fd);

@@ -313,14 +313,39 @@ net_listen_dns_any(int *fds, int max, char *err, size_t errlen)
 	return 2;
 }
 
+/*
+ * The refusals' sockets (net.h): raw sockets, not one packet socket,
+ * because the last close of a packet socket waits for an RCU grace
+ * period (packet_release -> synchronize_net, 10-16 ms here), at the
+ * engine's exit, which `pinhole run` waits for; a raw socket's close
+ * waits for nothing.  IPv6 only where the kernel has it.
+ */
 int
-net_packet_socket(char *err, size_t errlen)
+net_refusal_sockets(int *fds, int max, char *err, size_t errlen)
 {
-	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	static const int kinds[][2] = {{AF_INET, IPPROTO_TCP},
+	    {AF_INET, IPPROTO_ICMP}, {AF_INET6, IPPROTO_TCP},
+	    {AF_INET6, IPPROTO_ICMPV6}};
+	int n = 0, i;
 
-	if (fd < 0)
-		ph_errf(err, errlen, "packet socket: %s", strerror(errno));
-	return fd;
+	for (i = 0; i < 4; i++) {
+		if (n >= max) {
+			ph_errf(err, errlen, "raw sockets: too many sockets");
+			goto fail;
+		}
+		fds[n] =
+		    socket(kinds[i][0], SOCK_RAW | SOCK_CLOEXEC, kinds[i][1]);
+		if (fds[n] >= 0)
+			n++;
+		else if (kinds[i][0] != AF_INET6 || errno != EAFNOSUPPORT) {
+			ph_errf(err, errlen, "raw socket: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	return n;
+fail:
+	close_all(fds, n);
+	return -1;
 }
 
 int

@@ -75,12 +75,14 @@ int net_listen_capture(const uint16_t *ports, size_t n, int *fds, int max,
 int net_listen_dns_any(int *fds, int max, char *err, size_t errlen);
 
 /*
- * A packet socket (AF_PACKET, SOCK_RAW, protocol 0: it receives nothing
- * until it is bound, which the engine does, to lo).  Made inside so it
- * sees the sandbox's lo.  Returns it (close-on-exec), or -1 with a
- * reason in ERR.
+ * The refusals' sockets (proxy/refused.h): raw sockets, IPv4 TCP and
+ * ICMP, then IPv6 TCP and ICMPv6 (left out on a kernel without IPv6),
+ * made inside so they see what the sandbox's kernel receives.  They
+ * receive from the start; the engine filters them.  In FDS (room for
+ * MAX), close-on-exec.  Returns how many (2 or 4), or -1 with a reason
+ * in ERR (none left open).
  */
-int net_packet_socket(char *err, size_t errlen);
+int net_refusal_sockets(int *fds, int max, char *err, size_t errlen);
 
 /* Sends N descriptors over Unix socket SOCK.  Returns 0 or -1 (errno). */
 int net_send_fds(int sock, const int *fds, int n);

@@ -283,8 +283,8 @@ send_listeners(int sock, const int *fds, int n)
 /*
  * The listeners PID 1 makes, in FDS (SBX_LISTENERS_MAX): the proxy's and
  * SOCKS's on loopback; the DNS stub's (on the wildcard under capture,
- * else on loopback); under capture the capture listeners and the packet
- * socket.  Returns how many, one less than SBX_LISTENERS_MAX at most
+ * else on loopback); under capture the capture listeners and the
+ * refusals' raw sockets (net.h).  Returns how many, one less than SBX_LISTENERS_MAX at most
  * (child_network adds one); a failure ends PID 1.
  */
 static int
@@ -312,10 +312,13 @@ make_listeners(const struct sbx_config *c, int sock, int *fds)
 	if (nports > SBX_CAPTURE_MAX)
 		nports = SBX_CAPTURE_MAX;
 	if ((m = net_listen_capture(c->capture_ports, nports, fds + n,
-	         SBX_LISTENERS_MAX - 2 - n, err, sizeof(err))) < 0 ||
-	    (fds[n + m] = net_packet_socket(err, sizeof(err))) < 0)
+	         SBX_LISTENERS_MAX - 5 - n, err, sizeof(err))) < 0)
 		child_fail(sock, "%s", err);
-	return n + m + 1;
+	n += m;
+	if ((m = net_refusal_sockets(
+	         fds + n, SBX_LISTENERS_MAX - 1 - n, err, sizeof(err))) < 0)
+		child_fail(sock, "%s", err);
+	return n + m;
 }
 
 /*

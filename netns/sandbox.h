@@ -44,7 +44,7 @@ struct sbx_config {
 	 * Capture (issue 12; 0: pinhole run --no-capture): routes that make
 	 * every address local, a listener on the wildcard for each of the
 	 * NCAPTURE_PORTS ports (at most SBX_CAPTURE_MAX), the DNS stub on the
-	 * wildcard and the packet socket.
+	 * wildcard and the refusals' raw sockets (net.h).
 	 */
 	int capture;
 	const uint16_t *capture_ports;
@@ -53,7 +53,7 @@ struct sbx_config {
 
 /* Capture listeners at most: one descriptor each, in every process. */
 #define SBX_CAPTURE_MAX 512
-/* The loopback listeners (proxy, SOCKS, DNS), the packet socket, room. */
+/* The loopback listeners (proxy, SOCKS, DNS), the 4 raw sockets, room. */
 #define SBX_LISTENERS_MAX (SBX_CAPTURE_MAX + 16)
 
 /*

@@ -290,17 +290,18 @@ engine_listen_refused(struct engine *e, int fd)
 {
 	struct refused_config rc = {0};
 
-	if (e->refused != NULL) { /* one sandbox, one lo */
-		log_warnx("%s: a second refusals' socket", e->name);
-		close(fd);
-		return -1;
+	/* One watcher for the sandbox's sockets: a destination once. */
+	if (e->refused == NULL) {
+		rc.audit = engine_load_audit(e->load);
+		rc.synth = e->synth; /* NULL without capture */
+		rc.denied = e->cf.denied;
+		rc.denied_arg = e->cf.denied_arg;
+		if ((e->refused = refused_new(e->base, &rc)) == NULL) {
+			close(fd);
+			return -1;
+		}
 	}
-	rc.audit = engine_load_audit(e->load);
-	rc.synth = e->synth; /* NULL without capture */
-	rc.denied = e->cf.denied;
-	rc.denied_arg = e->cf.denied_arg;
-	e->refused = refused_new(e->base, &rc, fd);
-	return e->refused != NULL ? 0 : -1;
+	return refused_watch(e->refused, fd);
 }
 
 int

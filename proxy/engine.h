@@ -77,11 +77,12 @@ struct proxy *engine_proxy(struct engine *);
 int engine_listen_dns(struct engine *, int fd);
 
 /*
- * Watches FD, the packet socket made on the sandbox's lo (capture), for
- * connections the sandbox's kernel refused (no listener on that port)
- * and UDP it could not deliver, and logs each destination once, telling
- * the denied callback (refused.h); taken over.  Returns 0, or -1 after
- * saying why (a second socket is refused: one sandbox, one lo).
+ * Watches FD, one of the raw sockets made in the sandbox's network
+ * namespace (capture, netns/net.h), for connections the sandbox's
+ * kernel refused (no listener on that port) and UDP it could not
+ * deliver, and logs each destination once, telling the denied callback
+ * (refused.h); taken over.  Returns 0, or -1 after saying why (not a
+ * raw TCP or ICMP socket, or a second one of a kind: one sandbox).
  */
 int engine_listen_refused(struct engine *, int fd);
 

@@ -1,15 +1,15 @@
 /*
  * refused.c: the refusals of the sandbox's kernel under capture
- * (refused.h): a strict reader of one frame from lo, the kernel filter
- * that lets only those frames reach it, and the watcher on the engine's
- * loop that logs each destination once.
+ * (refused.h): a strict reader of one frame from lo, the kernel filters
+ * that let only those datagrams reach the raw sockets, and the watcher
+ * on the engine's loop that logs each destination once.
  */
 #define REFUSED_INTERNAL
 
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +18,7 @@
 #include <arpa/inet.h>
 #include <linux/filter.h>
 #include <linux/if_ether.h>
-#include <linux/if_packet.h>
-#include <net/if.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 
 #include <event2/event.h>
@@ -241,84 +240,77 @@ refused_reason(
 	return buf;
 }
 
-/* --- the filter ----------------------------------------------------------- */
+/* --- the filters --------------------------------------------------------- */
 
 /*
- * The frames refused_parse() may take, and (nearly) no other: each
- * frame once, as it arrives (not as it leaves); IPv4 unfragmented TCP
- * RST|ACK with sequence 0 or ICMP port unreachable; IPv6 the same with
- * no extension header.  The parser checks the rest.  Indexes in the
- * comments: jumps are counted from the next instruction.
+ * The datagrams refused_parse() may take, and (nearly) no other, one
+ * program per raw socket: an IPv4 raw socket's filter sees the IP
+ * header first, an IPv6 one's the transport header (the kernel keeps
+ * the IPv6 header from raw sockets).  IPv4: unfragmented (a raw socket
+ * gets datagrams reassembled, so this never bites), TCP RST|ACK with
+ * sequence 0, or ICMP port unreachable; IPv6: the same.  The parser
+ * checks the rest.  Jumps are counted from the next instruction.
  */
-#define E ETH_HLEN_LO
-#define TO(from, to) ((to) - (from)-1)
-enum {
-	L_V4 = 5,
-	L_TCP4 = 11,
-	L_ICMP4 = 16,
-	L_V6 = 18,
-	L_TCP6 = 21,
-	L_ICMP6 = 26,
-	L_ACCEPT = 28,
-	L_REJECT = 29
+#define ACCEPT BPF_STMT(BPF_RET | BPF_K, REFUSED_SNAP)
+#define REJECT BPF_STMT(BPF_RET | BPF_K, 0)
+
+static const struct sock_filter tcp4[] = {
+    /* 0 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 6),
+    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, IP4_FRAG, 7, 0),
+    /* 2 */ BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),
+    /* 3 */ BPF_STMT(BPF_LD | BPF_B | BPF_IND, 13),
+    /* 4 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, TCP_MASK),
+    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TCP_RST | TCP_ACK, 0, 3),
+    /* 6 */ BPF_STMT(BPF_LD | BPF_W | BPF_IND, 4),
+    /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
+    /* 8 */ ACCEPT,
+    /* 9 */ REJECT,
 };
 
-static const struct sock_filter filter[] = {
-    /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE),
-    /* 1 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, TO(1, L_REJECT), 0),
-    /* 2 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
-    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETHERTYPE_IPV4, TO(3, L_V4), 0),
-    /* 4 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETHERTYPE_IPV6, TO(4, L_V6),
-        TO(4, L_REJECT)),
-    /* 5 L_V4 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, E + 6),
-    /* 6 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, IP4_FRAG, TO(6, L_REJECT), 0),
-    /* 7 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, E + 9),
-    /* 8 */ BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, E),
-    /* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROTO_TCP, TO(9, L_TCP4), 0),
-    /* 10 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROTO_ICMP, TO(10, L_ICMP4),
-        TO(10, L_REJECT)),
-    /* 11 L_TCP4 */ BPF_STMT(BPF_LD | BPF_B | BPF_IND, E + 13),
-    /* 12 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, TCP_MASK),
-    /* 13 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TCP_RST | TCP_ACK, 0, TO(13, L_REJECT)),
-    /* 14 */ BPF_STMT(BPF_LD | BPF_W | BPF_IND, E + 4),
-    /* 15 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, TO(15, L_ACCEPT), TO(15, L_REJECT)),
-    /* 16 L_ICMP4 */ BPF_STMT(BPF_LD | BPF_H | BPF_IND, E),
-    /* 17 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ICMP_UNREACH_PORT, TO(17, L_ACCEPT),
-        TO(17, L_REJECT)),
-    /* 18 L_V6 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, E + 6),
-    /* 19 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROTO_TCP, TO(19, L_TCP6), 0),
-    /* 20 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROTO_ICMP6, TO(20, L_ICMP6),
-        TO(20, L_REJECT)),
-    /* 21 L_TCP6 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, E + IP6_HDR + 13),
-    /* 22 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, TCP_MASK),
-    /* 23 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TCP_RST | TCP_ACK, 0, TO(23, L_REJECT)),
-    /* 24 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, E + IP6_HDR + 4),
-    /* 25 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, TO(25, L_ACCEPT), TO(25, L_REJECT)),
-    /* 26 L_ICMP6 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, E + IP6_HDR),
-    /* 27 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ICMP6_UNREACH_PORT, TO(27, L_ACCEPT),
-        TO(27, L_REJECT)),
-    /* 28 L_ACCEPT */ BPF_STMT(BPF_RET | BPF_K, REFUSED_SNAP),
-    /* 29 L_REJECT */ BPF_STMT(BPF_RET | BPF_K, 0),
+static const struct sock_filter icmp4[] = {
+    /* 0 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 6),
+    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, IP4_FRAG, 4, 0),
+    /* 2 */ BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),
+    /* 3 */ BPF_STMT(BPF_LD | BPF_H | BPF_IND, 0),
+    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ICMP_UNREACH_PORT, 0, 1),
+    /* 5 */ ACCEPT,
+    /* 6 */ REJECT,
 };
 
-_Static_assert(sizeof(filter) / sizeof(filter[0]) == L_REJECT + 1,
-    "the filter's labels are its indexes");
+static const struct sock_filter tcp6[] = {
+    /* 0 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
+    /* 1 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, TCP_MASK),
+    /* 2 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TCP_RST | TCP_ACK, 0, 3),
+    /* 3 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4),
+    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
+    /* 5 */ ACCEPT,
+    /* 6 */ REJECT,
+};
+
+static const struct sock_filter icmp6[] = {
+    /* 0 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 0),
+    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ICMP6_UNREACH_PORT, 0, 1),
+    /* 2 */ ACCEPT,
+    /* 3 */ REJECT,
+};
+
+#define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 const struct sock_filter *
-refused_filter(size_t *len)
+refused_filter(int family, int proto, size_t *len)
 {
-	*len = sizeof(filter) / sizeof(filter[0]);
-	return filter;
+	const struct sock_filter *f = NULL;
+
+	*len = 0;
+	if (family == AF_INET && proto == PROTO_TCP)
+		f = tcp4, *len = LEN(tcp4);
+	else if (family == AF_INET && proto == PROTO_ICMP)
+		f = icmp4, *len = LEN(icmp4);
+	else if (family == AF_INET6 && proto == PROTO_TCP)
+		f = tcp6, *len = LEN(tcp6);
+	else if (family == AF_INET6 && proto == PROTO_ICMP6)
+		f = icmp6, *len = LEN(icmp6);
+	return f;
 }
 
 /* --- the watcher ---------------------------------------------------------- */
@@ -330,9 +322,18 @@ struct dest {
 	uint8_t key[KEY_MAX];
 };
 
+/* One raw socket: FAMILY and PROTO say which datagrams it reads. */
+struct watch {
+	struct refused *r;
+	struct event *ev;
+	int family, proto;
+};
+
 struct refused {
 	struct refused_config cf;
-	struct event *ev;
+	struct event_base *base;
+	struct watch w[REFUSED_SOCKETS];
+	int n; /* sockets watched */
 	struct hmap *dests; /* up to REFUSED_DESTS_MAX */
 	uint64_t others; /* refusals of destinations past the table */
 	uint64_t events;
@@ -406,117 +407,159 @@ note(struct refused *r, const struct refused_event *ev)
 	first_refusal(r, ev, host);
 }
 
-static void
-on_frames(evutil_socket_t fd, short what, void *arg)
+/*
+ * The frame refused_parse() reads (a frame as lo carries it), made in
+ * BUF around the datagram of N bytes that W's socket read to BUF +
+ * HDR_ROOM: lo's 14-byte Ethernet header before it, and for IPv6, whose
+ * raw sockets give no IP header, one made from what the kernel says of
+ * it (the sender FROM, the socket's protocol, the length; the
+ * destination is not read).  Returns the frame, its length in LEN.
+ */
+#define HDR_ROOM (ETH_HLEN_LO + IP6_HDR)
+static const uint8_t *
+lo_frame(const struct watch *w, uint8_t *buf, size_t n,
+    const struct sockaddr_in6 *from, size_t *len)
 {
-	struct refused *r = arg;
-	uint8_t buf[REFUSED_SNAP];
+	int v6 = w->family == AF_INET6;
+	uint8_t *f = v6 ? buf : buf + IP6_HDR, *ip = f + ETH_HLEN_LO;
+	unsigned type = v6 ? ETHERTYPE_IPV6 : ETHERTYPE_IPV4;
+
+	memset(f, 0, ETH_HLEN_LO);
+	f[12] = (uint8_t)(type >> 8);
+	f[13] = (uint8_t)type;
+	if (v6) {
+		memset(ip, 0, IP6_HDR);
+		ip[0] = 0x60;
+		ip[4] = (uint8_t)(n >> 8);
+		ip[5] = (uint8_t)n;
+		ip[6] = (uint8_t)w->proto;
+		ip[7] = 64;
+		memcpy(ip + 8, &from->sin6_addr, 16);
+	}
+	*len = (size_t)(buf + HDR_ROOM - f) + n;
+	return f;
+}
+
+static void
+on_datagrams(evutil_socket_t fd, short what, void *arg)
+{
+	struct watch *w = arg;
+	uint8_t buf[HDR_ROOM + REFUSED_SNAP];
 	struct refused_event ev;
-	struct sockaddr_ll from;
+	struct sockaddr_in6 from;
+	const uint8_t *f;
 	socklen_t flen;
+	size_t len;
 	ssize_t n;
 	int i;
 
 	(void)what;
 	for (i = 0; i < REFUSED_BURST; i++) {
+		memset(&from, 0, sizeof(from));
 		flen = sizeof(from);
-		n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT,
+		n = recvfrom(fd, buf + HDR_ROOM, REFUSED_SNAP, MSG_DONTWAIT,
 		    (struct sockaddr *)&from, &flen);
 		if (n < 0)
 			break;
-		/* Each frame crosses lo twice: count it as it arrives. */
-		if (from.sll_pkttype == PACKET_OUTGOING)
-			continue;
-		if (refused_parse(buf, (size_t)n, &ev) != REFUSED_NONE)
-			note(r, &ev);
+		f = lo_frame(w, buf, (size_t)n, &from, &len);
+		if (refused_parse(f, len, &ev) != REFUSED_NONE)
+			note(w->r, &ev);
 	}
 }
 
-/* lo's index in FD's namespace (1 in every new one), or 0. */
+/* FD's SOL_SOCKET option OPT, or -1. */
 static int
-lo_index(int fd)
+sockopt(int fd, int opt)
 {
-	struct ifreq ifr;
+	socklen_t len = sizeof(int);
+	int v = -1;
 
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(fd, SIOCGIFINDEX, &ifr) != 0)
-		return 0;
-	return ifr.ifr_ifindex;
+	if (getsockopt(fd, SOL_SOCKET, opt, &v, &len) != 0)
+		return -1;
+	return v;
 }
 
 /*
- * Filters FD, then binds it to lo for every protocol: the filter comes
- * first, so that no other frame is ever queued.  Returns 0 or -1 after
+ * Filters FD, a raw socket of R's kinds not yet watched, and sizes its
+ * queue.  It received from the start, so a datagram may wait that the
+ * filter would have dropped: the parser drops it (before the command
+ * starts, nothing on lo is an event anyway).  Returns 0 or -1 after
  * saying why.
  */
 static int
-attach(int fd)
+attach(struct refused *r, int fd, struct watch *w)
 {
 	struct sock_fprog prog = {0};
-	struct sockaddr_ll sll;
-	socklen_t len = sizeof(sll);
 	size_t flen;
-	int one = 1, rcvbuf = RCVBUF;
+	int i, rcvbuf = RCVBUF;
 
-	memset(&sll, 0, sizeof(sll));
-	if (getsockname(fd, (struct sockaddr *)&sll, &len) != 0 ||
-	    sll.sll_family != AF_PACKET) {
-		log_warnx("capture: the refusals' socket is not a packet "
-		          "socket");
+	w->family = sockopt(fd, SO_DOMAIN);
+	w->proto = sockopt(fd, SO_PROTOCOL);
+	if (sockopt(fd, SO_TYPE) != SOCK_RAW ||
+	    (prog.filter = (struct sock_filter *)(uintptr_t)refused_filter(
+	         w->family, w->proto, &flen)) == NULL) {
+		log_warnx("capture: the refusals' socket is not a raw TCP or "
+		          "ICMP socket");
 		return -1;
 	}
-	prog.filter = (struct sock_filter *)(uintptr_t)refused_filter(&flen);
+	for (i = 0; i < r->n; i++)
+		if (r->w[i].family == w->family && r->w[i].proto == w->proto) {
+			log_warnx("capture: a second refusals' socket of a "
+			          "kind");
+			return -1;
+		}
 	prog.len = (unsigned short)flen;
 	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) !=
 	    0) {
 		log_warn("capture: the refusals' filter");
 		return -1;
 	}
-	/* The filter drops outgoing frames anyway; this saves their copy. */
-	(void)setsockopt(
-	    fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
 	/* A burst of refusals waits here for the loop (the kernel caps it
 	 * at net.core.rmem_max; what overflows is counted, refused_free). */
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	memset(&sll, 0, sizeof(sll));
-	sll.sll_family = AF_PACKET;
-	sll.sll_protocol = htons(ETH_P_ALL);
-	if ((sll.sll_ifindex = lo_index(fd)) == 0)
-		sll.sll_ifindex = 1;
-	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0) {
-		log_warn("capture: the refusals' socket on lo");
-		return -1;
-	}
 	return 0;
 }
 
 struct refused *
-refused_new(struct event_base *base, const struct refused_config *cf, int fd)
+refused_new(struct event_base *base, const struct refused_config *cf)
 {
 	struct refused *r = calloc(1, sizeof(*r));
 
 	if (r == NULL || (r->dests = hmap_new(BUCKETS)) == NULL) {
 		log_warnx("capture: out of memory");
-		goto fail;
+		free(r);
+		return NULL;
 	}
 	r->cf = *cf;
-	if (attach(fd) != 0 || evutil_make_socket_nonblocking(fd) != 0)
-		goto fail;
-	r->ev = event_new(base, fd, EV_READ | EV_PERSIST, on_frames, r);
-	if (r->ev == NULL || event_add(r->ev, NULL) != 0) {
-		log_warnx("capture: cannot watch the refusals' socket");
+	r->base = base;
+	return r;
+}
+
+int
+refused_watch(struct refused *r, int fd)
+{
+	struct watch *w = &r->w[r->n];
+
+	if (r->n == REFUSED_SOCKETS) {
+		log_warnx("capture: too many refusals' sockets");
 		goto fail;
 	}
-	return r;
+	memset(w, 0, sizeof(*w));
+	w->r = r;
+	if (attach(r, fd, w) != 0 || evutil_make_socket_nonblocking(fd) != 0)
+		goto fail;
+	w->ev = event_new(r->base, fd, EV_READ | EV_PERSIST, on_datagrams, w);
+	if (w->ev == NULL || event_add(w->ev, NULL) != 0) {
+		log_warnx("capture: cannot watch the refusals' socket");
+		if (w->ev != NULL)
+			event_free(w->ev);
+		goto fail;
+	}
+	r->n++;
+	return 0;
 fail:
 	close(fd);
-	if (r != NULL && r->ev != NULL)
-		event_free(r->ev);
-	if (r != NULL)
-		hmap_free(r->dests);
-	free(r);
-	return NULL;
+	return -1;
 }
 
 uint64_t
@@ -546,33 +589,43 @@ log_others(struct refused *r)
 	(void)audit_write(r->cf.audit, &rec);
 }
 
-/* Frames the socket's full queue dropped: their refusals went unseen. */
+/* Datagrams the sockets' full queues dropped: their refusals went unseen. */
 static void
 log_drops(struct refused *r)
 {
-	struct tpacket_stats st;
-	socklen_t len = sizeof(st);
+	uint32_t mem[SK_MEMINFO_VARS];
+	socklen_t len;
+	uint64_t drops = 0;
+	int i;
 
-	memset(&st, 0, sizeof(st));
-	if (getsockopt(event_get_fd(r->ev), SOL_PACKET, PACKET_STATISTICS, &st,
-	        &len) == 0 &&
-	    st.tp_drops > 0)
-		log_warnx("capture: %u refusals in the sandbox came too fast "
-		          "to be seen, and were not logged",
-		    st.tp_drops);
+	for (i = 0; i < r->n; i++) {
+		memset(mem, 0, sizeof(mem));
+		len = sizeof(mem);
+		if (getsockopt(event_get_fd(r->w[i].ev), SOL_SOCKET, SO_MEMINFO,
+		        mem, &len) == 0 &&
+		    len > SK_MEMINFO_DROPS * sizeof(uint32_t))
+			drops += mem[SK_MEMINFO_DROPS];
+	}
+	if (drops > 0)
+		log_warnx("capture: %" PRIu64 " refusals in the sandbox came "
+		          "too fast to be seen, and were not logged",
+		    drops);
 }
 
 void
 refused_free(struct refused *r)
 {
 	struct hmap_entry *e, *next;
+	int i;
 
 	if (r == NULL)
 		return;
 	log_others(r);
 	log_drops(r);
-	close(event_get_fd(r->ev));
-	event_free(r->ev);
+	for (i = 0; i < r->n; i++) {
+		close(event_get_fd(r->w[i].ev));
+		event_free(r->w[i].ev);
+	}
 	for (e = hmap_first(r->dests); e != NULL; e = next) {
 		next = hmap_next(r->dests, e);
 		hmap_remove(r->dests, e);

@@ -6,12 +6,16 @@
  * port no capture listener holds is therefore answered by the sandbox's
  * own kernel with a TCP RST, and a UDP datagram to a port no socket
  * holds (anything but the DNS stub's port 53) with an ICMP or ICMPv6
- * port unreachable.  Both cross lo, where a packet socket made inside
- * the sandbox (socket(AF_PACKET, SOCK_RAW, 0), handed out) lets the
- * engine see them: this module filters them in the kernel (classic BPF),
- * reads them on the engine's loop, and writes one audit record per
- * destination (host, port, TCP or UDP), telling the run's denied
- * callback as a denied request does.
+ * port unreachable.  Both are received by the sandbox's own kernel,
+ * where raw sockets made inside the sandbox (IPv4 TCP and ICMP, IPv6
+ * TCP and ICMPv6: netns/net.h, handed out) let the engine see them:
+ * this module filters them in the kernel (classic BPF), reads them on
+ * the engine's loop, and writes one audit record per destination
+ * (host, port, TCP or UDP), telling the run's denied callback as a
+ * denied request does.  Raw sockets, not a packet socket on lo: the
+ * last close of a packet socket waits for an RCU grace period
+ * (synchronize_net, 10-16 ms), at the engine's exit, which `pinhole
+ * run` waits for; a raw socket's does not (bench/README.md).
  *
  * Which frames are events (refused_parse), exactly:
  * - TCP "refused": a segment with RST and ACK set, SYN and FIN clear and
@@ -30,7 +34,9 @@
  * - Never an event: a destination on loopback (127.0.0.0/8, ::1,
  *   ::ffff:127.0.0.0/104), the program's own local services; an IPv4
  *   fragment; an outer IPv6 header followed by an extension header (the
- *   kernel's RSTs and ICMPv6 errors carry none); in the quoted IPv6
+ *   kernel's RSTs and ICMPv6 errors carry none, and the header the
+ *   watcher makes for an IPv6 raw socket's datagram has none); in the
+ *   quoted IPv6
  *   datagram, hop-by-hop, routing and destination options headers and a
  *   first fragment's header are skipped (at most 8), any other (AH, ESP,
  *   no next header, a later fragment) makes it not an event; anything
@@ -76,8 +82,9 @@ struct refused_event {
 };
 
 /*
- * Parses one frame of N bytes as read from a SOCK_RAW packet socket on
- * lo (a 14-byte Ethernet header, then IPv4 or IPv6) into EV.  Returns
+ * Parses one frame of N bytes as lo carries it (a 14-byte Ethernet
+ * header, then IPv4 or IPv6; the watcher makes one from each raw
+ * socket's datagram) into EV.  Returns
  * its kind; REFUSED_NONE (EV zeroed) when it is not an event (above).
  */
 enum refused_kind
@@ -107,23 +114,31 @@ struct refused_config {
 	void *denied_arg;
 };
 
+/* The raw sockets watched at most: IPv4 TCP and ICMP, IPv6 TCP, ICMPv6. */
+#define REFUSED_SOCKETS 4
+
 /*
- * Watches FD, a packet socket made in the sandbox's network namespace
- * and not yet bound, on BASE: attaches the filter, binds it to that
- * namespace's lo (for every protocol), and logs each event once per
- * destination.  FD is taken over in every case.  Returns NULL after
- * saying why.
+ * A watcher on BASE, watching nothing yet.  Returns NULL after saying
+ * why.
  */
-struct refused *
-refused_new(struct event_base *, const struct refused_config *, int fd);
+struct refused *refused_new(struct event_base *, const struct refused_config *);
+
+/*
+ * Watches FD, a raw socket (IPv4 TCP or ICMP, IPv6 TCP or ICMPv6) made
+ * in the sandbox's network namespace, on R's loop: attaches its filter
+ * and logs each event once per destination (across R's sockets).  FD is
+ * taken over in every case.  Returns 0, or -1 after saying why (not one
+ * of those kinds, or a second socket of a kind).
+ */
+int refused_watch(struct refused *r, int fd);
 
 /* Events seen so far (every refusal, logged or not). */
 uint64_t refused_events(const struct refused *);
 
 /*
  * Writes one record for the refusals past REFUSED_DESTS_MAX
- * destinations, if any, and says how many frames the socket's full
- * queue dropped, if any; closes the socket; frees R.  NULL does nothing.
+ * destinations, if any, and says how many datagrams the sockets' full
+ * queues dropped, if any; closes the sockets; frees R.  NULL does nothing.
  */
 void refused_free(struct refused *);
 
@@ -171,8 +186,13 @@ void refused_notes_free(struct refused_notes *);
 
 #ifdef REFUSED_INTERNAL
 #include <linux/filter.h>
-/* The classic BPF program attached to the socket, and its length. */
-const struct sock_filter *refused_filter(size_t *len);
+/*
+ * The classic BPF program attached to a raw socket of FAMILY (AF_INET:
+ * it sees the IP header first; AF_INET6: the transport header) and
+ * PROTO (IPPROTO_TCP, IPPROTO_ICMP, IPPROTO_ICMPV6), and its length;
+ * NULL (LEN 0) for another kind.
+ */
+const struct sock_filter *refused_filter(int family, int proto, size_t *len);
 #endif
 
 #endif /* PH_REFUSED_H */

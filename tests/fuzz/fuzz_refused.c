@@ -1,17 +1,17 @@
 /*
  * fuzz_refused.c: libFuzzer target for proxy/refused.c, the reader of
- * the frames the sandbox's lo carries to the engine's packet socket
- * (sandbox bytes: a program there chooses what it sends, and so what the
+ * the frames the sandbox's lo carries, as the engine's raw sockets
+ * read them (sandbox bytes: a program there chooses what it sends, and so what the
  * kernel quotes back).
  *
- * The input is one frame as read from the socket (a 14-byte Ethernet
- * header, then IPv4 or IPv6), and the same bytes as one message of the
+ * The input is one frame as lo carries it (a 14-byte Ethernet header,
+ * then IPv4 or IPv6; the watcher makes one from a raw socket's read), and the same bytes as one message of the
  * sandbox supervisor's notes (refused_note_parse).
  *
  * Checks: an event is TCP or UDP, of AF_INET or AF_INET6, never on
- * loopback, and the kernel filter (run here by a small classic BPF
- * interpreter) passes it as it arrives and drops it as it leaves, so the
- * filter never hides an event the reader would take; a non-event leaves
+ * loopback, and the kernel filter of the raw socket that reads it (run
+ * here by a small classic BPF interpreter) passes it, so the filter
+ * never hides an event the reader would take; a non-event leaves
  * the event zeroed; the reason fits any buffer.  A violation abort()s.
  *
  *	./fuzz_refused -max_total_time=60 tests/fuzz/corpus/refused
@@ -24,7 +24,6 @@
 
 #include <arpa/inet.h>
 #include <linux/filter.h>
-#include <linux/if_packet.h>
 #include <sys/socket.h>
 
 #include "proxy/refused.h"
@@ -51,14 +50,25 @@ load(const uint8_t *p, size_t n, uint32_t k, unsigned size, uint32_t *a)
 	return 0;
 }
 
-/* The filter's verdict on P (N bytes) of packet type PKTTYPE. */
+/*
+ * The filter's verdict on frame P (N bytes): run on what the raw socket
+ * of its protocol reads (IPv4: from the IP header; IPv6: past it); 0
+ * when no such socket is watched.
+ */
 static uint32_t
-run_filter(const uint8_t *p, size_t n, uint32_t pkttype)
+run_filter(const uint8_t *p, size_t n)
 {
-	size_t len, pc = 0, steps = 0;
-	const struct sock_filter *f = refused_filter(&len);
+	size_t len = 0, pc = 0, steps = 0;
+	const struct sock_filter *f = NULL;
 	uint32_t a = 0, x = 0;
 	unsigned size;
+
+	if (n >= 14 + 20 && p[12] == 0x08 && p[13] == 0x00)
+		f = refused_filter(AF_INET, p[14 + 9], &len), p += 14, n -= 14;
+	else if (n >= 14 + 40 && p[12] == 0x86 && p[13] == 0xdd)
+		f = refused_filter(AF_INET6, p[14 + 6], &len), p += 54, n -= 54;
+	if (f == NULL)
+		return 0;
 
 	while (pc < len && steps++ < len) {
 		const struct sock_filter *i = &f[pc++];
@@ -68,12 +78,9 @@ run_filter(const uint8_t *p, size_t n, uint32_t pkttype)
 		                                  : 1;
 		switch (BPF_CLASS(i->code)) {
 		case BPF_LD:
-			if (i->k == (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE))
-				a = pkttype;
-			else if (load(p, n,
-			             BPF_MODE(i->code) == BPF_IND ? x + i->k
-			                                          : i->k,
-			             size, &a) != 0)
+			if (load(p, n,
+			        BPF_MODE(i->code) == BPF_IND ? x + i->k : i->k,
+			        size, &a) != 0)
 				return 0;
 			break;
 		case BPF_LDX: /* only 4*([k]&0xf) */
@@ -111,8 +118,7 @@ check_event(const uint8_t *data, size_t size, const struct refused_event *ev)
 		check(ev->addr[0] != 127);
 	else
 		check(memcmp(ev->addr, one, 16) != 0);
-	check(run_filter(data, size, PACKET_HOST) == REFUSED_SNAP);
-	check(run_filter(data, size, PACKET_OUTGOING) == 0);
+	check(run_filter(data, size) == REFUSED_SNAP);
 	check(inet_ntop(ev->family, ev->addr, host, sizeof(host)) != NULL);
 	check(refused_reason(ev, host, reason, sizeof(reason)) == reason);
 	check(strlen(reason) == sizeof(reason) - 1);

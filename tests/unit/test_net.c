@@ -452,31 +452,46 @@ test_dns_any(void **state)
 	fixture_child_ok(child_dns_any);
 }
 
-/* The packet socket: made, unbound, a packet socket the engine can bind. */
+/*
+ * The refusals' sockets: raw, IPv4 TCP and ICMP, then IPv6 TCP and
+ * ICMPv6 where the kernel has IPv6, close-on-exec; too little room: none
+ * left open.
+ */
 static void
-child_packet(void)
+child_refusal_sockets(void)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
+	static const int kinds[][2] = {{AF_INET, IPPROTO_TCP},
+	    {AF_INET, IPPROTO_ICMP}, {AF_INET6, IPPROTO_TCP},
+	    {AF_INET6, IPPROTO_ICMPV6}};
+	socklen_t len;
 	char err[256] = "";
-	int fd, type;
+	int fds[4], n, i, v, want = has_ipv6() ? 4 : 2;
 
 	enter_netns();
-	CHECK((fd = net_packet_socket(err, sizeof(err))) >= 0);
-	CHECK((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
-	CHECK(getsockname(fd, (struct sockaddr *)&ss, &len) == 0);
-	CHECK(ss.ss_family == AF_PACKET);
-	len = sizeof(type);
-	CHECK(getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
-	    type == SOCK_RAW);
-	close(fd);
+	CHECK((n = net_refusal_sockets(fds, 4, err, sizeof(err))) == want);
+	for (i = 0; i < n; i++) {
+		CHECK((fcntl(fds[i], F_GETFD) & FD_CLOEXEC) != 0);
+		len = sizeof(v);
+		CHECK(getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &v, &len) == 0 &&
+		    v == SOCK_RAW);
+		CHECK(
+		    getsockopt(fds[i], SOL_SOCKET, SO_DOMAIN, &v, &len) == 0 &&
+		    v == kinds[i][0]);
+		CHECK(getsockopt(fds[i], SOL_SOCKET, SO_PROTOCOL, &v, &len) ==
+		        0 &&
+		    v == kinds[i][1]);
+		close(fds[i]);
+	}
+	CHECK(net_refusal_sockets(fds, 1, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "too many") != NULL);
+	CHECK(fcntl(fds[0], F_GETFD) == -1);
 }
 
 static void
-test_packet(void **state)
+test_refusal_sockets(void **state)
 {
 	(void)state;
-	fixture_child_ok(child_packet);
+	fixture_child_ok(child_refusal_sockets);
 }
 
 /* --- net_send_fds, net_recv_fds ------------------------------------------- */
@@ -733,7 +748,7 @@ main(void)
 	    cmocka_unit_test(test_listen_v6_taken),
 	    cmocka_unit_test(test_capture),
 	    cmocka_unit_test(test_dns_any),
-	    cmocka_unit_test(test_packet),
+	    cmocka_unit_test(test_refusal_sockets),
 	    cmocka_unit_test(test_pass_pipe),
 	    cmocka_unit_test(test_pass_max),
 	    cmocka_unit_test(test_send_bad_count),

@@ -2,9 +2,10 @@
  * test_refused.c: proxy/refused.c.  The reader on crafted frames (the
  * kernel's RST|ACK with sequence 0, an aborted connection's RST, a SYN,
  * ICMP and ICMPv6 port unreachable quoting UDP, extension headers, every
- * truncation, bad IHL, loopback), the kernel filter run by a small
- * classic BPF interpreter on the same frames, and the watcher for real:
- * in a child in its own user and network namespaces with capture's
+ * truncation, bad IHL, loopback), the kernel filters run by a small
+ * classic BPF interpreter on the same frames (what the raw socket of
+ * each protocol reads of them), and the watcher for real: on raw
+ * sockets in a child in its own user and network namespaces with capture's
  * local routes, connections and datagrams the kernel refuses are logged
  * once per destination, loopback never, a synthetic address by its
  * name, a captured port's aborted connection never.  The supervisor's
@@ -29,7 +30,6 @@
 #include <arpa/inet.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
-#include <linux/if_packet.h>
 #include <netinet/in.h>
 
 #include <cmocka.h>
@@ -225,14 +225,25 @@ load(const uint8_t *p, size_t n, uint32_t k, unsigned size, uint32_t *a)
 	return 0;
 }
 
-/* Runs the filter on frame P (N bytes) of packet type PKTTYPE. */
+/*
+ * Runs the filter on frame P (N bytes), on what the raw socket of its
+ * protocol reads (IPv4: from the IP header; IPv6: past it); 0 when no
+ * such socket is watched (another protocol or EtherType).
+ */
 static uint32_t
-run_filter(const uint8_t *p, size_t n, uint32_t pkttype)
+run_filter(const uint8_t *p, size_t n)
 {
-	size_t len, pc = 0;
-	const struct sock_filter *f = refused_filter(&len);
+	size_t len = 0, pc = 0;
+	const struct sock_filter *f = NULL;
 	uint32_t a = 0, x = 0, k;
 	unsigned size;
+
+	if (n >= 14 + 20 && p[12] == 0x08 && p[13] == 0x00)
+		f = refused_filter(AF_INET, p[14 + 9], &len), p += 14, n -= 14;
+	else if (n >= 14 + 40 && p[12] == 0x86 && p[13] == 0xdd)
+		f = refused_filter(AF_INET6, p[14 + 6], &len), p += 54, n -= 54;
+	if (f == NULL)
+		return 0;
 
 	while (pc < len) {
 		const struct sock_filter *i = &f[pc++];
@@ -243,11 +254,8 @@ run_filter(const uint8_t *p, size_t n, uint32_t pkttype)
 		                                  : 1;
 		switch (BPF_CLASS(i->code)) {
 		case BPF_LD:
-			if (k == (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE))
-				a = pkttype;
-			else if (load(p, n,
-			             BPF_MODE(i->code) == BPF_IND ? x + k : k,
-			             size, &a) != 0)
+			if (load(p, n, BPF_MODE(i->code) == BPF_IND ? x + k : k,
+			        size, &a) != 0)
 				return 0;
 			break;
 		case BPF_LDX:
@@ -280,7 +288,7 @@ run_filter(const uint8_t *p, size_t n, uint32_t pkttype)
 
 /*
  * Parses frame F (N bytes): its kind, and the filter must pass every
- * event (arriving) and never an outgoing frame.
+ * event.
  */
 static enum refused_kind
 parse(const uint8_t *f, size_t n, struct refused_event *ev)
@@ -288,8 +296,7 @@ parse(const uint8_t *f, size_t n, struct refused_event *ev)
 	enum refused_kind k = refused_parse(f, n, ev);
 
 	if (k != REFUSED_NONE)
-		assert_int_equal(run_filter(f, n, PACKET_HOST), REFUSED_SNAP);
-	assert_int_equal(run_filter(f, n, PACKET_OUTGOING), 0);
+		assert_int_equal(run_filter(f, n), REFUSED_SNAP);
 	return k;
 }
 
@@ -544,25 +551,25 @@ test_filter_rejects(void **state)
 
 	(void)state;
 	n = tcp4_frame(f, "203.0.113.7", 5555, 0x02, 0); /* SYN */
-	assert_int_equal(run_filter(f, n, PACKET_HOST), 0);
+	assert_int_equal(run_filter(f, n), 0);
 	n = tcp4_frame(f, "203.0.113.7", 443, RST_ACK, 77);
-	assert_int_equal(run_filter(f, n, PACKET_HOST), 0);
+	assert_int_equal(run_filter(f, n), 0);
 	n = tcp6_frame(f, "2001:db8::7", 443, 0x10, 0); /* ACK */
-	assert_int_equal(run_filter(f, n, PACKET_HOST), 0);
+	assert_int_equal(run_filter(f, n), 0);
 	n = tcp6_frame(f, "2001:db8::7", 443, RST_ACK, 9);
-	assert_int_equal(run_filter(f, n, PACKET_HOST), 0);
+	assert_int_equal(run_filter(f, n), 0);
 	n = icmp4_frame(f, 8, 0, 17, "203.0.113.7", 1, 2); /* echo */
-	assert_int_equal(run_filter(f, n, PACKET_HOST), 0);
+	assert_int_equal(run_filter(f, n), 0);
 	n = icmp6_frame(f, 128, 0, NULL, 0, "2001:db8::7", 1, 2);
-	assert_int_equal(run_filter(f, n, PACKET_HOST), 0);
+	assert_int_equal(run_filter(f, n), 0);
 	n = tcp4_frame(f, "203.0.113.7", 5555, RST_ACK, 0);
 	put16(f + 14 + 6, 0x2000); /* MF */
-	assert_int_equal(run_filter(f, n, PACKET_HOST), 0);
+	assert_int_equal(run_filter(f, n), 0);
 	put16(f + 14 + 6, 0);
 	f[14 + 9] = 17; /* UDP */
-	assert_int_equal(run_filter(f, n, PACKET_HOST), 0);
+	assert_int_equal(run_filter(f, n), 0);
 	put16(f + 12, 0x0806); /* ARP */
-	assert_int_equal(run_filter(f, n, PACKET_HOST), 0);
+	assert_int_equal(run_filter(f, n), 0);
 }
 
 static void
@@ -781,15 +788,20 @@ static struct synth *sy;
 
 /*
  * In a new user and network namespace as the sandbox's: the watcher on
- * a packet socket made there, with every capability dropped first (the
- * engine has none), its log in a scratch directory.
+ * the raw sockets made there as PID 1 makes them (IPv6 ones with V6),
+ * with every capability dropped first (the engine has none), its log in
+ * a scratch directory.  A second socket of a kind is refused, and
+ * closed.
  */
 static void
 watch_start(int v6)
 {
+	static const int kinds[][2] = {{AF_INET, IPPROTO_TCP},
+	    {AF_INET, IPPROTO_ICMP}, {AF_INET6, IPPROTO_TCP},
+	    {AF_INET6, IPPROTO_ICMPV6}};
 	struct refused_config cf = {0};
 	char err[256];
-	int pfd;
+	int fds[5], i, n = v6 ? 4 : 2;
 
 	snprintf(dir, sizeof(dir), "/tmp/test_refused.XXXXXX");
 	CHECK(mkdtemp(dir) != NULL);
@@ -797,14 +809,22 @@ watch_start(int v6)
 	CHECK((alog = audit_open(path, "0123456789abcdef", err, sizeof(err))) !=
 	    NULL);
 	enter_sandbox_netns(v6);
-	CHECK((pfd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)) >= 0);
+	for (i = 0; i < n; i++)
+		CHECK((fds[i] = socket(kinds[i][0], SOCK_RAW | SOCK_CLOEXEC,
+		           kinds[i][1])) >= 0);
+	CHECK((fds[n] = socket(
+	           AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_TCP)) >= 0);
 	drop_caps();
 	CHECK((sy = synth_new()) != NULL);
 	CHECK((base = event_base_new()) != NULL);
 	cf.audit = alog;
 	cf.synth = sy;
 	cf.denied = on_denied;
-	CHECK((watcher = refused_new(base, &cf, pfd)) != NULL);
+	CHECK((watcher = refused_new(base, &cf)) != NULL);
+	for (i = 0; i < n; i++)
+		CHECK(refused_watch(watcher, fds[i]) == 0);
+	CHECK(refused_watch(watcher, fds[n]) == -1);
+	CHECK(fcntl(fds[n], F_GETFD) == -1);
 }
 
 /* Frees the watcher and closes its log (to be read after). */
@@ -942,18 +962,21 @@ test_others(void **state)
 	fixture_child_ok(child_others);
 }
 
-/* Not a packet socket: refused, and the descriptor closed. */
+/* Not a raw TCP or ICMP socket: refused, and the descriptor closed. */
 static void
-test_not_packet(void **state)
+test_not_raw(void **state)
 {
 	struct refused_config cf = {0};
 	struct event_base *b = event_base_new();
+	struct refused *r = refused_new(b, &cf);
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	(void)state;
+	assert_non_null(r);
 	assert_true(fd >= 0);
-	assert_null(refused_new(b, &cf, fd));
+	assert_int_equal(refused_watch(r, fd), -1);
 	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	refused_free(r);
 	event_base_free(b);
 	refused_free(NULL);
 }
@@ -1065,7 +1088,7 @@ main(void)
 	    cmocka_unit_test(test_reason),
 	    cmocka_unit_test(test_watcher),
 	    cmocka_unit_test(test_others),
-	    cmocka_unit_test(test_not_packet),
+	    cmocka_unit_test(test_not_raw),
 	    cmocka_unit_test(test_note_parse),
 	    cmocka_unit_test(test_notes),
 	};

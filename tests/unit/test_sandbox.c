@@ -876,7 +876,7 @@ test_identity_and_limits(void **state)
 }
 
 /* What one listener from the sandbox is, by getsockname (as run_engine.c). */
-enum kind { K_PACKET, K_NOTES, K_DNS, K_PROXY, K_SOCKS, K_CAPTURE, K_OTHER };
+enum kind { K_RAW, K_NOTES, K_DNS, K_PROXY, K_SOCKS, K_CAPTURE, K_OTHER };
 
 static enum kind
 kind_of(int fd, unsigned *port)
@@ -887,9 +887,13 @@ kind_of(int fd, unsigned *port)
 	socklen_t len = sizeof(ss);
 	int loop, any;
 
+	int type = -1;
+	socklen_t tlen = sizeof(type);
+
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
-	if (ss.ss_family == AF_PACKET)
-		return K_PACKET;
+	assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen), 0);
+	if (type == SOCK_RAW)
+		return K_RAW;
 	if (is_notes(fd))
 		return K_NOTES;
 	if (ss.ss_family == AF_INET) {
@@ -912,8 +916,8 @@ kind_of(int fd, unsigned *port)
 
 /*
  * Capture: the loopback listeners, the DNS stub on the wildcard, one
- * wildcard listener per port (not 53, 1080, 3128), the packet socket;
- * many more than one message carries.
+ * wildcard listener per port (not 53, 1080, 3128), the refusals' raw
+ * sockets (2 per family); many more than one message carries.
  */
 static void
 test_capture_listeners(void **state)
@@ -942,7 +946,8 @@ test_capture_listeners(void **state)
 	f->c.capture_ports = ports;
 	f->c.ncapture_ports = n;
 	s = start(f, argv);
-	assert_int_equal(sbx_nlisteners(s), 2 * loops + 2 + 303 + 1 + 1);
+	assert_int_equal(
+	    sbx_nlisteners(s), 2 * loops + 2 + 303 + 2 * loops + 1);
 	for (i = 0; i < (size_t)sbx_nlisteners(s); i++) {
 		k = kind_of(sbx_listener(s, (int)i), &port);
 		counts[k]++;
@@ -951,7 +956,7 @@ test_capture_listeners(void **state)
 			hi = port > hi ? port : hi;
 		}
 	}
-	assert_int_equal(counts[K_PACKET], 1);
+	assert_int_equal(counts[K_RAW], 2 * loops);
 	assert_int_equal(counts[K_NOTES], 1);
 	assert_int_equal(counts[K_DNS], 2);
 	assert_int_equal(counts[K_PROXY], loops);
@@ -965,7 +970,7 @@ test_capture_listeners(void **state)
 	sbx_free(s);
 }
 
-/* Without capture: loopback only, no packet socket. */
+/* Without capture: loopback only, no raw socket. */
 static void
 test_no_capture_listeners(void **state)
 {
