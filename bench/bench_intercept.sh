@@ -122,9 +122,10 @@ engine_cpu() {
 	echo "$(cat "$T/load.out") $ticks"
 }
 
-# load KIND PINHOLE: prints "ka/s new/s MB/s ka-us new-us" of one run
-# (tlsload); the last two are the engine's CPU per request (ka) and per
-# connection (new), in microseconds (0 for direct).
+# load KIND PINHOLE: prints "ka/s new/s MB/s ka-us new-us
+# MB-us" of one run (tlsload); the last three are the engine's CPU per
+# request (ka), per connection (new) and per MB of bulk, in microseconds
+# (0 for direct).
 load() {
 	local kind=$1 ph=$2 pre=(env) tl=(./tlsload) r=() p=()
 	[ "$kind" = direct ] ||
@@ -140,14 +141,19 @@ load() {
 		"$S_PORT" "$KA_CONC" "$NEW_SECS" /small)
 	r+=("${ka%% *}" "${new%% *}")
 	[ -z "$PERF" ] || p[-2]=$PERF/bulk.data
-	r+=("$(cd "$T/work" && "${p[@]}" "${pre[@]}" "${tl[@]}" bulk web.test \
-		"$S_PORT" 1 1 /big | cut -d' ' -f1)")
+	bulk=$(cd "$T/work" && "${p[@]}" "${pre[@]}" "${tl[@]}" bulk web.test \
+		"$S_PORT" 1 1 /big)
+	r+=("${bulk%% *}")
 	# requests=N ... TICKS: microseconds of engine CPU per request
 	for x in "$ka" "$new"; do
 		r+=("$(awk -v hz="$(getconf CLK_TCK)" '{ n = $3; sub(/.*=/, "", n)
 			printf "%.0f", (NF == 6 ? $6 : 0) * 1e6 / hz / (n ? n : 1) }' \
 			<<<"$x")")
 	done
+	# MB/s errors=N TICKS: engine CPU per MB (256 MiB = 268.4 MB)
+	r+=("$(awk -v hz="$(getconf CLK_TCK)" '{
+		printf "%.0f", (NF == 4 ? $4 : 0) * 1e6 / hz / 268.435456 }' \
+		<<<"$bulk")")
 	echo "${r[*]}"
 }
 
@@ -167,20 +173,21 @@ done
 fi
 
 echo "tlsload: $KA_CONC connections; ka: $KA_N requests each; new: $NEW_SECS s; $(uptime)"
-printf '%-44s %-12s %10s %10s %10s %8s %8s\n' binary row 'ka/s' 'new/s' \
-	'MB/s' 'ka-us' 'new-us'
+printf '%-44s %-12s %10s %10s %10s %8s %8s %8s\n' binary row 'ka/s' 'new/s' \
+	'MB/s' 'ka-us' 'new-us' 'MB-us'
 [ -z "$PERF" ] || { set -- "$1"; mkdir -p "$PERF"; }
 for ph in "$@"; do
 	for kind in direct opaque icpt; do
 		[ "$kind" != direct ] || [ "$ph" = "$1" ] || continue
 		[ -z "$PERF" ] || [ "$kind" = icpt ] || continue
 		res=$(for ((r = 0; r < RUNS; r++)); do load "$kind" "$ph"; done)
-		printf '%-44s %-12s %10s %10s %10s %8s %8s\n' "$ph" \
+		printf '%-44s %-12s %10s %10s %10s %8s %8s %8s\n' "$ph" \
 			"${kind/icpt/intercepted}" \
 			"$(cut -d' ' -f1 <<<"$res" | median)" \
 			"$(cut -d' ' -f2 <<<"$res" | median)" \
 			"$(cut -d' ' -f3 <<<"$res" | median)" \
 			"$(cut -d' ' -f4 <<<"$res" | median)" \
-			"$(cut -d' ' -f5 <<<"$res" | median)"
+			"$(cut -d' ' -f5 <<<"$res" | median)" \
+			"$(cut -d' ' -f6 <<<"$res" | median)"
 	done
 done
