@@ -566,7 +566,7 @@ cmd_proxy(int argc, char **argv)
 	if (proxy_gateway_is(l))
 		return gateway(&d, l);
 	signal(SIGPIPE, SIG_IGN);
-	if ((d.base = event_base_new()) == NULL)
+	if ((d.base = engine_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");
 	if (d.o.metrics != NULL && (d.metrics = metrics_new(0)) == NULL)
 		fatalx("proxy: out of memory");

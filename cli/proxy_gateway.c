@@ -375,7 +375,7 @@ proxy_gateway_run(const struct proxy_gateway_opts *o,
 	gw.landlock = engine_load_reads(l, shed_add, &gw);
 	gw.pol = xcalloc(gw.n, sizeof(*gw.pol));
 	signal(SIGPIPE, SIG_IGN);
-	if ((gw.base = event_base_new()) == NULL)
+	if ((gw.base = engine_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");
 	if (o->metrics != NULL && (gw.metrics = metrics_new(0)) == NULL)
 		fatalx("proxy: out of memory");

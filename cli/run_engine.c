@@ -247,7 +247,7 @@ start_proxy(struct run *r, const int *fds, int nfds)
 	struct engine_config cf = {0};
 	int i, rc = 0;
 
-	if ((r->base = event_base_new()) == NULL) {
+	if ((r->base = engine_base_new()) == NULL) {
 		log_warnx("run: DNS: no event loop");
 		return -1;
 	}

@@ -59,6 +59,12 @@ struct engine_config {
 };
 
 /*
+ * A new event loop for a proxy, NULL when none can be made.  On Linux
+ * it batches its epoll changes (see engine.c).
+ */
+struct event_base *engine_base_new(void);
+
+/*
  * Opens the resolver and makes the proxy on BASE, not yet listening, on
  * what L loaded (engine_load.h: the policy with its secrets, the audit
  * log, the TLS contexts and the stand-ins), L taken over in every case.

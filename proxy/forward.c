@@ -145,19 +145,64 @@ hop_field(const struct http_field *f, const struct http_head *h)
 	return 0;
 }
 
+/*
+ * The heads are written with evbuffer_add(), not evbuffer_add_printf():
+ * formatting each field took 13% of the engine's time on intercepted
+ * keep-alive requests (bench/README.md).
+ */
+static void
+add_str(struct evbuffer *out, const char *str)
+{
+	evbuffer_add(out, str, strlen(str));
+}
+
+/* "NAME: VALUE\r\n", in one piece. */
+static void
+add_line(struct evbuffer *out, const char *name, size_t nlen, const char *value,
+    size_t vlen)
+{
+	struct evbuffer_iovec v;
+	size_t n = nlen + 2 + vlen + 2;
+	char *p;
+
+	if (evbuffer_reserve_space(out, n, &v, 1) != 1)
+		return;
+	p = v.iov_base;
+	memcpy(p, name, nlen);
+	memcpy(p + nlen, ": ", 2);
+	memcpy(p + nlen + 2, value, vlen);
+	memcpy(p + nlen + 2 + vlen, "\r\n", 2);
+	v.iov_len = n;
+	(void)evbuffer_commit_space(out, &v, 1);
+}
+
+static int
+pchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') ||
+	    (c != '\0' && strchr("-._~!$&'()*+,;=:@/", c) != NULL);
+}
+
 /* Writes PATH percent-encoding all but RFC 3986 pchar and '/'. */
 static void
 add_path(struct evbuffer *out, const char *path)
 {
-	const unsigned char *p;
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p = (const unsigned char *)path, *run;
+	char esc[3] = {'%', 0, 0};
 
-	for (p = (const unsigned char *)path; *p != '\0'; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') ||
-		    strchr("-._~!$&'()*+,;=:@/", *p) != NULL)
-			evbuffer_add(out, p, 1);
-		else
-			evbuffer_add_printf(out, "%%%02X", *p);
+	while (*p != '\0') {
+		for (run = p; *p != '\0' && pchar(*p); p++)
+			;
+		if (p > run)
+			evbuffer_add(out, run, p - run);
+		if (*p == '\0')
+			break;
+		esc[1] = hex[*p >> 4];
+		esc[2] = hex[*p & 15];
+		evbuffer_add(out, esc, 3);
+		p++;
 	}
 }
 
@@ -165,10 +210,16 @@ static void
 add_host(
     struct evbuffer *out, const struct target_host *h, uint16_t port, int tls)
 {
-	evbuffer_add_printf(
-	    out, h->kind == TARGET_V6 ? "Host: [%s]" : "Host: %s", h->name);
-	if (port != (tls ? 443 : 80))
-		evbuffer_add_printf(out, ":%u", port);
+	char num[8];
+
+	add_str(out, h->kind == TARGET_V6 ? "Host: [" : "Host: ");
+	add_str(out, h->name);
+	if (h->kind == TARGET_V6)
+		evbuffer_add(out, "]", 1);
+	if (port != (tls ? 443 : 80)) {
+		snprintf(num, sizeof(num), ":%u", port);
+		add_str(out, num);
+	}
 	evbuffer_add(out, "\r\n", 2);
 }
 
@@ -216,7 +267,7 @@ build_head(
 	evbuffer_add(fw->head, h->method, h->method_len);
 	evbuffer_add(fw->head, " ", 1);
 	add_target(fw->head, h, s->path);
-	evbuffer_add_printf(fw->head, " HTTP/1.1\r\n");
+	add_str(fw->head, " HTTP/1.1\r\n");
 	add_host(fw->head, &u->host, u->port, u->tls);
 	for (i = 0; i < h->nfields; i++)
 		if (add_field(s, fw->head, &h->fields[i], h) != 0)
@@ -226,7 +277,7 @@ build_head(
 	if (s->dec.ninject > 0)
 		s->secret = s->dec.inject[0].secret_name;
 	if (h->upgrade)
-		evbuffer_add_printf(fw->head, "Connection: upgrade\r\n");
+		add_str(fw->head, "Connection: upgrade\r\n");
 	evbuffer_add(fw->head, "\r\n", 2);
 	return 0;
 }
@@ -633,13 +684,12 @@ send_head(struct session *s, const char *buf, const struct http_head *h)
 
 		if (hop_field(f, h))
 			continue;
-		evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)f->name_len,
-		    f->name, (int)f->value_len, f->value);
+		add_line(out, f->name, f->name_len, f->value, f->value_len);
 	}
 	if (h->status == 101)
-		evbuffer_add_printf(out, "Connection: upgrade\r\n");
+		add_str(out, "Connection: upgrade\r\n");
 	else if (!s->fwd->client_keep)
-		evbuffer_add_printf(out, "Connection: close\r\n");
+		add_str(out, "Connection: close\r\n");
 	evbuffer_add(out, "\r\n", 2);
 }
 

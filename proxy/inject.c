@@ -637,7 +637,8 @@ inject_add_field(struct evbuffer *out, const struct http_field *f,
 	size_t plen = 0;
 	int r = -1, basic = 0;
 
-	evbuffer_add_printf(out, "%.*s: ", (int)f->name_len, f->name);
+	evbuffer_add(out, f->name, f->name_len);
+	evbuffer_add(out, ": ", 2);
 	if (!swap_site(dec, f->name, f->name_len))
 		evbuffer_add(out, f->value, f->value_len);
 	else if (is_name(f->name, f->name_len, "authorization") &&
@@ -679,7 +680,8 @@ add_basic(struct evbuffer *out, const struct policy_inject *in,
 		buf[ulen] = ':';
 		memcpy(buf + ulen + 1, val, vlen);
 		n = EVP_EncodeBlock(enc, buf, (int)plain);
-		evbuffer_add_printf(out, "%s: Basic ", in->header);
+		evbuffer_add(out, in->header, strlen(in->header));
+		evbuffer_add(out, ": Basic ", 8);
 		evbuffer_add(out, enc, (size_t)n);
 		evbuffer_add(out, "\r\n", 2);
 		explicit_bzero(enc, (size_t)n);
@@ -711,12 +713,14 @@ inject_add_fields(struct evbuffer *out, const struct policy_decision *dec)
 				return -1;
 			break;
 		case POLICY_INJECT_BEARER:
-			evbuffer_add_printf(out, "%s: Bearer ", in->header);
+			evbuffer_add(out, in->header, strlen(in->header));
+			evbuffer_add(out, ": Bearer ", 9);
 			evbuffer_add(out, val, vlen);
 			evbuffer_add(out, "\r\n", 2);
 			break;
 		case POLICY_INJECT_HEADER:
-			evbuffer_add_printf(out, "%s: ", in->header);
+			evbuffer_add(out, in->header, strlen(in->header));
+			evbuffer_add(out, ": ", 2);
 			evbuffer_add(out, val, vlen);
 			evbuffer_add(out, "\r\n", 2);
 			break;
