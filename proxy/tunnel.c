@@ -112,23 +112,24 @@ waiting(const struct tdir *d)
 
 /*
  * Keeps the N bytes at P that the destination did not take: in a pipe
- * from the pool (the default 64 KiB always holds SMALL_MAX), or, when none
- * can be had, in a copy on the heap.  Nothing else waits in D.
+ * from the pool (64 KiB hold SMALL_MAX), and what it does not take (no
+ * pipe to be had, or one the kernel made smaller: pipe-user-pages-soft) in
+ * a copy on the heap, sent after the pipe's.  Nothing else waits in D.
  */
 static int
 keep(struct tdir *d, const char *p, size_t n)
 {
-	if (pipepool_take(d->t->pool, d->pipe) == 0) {
-		if (write(d->pipe[1], p, n) != (ssize_t)n) {
-			pipepool_give(d->t->pool, d->pipe, 0);
+	ssize_t w = 0;
+
+	if (pipepool_take(d->t->pool, d->pipe) == 0 &&
+	    (w = write(d->pipe[1], p, n)) < 0)
+		w = 0;
+	d->inpipe = (size_t)w;
+	if ((size_t)w < n) {
+		if ((d->held = malloc(n - w)) == NULL)
 			return -1;
-		}
-		d->inpipe = n;
-	} else {
-		if ((d->held = malloc(n)) == NULL)
-			return -1;
-		memcpy(d->held, p, n);
-		d->nheld = n;
+		memcpy(d->held, p + w, n - w);
+		d->nheld = n - w;
 		d->offheld = 0;
 	}
 	return 0;
@@ -211,16 +212,14 @@ drain_held(struct tdir *d)
 }
 
 /*
- * Pipe -> destination, as much as it takes; an empty pipe goes back to
- * the pool.  Returns 0 or -1.
+ * Pipe, then held bytes -> destination, as much as it takes; an empty
+ * pipe goes back to the pool.  Returns 0 or -1.
  */
 static int
 drain(struct tdir *d)
 {
 	ssize_t r;
 
-	if (drain_held(d) != 0)
-		return -1;
 	while (d->inpipe > 0) {
 		r = splice(d->pipe[0], NULL, d->dst, NULL, d->inpipe,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -233,7 +232,7 @@ drain(struct tdir *d)
 	}
 	if (d->inpipe == 0 && d->pipe[0] >= 0)
 		pipepool_give(d->t->pool, d->pipe, 1);
-	return 0;
+	return d->inpipe == 0 ? drain_held(d) : 0;
 }
 
 static void

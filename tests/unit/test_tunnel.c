@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,6 +211,65 @@ test_one_pipe(void **state)
 	both_ways(*state, pool, 0);
 }
 
+/*
+ * One pipe of one page (as the kernel makes them for a user over
+ * pipe-user-pages-soft) for two ways: what it does not take of a copy is
+ * held on the heap, behind it.
+ */
+static void
+test_small_pipe(void **state)
+{
+	struct pipepool *pool = pipepool_new(1, 1);
+	int p[2];
+
+	assert_int_equal(pipepool_take(pool, p), 0);
+	assert_true(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0);
+	pipepool_give(pool, p, 1);
+	both_ways(*state, pool, 0);
+}
+
+/*
+ * Reads under 16 KiB (no splice yet) into an upstream that does not read:
+ * the read the upstream cannot take whole goes into the one-page pipe and
+ * the rest behind it on the heap; then every byte arrives in order.
+ */
+static void
+test_kept_behind_pipe(void **state)
+{
+	struct fixture_proxy *f = *state;
+	struct pipepool *pool = pipepool_new(1, 1);
+	char buf[16383];
+	size_t sent = 0, got = 0, i;
+	int p[2], n;
+	ssize_t r;
+	int64_t end;
+
+	assert_int_equal(pipepool_take(pool, p), 0);
+	assert_true(fcntl(p[1], F_SETPIPE_SZ, 4096) >= 0);
+	pipepool_give(pool, p, 1);
+	f->ctx.pipes = pool;
+	fixture_tunnel(f);
+	for (n = 0; n < 4000; n++) {
+		for (i = 0; i < sizeof(buf); i++)
+			buf[i] = pattern(sent + i, 0);
+		if ((r = write(f->cfd, buf, sizeof(buf))) <= 0)
+			break; /* the proxy stopped reading: bytes wait */
+		sent += (size_t)r;
+		event_base_loop(f->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	}
+	assert_true(n < 4000);
+	end = fixture_now_ms() + 10000;
+	while (got < sent && fixture_now_ms() < end) {
+		event_base_loop(f->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		recv_some(f->ufd, 0, &got);
+	}
+	assert_int_equal(got, sent);
+	assert_int_equal(pipepool_busy(pool), 0);
+	session_close_all(&f->ctx);
+	f->ctx.pipes = NULL;
+	pipepool_free(pool);
+}
+
 /* Pooled, then pipe2() fails with EMFILE mid-transfer. */
 static void
 test_emfile_midway(void **state)
@@ -281,6 +341,8 @@ main(void)
 	    FIXTURE_PROXY_TEST(test_connect_bulk),
 	    FIXTURE_PROXY_TEST(test_no_pipes),
 	    FIXTURE_PROXY_TEST(test_one_pipe),
+	    FIXTURE_PROXY_TEST(test_small_pipe),
+	    FIXTURE_PROXY_TEST(test_kept_behind_pipe),
 	    FIXTURE_PROXY_TEST(test_emfile_midway),
 	    FIXTURE_PROXY_TEST(test_idle_holds_none),
 	    FIXTURE_PROXY_TEST(test_upgrade_relay),
