@@ -16,6 +16,10 @@
 #          CPU time (utime + stime of /proc/PID/stat) per connection.
 # 3. idle  RSS per established, idle tunnel at 1,000 and 9,000 tunnels:
 #          (VmRSS with N tunnels - VmRSS before) / N, fresh process each.
+# 4. limit the proxy started under a descriptor limit of NOFILE (20000,
+#          soft and hard, by prlimit) with its default session limit
+#          (pinhole: no --max-sessions): how many of LIMIT_N (10000) idle
+#          tunnels it holds within LIMIT_WAIT (20) s, and RSS per tunnel.
 #
 # Placement (2 cores): the proxy on CPU 1 (PROXY_CPU); curl or loadgen and
 # nginx on CPU 0 (LOAD_CPU).  "direct" (no proxy) keeps that placement, so
@@ -32,11 +36,13 @@
 # then run 2...); rate rows go concurrency by concurrency.
 #
 # Environment: RUNS (5), RATE_SECS (10), CONCS ("1 16 256"),
-# HOLDS ("1000 9000"), BULK_MIB (1024),
+# HOLDS ("1000 9000"), BULK_MIB (1024), NOFILE (20000), LIMIT_N (10000),
+# LIMIT_WAIT (20),
 # PROXIES ("pinhole squid tinyproxy refcopy refsplice": the last two are
 # refrelay.c, the floor of what a relay costs, not peers),
-# TESTS ("bulk rate idle"), TRIES, QUIET, PROXY_CPU (1), LOAD_CPU (0),
-# PINHOLE (a prebuilt binary), KEEP=1 (keep the work directory), OUT (also
+# TESTS ("bulk rate idle limit"), TRIES, QUIET, PROXY_CPU (1), LOAD_CPU (0),
+# PINHOLE (a prebuilt binary), PINHOLE_BASE (another, for the "base"
+# entry of PROXIES: before and after a change in one sitting), KEEP=1 (keep the work directory), OUT (also
 # write the report to this file).
 set -euo pipefail
 
@@ -46,7 +52,12 @@ CONCS=${CONCS:-"1 16 256"}
 HOLDS=${HOLDS:-"1000 9000"}
 BULK_MIB=${BULK_MIB:-1024}
 PROXIES=${PROXIES:-"pinhole squid tinyproxy refcopy refsplice"}
-TESTS=${TESTS:-"bulk rate idle"}
+TESTS=${TESTS:-"bulk rate idle limit"}
+NOFILE=${NOFILE:-20000}
+LIMIT_N=${LIMIT_N:-10000}
+LIMIT_WAIT=${LIMIT_WAIT:-20}
+PH_SESSIONS=(--max-sessions 20000) # the limit test: none (the default)
+LIMITED=()                         # the limit test: prlimit --nofile
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
 TRIES=${TRIES:-3}
@@ -54,7 +65,7 @@ QUIET=${QUIET:-0.08}
 NSRC=8 # client source addresses 127.0.0.1-8 (loadgen -s)
 
 if [ "${1:-}" = "-q" ]; then
-	RUNS=1 RATE_SECS=2 BULK_MIB=256 HOLDS=1000
+	RUNS=1 RATE_SECS=2 BULK_MIB=256 HOLDS=1000 LIMIT_WAIT=10
 elif [ $# -gt 0 ]; then
 	sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2
 	exit 2
@@ -190,31 +201,37 @@ nginx_cpu() {
 nginx_worker() { pgrep -P "$NGINX_PID" | head -1; }
 
 # start_NAME sets PROXY_PID and PROXY_PORT; stop_proxy ends it.
-start_pinhole() {
-	cat >"$W/pinhole.conf" <<EOF
+# run_pinhole NAME BINARY: "pinhole" is $PINHOLE, "base" $PINHOLE_BASE (an
+# older build, to compare in the same sitting).
+run_pinhole() {
+	cat >"$W/$1.conf" <<EOF
 allow 127.0.0.1:$NGINX_PORT
 timeout idle 10m
 EOF
-	: >"$W/logs/pinhole.err"
-	taskset -c "$PROXY_CPU" "$PINHOLE" proxy -p "$W/pinhole.conf" \
-		--listen 127.0.0.1:0 --log "$W/logs/pinhole-audit.jsonl" \
-		--max-sessions 20000 --dns 127.0.0.1 2>"$W/logs/pinhole.err" &
+	: >"$W/logs/$1.err"
+	"${LIMITED[@]}" taskset -c "$PROXY_CPU" "$2" proxy \
+		-p "$W/$1.conf" --listen 127.0.0.1:0 \
+		--log "$W/logs/$1-audit.jsonl" "${PH_SESSIONS[@]}" \
+		--dns 127.0.0.1 2>"$W/logs/$1.err" &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
 	local i
 	for i in $(seq 100); do
 		PROXY_PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' \
-			"$W/logs/pinhole.err")
+			"$W/logs/$1.err")
 		[ -n "$PROXY_PORT" ] && break
 		sleep 0.1
 	done
-	[ -n "$PROXY_PORT" ] || die "pinhole did not start: $(cat "$W/logs/pinhole.err")"
+	[ -n "$PROXY_PORT" ] || die "$1 did not start: $(cat "$W/logs/$1.err")"
 }
+start_pinhole() { run_pinhole pinhole "$PINHOLE"; }
+start_base() { run_pinhole base "${PINHOLE_BASE:?PROXIES has base: set PINHOLE_BASE}"; }
 
 # The reference relays (refrelay.c): the floor of what a relay costs.
 start_ref() {
 	: >"$W/logs/$1.err"
-	taskset -c "$PROXY_CPU" "$W/refrelay" -m "$2" 2>"$W/logs/$1.err" &
+	"${LIMITED[@]}" taskset -c "$PROXY_CPU" "$W/refrelay" -m "$2" \
+		2>"$W/logs/$1.err" &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
 	local i
@@ -261,7 +278,7 @@ coredump_dir $W/squid
 max_filedescriptors 65536
 shutdown_lifetime 0 seconds
 EOF
-	taskset -c "$PROXY_CPU" squid -N -f "$W/squid/squid.conf" \
+	"${LIMITED[@]}" taskset -c "$PROXY_CPU" squid -N -f "$W/squid/squid.conf" \
 		>"$W/squid/stderr" 2>&1 &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
@@ -283,7 +300,7 @@ LogLevel Info
 PidFile "$W/tinyproxy/tinyproxy.pid"
 DisableViaHeader Yes
 EOF
-	taskset -c "$PROXY_CPU" tinyproxy -d -c "$W/tinyproxy/tinyproxy.conf" \
+	"${LIMITED[@]}" taskset -c "$PROXY_CPU" tinyproxy -d -c "$W/tinyproxy/tinyproxy.conf" \
 		>"$W/tinyproxy/stderr" 2>&1 &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
@@ -471,6 +488,25 @@ idle() {
 	done
 }
 
+# Under a descriptor limit of NOFILE, with the proxy's default session
+# limit: tunnels held of LIMIT_N, and RSS per held tunnel.
+limit() {
+	local line
+	LIMITED=(prlimit "--nofile=$NOFILE:$NOFILE")
+	PH_SESSIONS=()
+	start_proxy "$1"
+	sleep 0.5
+	line=$(taskset -c "$LOAD_CPU" "$W/loadgen" hold \
+		-x "127.0.0.1:$PROXY_PORT" -t "$TARGET" -n "$LIMIT_N" \
+		-p "$PROXY_PID" -s "$NSRC" -w "$LIMIT_WAIT")
+	say "  limit $1 nofile=$NOFILE: $line"
+	echo "limit $1 $line" >>"$W/results"
+	stop_proxy
+	LIMITED=()
+	PH_SESSIONS=(--max-sessions 20000)
+	sleep 1
+}
+
 has_test() { case " $TESTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 run_all() {
@@ -491,6 +527,12 @@ run_all() {
 		say "idle: $HOLDS tunnels"
 		for p in $PROXIES; do
 			idle "$p"
+		done
+	fi
+	if has_test limit; then
+		say "limit: $LIMIT_N tunnels under ulimit -n $NOFILE"
+		for p in $PROXIES; do
+			limit "$p"
 		done
 	fi
 }
@@ -520,7 +562,7 @@ header() {
 report() {
 	header
 	awk -v runs="$RUNS" -v secs="$RATE_SECS" -v mib="$BULK_MIB" \
-		-v core="$PROXY_CPU" '
+		-v core="$PROXY_CPU" -v limn="$LIMIT_N" -v nofile="$NOFILE" '
 	function kv(line, key,   m) {
 		if (match(line, " " key "=[^ ]*")) {
 			m = substr(line, RSTART + length(key) + 2, RLENGTH - length(key) - 2)
@@ -538,6 +580,10 @@ report() {
 		other[k] = kv($0, "other")
 		if (!($2 in seenr)) { seenr[$2] = 1; rorder[++nr] = $2 }
 		if (!(c in seenc)) { seenc[c] = 1; corder[++nc] = c }
+	}
+	$1 == "limit" {
+		lper[$2] = kv($0, "per_tunnel_b"); lest[$2] = kv($0, "established")
+		lorder[++nl] = $2
 	}
 	$1 == "idle" {
 		n = kv($0, "n"); k = $2 SUBSEP n
@@ -599,6 +645,13 @@ report() {
 				printf "\n"
 			}
 			printf "target: <= 4096 bytes per tunnel\n"
+		}
+		if (nl) {
+			printf "\n4. limit: idle tunnels held of %s asked, under ulimit -n %s, default session limit\n", limn, nofile
+			printf "%-12s %8s %12s\n", "", "held", "B/tunnel"
+			for (i = 1; i <= nl; i++)
+				printf "%-12s %8s %12s\n", lorder[i], lest[lorder[i]], lper[lorder[i]]
+			printf "target: >= 9000 held, <= 4096 bytes each\n"
 		}
 	}' "$W/results"
 }

@@ -39,6 +39,7 @@
 #define PROXY_INTERNAL
 #include "proxy/proxy.h"
 #include "proxy/metrics.h"
+#include "proxy/pipepool.h"
 #include "proxy/capture.h"
 #include "proxy/scan.h"
 #include "proxy/request.h"
@@ -51,6 +52,10 @@
 #define SESSIONS_DEFAULT 4096
 #define HEADS_DEFAULT (16 * 1024 * 1024) /* unfinished heads, in all */
 #define BUFFERS_DEFAULT (64 * 1024 * 1024) /* relay buffers, in all */
+#define FD_RESERVE 64 /* descriptors kept for all but sessions and pipes */
+#define POOL_IDLE 32 /* empty splice pipes kept for the next tunnel */
+
+static struct pipepool *pool_new(void);
 #define FLUSH_S 1 /* folded denials are counted in the log this often */
 #define CLIENT_SAY_S 10 /* a client's refusals on stderr at most this often */
 #define DRAIN_MAX 65536 /* bytes of a refused client's request read first */
@@ -557,7 +562,9 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	px->resume = evtimer_new(base, on_resume, px);
 	px->flush = event_new(base, -1, EV_PERSIST, on_flush, px);
 	px->ctx.policy = wrap_policy(cf->policy);
-	if (px->resume == NULL || px->flush == NULL || px->ctx.policy == NULL) {
+	px->ctx.pipes = pool_new();
+	if (px->resume == NULL || px->flush == NULL || px->ctx.policy == NULL ||
+	    px->ctx.pipes == NULL) {
 		if (px->ctx.policy == NULL)
 			policy_free(cf->policy);
 		proxy_free(px);
@@ -798,28 +805,60 @@ proxy_free(struct proxy *px)
 	if (px->clients != NULL)
 		clients_sweep(px, 1);
 	hmap_free(px->clients); /* empty: every session is closed */
+	pipepool_free(px->ctx.pipes); /* after the sessions: none is out */
 	free(px);
 }
 
 /*
- * A spliced tunnel holds up to six descriptors (two sockets, two pipes),
- * and a session refused at accept is better than a tunnel that fails on
- * its first bytes for want of a pipe.
+ * How a descriptor limit of LIMIT is shared: FD_RESERVE for the
+ * listeners, the log, DNS, metrics and the rest of the process; of what
+ * is left, a seventeenth for splice pipes (two descriptors each: one pipe
+ * per 16 sessions, taken only while a tunnel direction has bytes in it,
+ * the pool's idle ones included); and two per session (its two sockets,
+ * an upstream connect in progress included).  So
+ *     pipes = (LIMIT - 64) / 34,  sessions = (LIMIT - 64 - 2 pipes) / 2,
+ * about (LIMIT - 64) / 2.125: 9,382 sessions and 586 pipes under 20,000.
+ * A direction that finds no pipe copies instead (tunnel.c), so more bulk
+ * directions at once than pipes is slower, never a failure.
  */
+static void
+fd_share(rlim_t limit, unsigned *sessions, unsigned *pipes)
+{
+	rlim_t n = limit == RLIM_INFINITY ? (rlim_t)65536 * 3 : limit;
+	rlim_t p, sess;
+
+	n = n > FD_RESERVE + 3 * 16 ? n - FD_RESERVE : 3 * 16;
+	p = n / 34;
+	sess = (n - 2 * p) / 2;
+	*sessions = sess > 65536 ? 65536 : (unsigned)sess;
+	*pipes = p > 65536 ? 65536 : (unsigned)p;
+}
+
 unsigned
 proxy_fd_budget(void)
 {
 	struct rlimit rl;
-	rlim_t n;
+	unsigned sessions = 256, pipes;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return 256;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
-		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			(void)setrlimit(RLIMIT_NOFILE, &rl);
+			(void)getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		fd_share(rl.rlim_cur, &sessions, &pipes);
 	}
-	n = rl.rlim_cur == RLIM_INFINITY ? 65536 * 6 : rl.rlim_cur;
-	n = n > 64 + 6 * 16 ? (n - 64) / 6 : 16;
-	return n > 65536 ? 65536 : (unsigned)n;
+	return sessions;
+}
+
+/* A proxy's pipe pool, bounded by the pipes' share of the limit. */
+static struct pipepool *
+pool_new(void)
+{
+	struct rlimit rl;
+	unsigned sessions, pipes = 16;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		fd_share(rl.rlim_cur, &sessions, &pipes);
+	return pipepool_new(pipes, POOL_IDLE);
 }

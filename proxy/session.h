@@ -33,6 +33,7 @@ struct tls;
 struct inject_standins;
 struct scan;
 struct metrics;
+struct pipepool;
 
 /* A policy shared by the sessions that started under it. */
 struct proxy_policy {
@@ -90,6 +91,8 @@ struct session_ctx {
 	const struct inject_standins *standins; /* placeholder stand-ins */
 	struct synth *synth; /* synthetic addresses (synth.h); NULL: none */
 	struct metrics *metrics; /* counts (metrics.h); NULL: off */
+	/* Splice pipes of this loop's tunnels (pipepool.h); NULL: unpooled. */
+	struct pipepool *pipes;
 };
 
 /*

@@ -2,11 +2,17 @@
  * tunnel.c: splice(2) relay of CONNECT tunnels (see tunnel.h).
  *
   * Each direction moves socket -> pipe -> socket, once it has carried a
- * read of 16 KiB; small exchanges go by recv and send.  Backpressure is
- * the pipe: reading stops while bytes wait in it and resumes once the
- * peer has taken them.  Half-close: EOF from a source becomes
- * shutdown(SHUT_WR) on the destination once the pipe is empty; the tunnel
- * ends when both directions are done, or on the first error.
+ * read of 16 KiB; small exchanges go by recv and send.  The pipe comes
+ * from the event loop's pool (pipepool.h) when bytes are to move and goes
+ * back as soon as it is empty, so an idle tunnel holds its two sockets
+ * only.  When no pipe can be had (the pool's bound, EMFILE, ENFILE), the
+ * direction copies instead: recv and send of 16 KiB, what the destination
+ * did not take kept on the heap until it does; the next read tries the
+ * pool again.  Backpressure is the pipe (or the kept bytes): reading
+ * stops while bytes wait and resumes once the peer has taken them.
+ * Half-close: EOF from a source becomes shutdown(SHUT_WR) on the
+ * destination once nothing waits; the tunnel ends when both directions
+ * are done, or on the first error.
  *
  * The bufferevent relay (tunnel_relay_start) carries what splice cannot:
  * the bytes after a 101 (in the clear, or inside an intercepted tunnel
@@ -32,6 +38,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "proxy/pipepool.h"
 #include "proxy/session_int.h"
 #include "proxy/tunnel.h"
 
@@ -42,8 +49,11 @@ struct tdir {
 	struct tunnel *t;
 	const char *name; /* of the source, for errors */
 	int src, dst;
-	int pipe[2]; /* -1 until the first bytes */
+	int pipe[2]; /* from the pool while bytes are in it, else -1 */
 	size_t inpipe; /* bytes waiting in the pipe */
+	char *held; /* no pipe could be had: bytes waiting here */
+	size_t nheld, offheld; /* ...how many, and sent of them */
+	int bulk; /* a read filled SMALL_MAX (or was not all taken): splice */
 	int eof, shut;
 	int reading, writing; /* events added */
 	uint64_t *bytes; /* the session's counter */
@@ -53,6 +63,7 @@ struct tdir {
 
 struct tunnel {
 	struct session *s;
+	struct pipepool *pool; /* the loop's (NULL: a pipe per take) */
 	int fd[2]; /* client, upstream */
 	struct tdir dir[2]; /* client -> upstream, upstream -> client */
 };
@@ -72,10 +83,10 @@ tunnel_free(struct tunnel *t)
 			event_free(t->dir[i].rd);
 		if (t->dir[i].wr != NULL)
 			event_free(t->dir[i].wr);
-		if (t->dir[i].pipe[0] >= 0) {
-			close(t->dir[i].pipe[0]);
-			close(t->dir[i].pipe[1]);
-		}
+		if (t->dir[i].pipe[0] >= 0)
+			pipepool_give(
+			    t->pool, t->dir[i].pipe, t->dir[i].inpipe == 0);
+		free(t->dir[i].held);
 		if (t->fd[i] >= 0)
 			close(t->fd[i]);
 	}
@@ -92,21 +103,45 @@ fail(struct tdir *d, int err)
 	session_close(d->t->s, why);
 }
 
-/*
- * The default pipe (64 KiB) is kept: a larger one measured no faster on
- * loopback and costs a syscall and a kernel allocation per tunnel.
- */
-static int
-pipe_open(struct tdir *d)
+/* Bytes read from the source that the destination has not taken yet. */
+static size_t
+waiting(const struct tdir *d)
 {
-	return pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC);
+	return d->inpipe + d->nheld;
 }
 
 /*
- * Before a direction has a pipe: most tunnels carry a request and an
- * answer of a few KiB, for which recv and send cost fewer calls than two
- * pipes and four splices.  A read that fills the buffer means bulk: what
- * the destination did not take goes into a new pipe, and so does the rest.
+ * Keeps the N bytes at P that the destination did not take: in a pipe
+ * from the pool (64 KiB hold SMALL_MAX), and what it does not take (no
+ * pipe to be had, or one the kernel made smaller: pipe-user-pages-soft) in
+ * a copy on the heap, sent after the pipe's.  Nothing else waits in D.
+ */
+static int
+keep(struct tdir *d, const char *p, size_t n)
+{
+	ssize_t w = 0;
+
+	if (pipepool_take(d->t->pool, d->pipe) == 0 &&
+	    (w = write(d->pipe[1], p, n)) < 0)
+		w = 0;
+	d->inpipe = (size_t)w;
+	if ((size_t)w < n) {
+		if ((d->held = malloc(n - w)) == NULL)
+			return -1;
+		memcpy(d->held, p + w, n - w);
+		d->nheld = n - w;
+		d->offheld = 0;
+	}
+	return 0;
+}
+
+/*
+ * Without a pipe: most tunnels carry a request and an answer of a few
+ * KiB, for which recv and send cost fewer calls than a pipe and two
+ * splices.  A read that fills the buffer, or that the destination did not
+ * take whole, means bulk: the next reads splice through a pipe from the
+ * pool.  This is also the copy a bulk direction falls back to when no
+ * pipe can be had.
  */
 static int
 fill_small(struct tdir *d)
@@ -123,24 +158,23 @@ fill_small(struct tdir *d)
 		return -1;
 	w = w < 0 ? 0 : w;
 	*d->bytes += w;
-	if (w == r && r < (ssize_t)sizeof(buf))
-		return 0;
-	if (pipe_open(d) != 0)
-		return -1;
-	/* An empty pipe holds 64 KiB: the rest of BUF always fits. */
-	if (w < r && write(d->pipe[1], buf + w, r - w) != r - w)
-		return -1;
-	d->inpipe += r - w;
-	return 0;
+	if (w < r || r == (ssize_t)sizeof(buf))
+		d->bulk = 1;
+	return w < r ? keep(d, buf + w, r - w) : 0;
 }
 
-/* Source -> pipe.  Returns 0 (EOF noted in D), or -1 with errno. */
+/*
+ * Source -> pipe (or the copy of fill_small), when nothing waits.
+ * Returns 0 (EOF noted in D), or -1 with errno.
+ */
 static int
 fill(struct tdir *d)
 {
 	ssize_t r;
 
-	if (d->pipe[0] < 0)
+	if (waiting(d) > 0)
+		return 0;
+	if (!d->bulk || pipepool_take(d->t->pool, d->pipe) != 0)
 		return fill_small(d);
 	r = splice(d->src, NULL, d->pipe[1], NULL, SPLICE_MAX,
 	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -153,7 +187,34 @@ fill(struct tdir *d)
 	return 0;
 }
 
-/* Pipe -> destination, as much as it takes.  Returns 0 or -1. */
+/* Held bytes -> destination, as much as it takes.  Returns 0 or -1. */
+static int
+drain_held(struct tdir *d)
+{
+	ssize_t w;
+
+	while (d->nheld > 0) {
+		w = send(d->dst, d->held + d->offheld, d->nheld,
+		    MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (w <= 0)
+			return -1;
+		d->offheld += w;
+		d->nheld -= w;
+		*d->bytes += w;
+	}
+	if (d->nheld == 0) {
+		free(d->held);
+		d->held = NULL;
+	}
+	return 0;
+}
+
+/*
+ * Pipe, then held bytes -> destination, as much as it takes; an empty
+ * pipe goes back to the pool.  Returns 0 or -1.
+ */
 static int
 drain(struct tdir *d)
 {
@@ -169,7 +230,9 @@ drain(struct tdir *d)
 		d->inpipe -= r;
 		*d->bytes += r;
 	}
-	return 0;
+	if (d->inpipe == 0 && d->pipe[0] >= 0)
+		pipepool_give(d->t->pool, d->pipe, 1);
+	return d->inpipe == 0 ? drain_held(d) : 0;
 }
 
 static void
@@ -183,17 +246,17 @@ want(struct event *ev, int *on, int yes)
 }
 
 /*
- * Sets what D waits for: the source while the pipe is empty (a full pipe
+ * Sets what D waits for: the source while nothing waits (a full pipe
  * shows as EAGAIN on fill, and the writable destination resumes it), the
- * destination while bytes wait.  Passes an EOF on once the pipe is empty.
+ * destination while bytes wait.  Passes an EOF on once none wait.
  * Returns 1 when the whole tunnel is done.
  */
 static int
 update(struct tdir *d)
 {
-	want(d->rd, &d->reading, !d->eof && d->inpipe == 0);
-	want(d->wr, &d->writing, d->inpipe > 0);
-	if (d->eof && d->inpipe == 0 && !d->shut) {
+	want(d->rd, &d->reading, !d->eof && waiting(d) == 0);
+	want(d->wr, &d->writing, waiting(d) > 0);
+	if (d->eof && waiting(d) == 0 && !d->shut) {
 		shutdown(d->dst, SHUT_WR);
 		d->shut = 1;
 	}
@@ -302,6 +365,7 @@ tunnel_start(struct session *s)
 	if (flush_start(s) != 0 || (t = calloc(1, sizeof(*t))) == NULL)
 		return -1;
 	t->s = s;
+	t->pool = s->ctx->pipes;
 	t->fd[0] = t->fd[1] = -1;
 	t->dir[0].pipe[0] = t->dir[1].pipe[0] = -1;
 	t->fd[0] = bufferevent_getfd(s->client.bev);

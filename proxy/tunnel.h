@@ -4,9 +4,11 @@
  * never enter user space.  libevent 2.1's bufferevents read 4 KiB at a
  * time with an ioctl and an epoll_ctl around each read; on this path that
  * cost a CONNECT tunnel four fifths of the loopback throughput (see
- * bench/README.md).  Pipes are made on the first byte of a direction, so
- * an idle tunnel holds two sockets, two events and no buffers.  The
- * bufferevent relay, for what splice cannot carry, is here too.
+ * bench/README.md).  A direction takes a pipe from the loop's pool
+ * (pipepool.h, ctx->pipes) while bytes are in it and gives it back once it
+ * is empty, so an idle tunnel holds two sockets, two events and no
+ * buffers; without a pipe (none left) it copies.  The bufferevent relay,
+ * for what splice cannot carry, is here too.
  */
 #ifndef PH_TUNNEL_H
 #define PH_TUNNEL_H

@@ -8,7 +8,8 @@
 # (--buffer-memory); at --max-sessions 100, 100 slow heads from 127.0.0.1
 # get 25 sessions (the default --max-per-client, a quarter) and 75 503s,
 # folded in the log and said once on stderr, while 127.0.0.2 is served at
-# once.  The other parts, about one client's many connections, turn the
+# once; under a descriptor limit of 400, 159 idle tunnels are held (two
+# descriptors each, and a pipe per 16 while bytes move).  The other parts, about one client's many connections, turn the
 # per-client limit off (--max-per-client 0).
 # usage: proxy_limits.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
@@ -282,4 +283,36 @@ stop_proxy perclient
 audit_wellformed perclient "$PX_LOG"
 "$PINHOLE" log "$PX_LOG" >"$T/perclient.review" 2>&1
 equal "per-client: pinhole log reads the refusals" "$?" 0
+
+# --- a low descriptor limit: two descriptors per idle tunnel -----------------------
+# Under a limit of 400 the default session limit is (400 - 64) / 2.125 =
+# 159 (proxy.c, fd_share): splice pipes are taken only while bytes move.
+# At six descriptors per tunnel it was (400 - 64) / 6 = 56.  159 idle
+# CONNECT tunnels are all answered; the 160th waits in the backlog.
+PX_PREFIX=(prlimit "--nofile=400:400")
+start_proxy fdlimit "$pol" --max-per-client 0 || exit 1
+PX_PREFIX=()
+conns=()
+n=0
+for ((i = 0; i < 159; i++)); do
+	open_conn
+	conns+=("$CONN")
+	send "$CONN" 'CONNECT web.test:%s HTTP/1.1\r\nHost: web.test\r\n\r\n' "$H_PORT"
+	read_response "$CONN" 10 nobody && [ "$RESP_STATUS" = 200 ] || break
+	n=$((n + 1))
+done
+equal "low descriptor limit: idle tunnels held (56 at six descriptors each)" "$n" 159
+open_conn
+send "$CONN" 'CONNECT web.test:%s HTTP/1.1\r\nHost: web.test\r\n\r\n' "$H_PORT"
+if read_response "$CONN" 1 nobody; then
+	bad "low descriptor limit: a 160th tunnel was answered ($RESP_STATUS)"
+else ok; fi
+conns+=("$CONN")
+# Bytes still move through the held tunnels.
+send "${conns[0]}" 'GET /whoami/held HTTP/1.1\r\nHost: web.test\r\n\r\n'
+read_response "${conns[0]}" 10
+equal "low descriptor limit: a held tunnel carries a request" "$RESP_STATUS" 200
+[ "$(fd_count "$PX_PID")" -le 400 ] && ok || bad "low descriptor limit: over 400 descriptors"
+for fd in "${conns[@]}"; do exec {fd}>&-; done
+stop_proxy fdlimit
 ph_end
