@@ -972,7 +972,7 @@ value(const char *text, const char *name)
 
 struct hammer {
 	struct metrics *root;
-	unsigned t;
+	unsigned t, ports; /* requests go to PORTS ports */
 	atomic_uint *done;
 };
 
@@ -989,7 +989,8 @@ hammer(void *arg)
 		snprintf(host, sizeof(host), "h%02u.test",
 		    (i * 31 + h->t * 7) % THREAD_HOSTS);
 		metrics_connection(s, 1);
-		req(s, i % 3 ? "allow" : "deny", host, 443, "a.conf", i % 7, 0,
+		req(s, i % 3 ? "allow" : "deny", host,
+		    443 + (i + h->t * 1000) % h->ports, "a.conf", i % 7, 0,
 		    i % 2000);
 		metrics_bytes(s, 1, 2);
 		metrics_connected(s, (int64_t)(i * 997) % 11000000);
@@ -1014,9 +1015,13 @@ check_scrape(const char *text, unsigned long long *conns)
 	    value(text, "pinhole_decision_seconds_count"));
 }
 
-/* Requests in TEXT, and the distinct hosts (but "other") they name. */
+/*
+ * Requests in TEXT, the distinct hosts (but "other") they name, and
+ * their series (but "other").
+ */
 static void
-count_requests(const char *text, unsigned long long *n, unsigned *hosts)
+count_requests(
+    const char *text, unsigned long long *n, unsigned *hosts, unsigned *series)
 {
 	static const char pre[] = "pinhole_requests_total{";
 	char seen[THREAD_HOSTS] = {0};
@@ -1024,9 +1029,11 @@ count_requests(const char *text, unsigned long long *n, unsigned *hosts)
 	unsigned k;
 
 	*n = 0;
-	*hosts = 0;
+	*hosts = *series = 0;
 	for (p = text; (p = strstr(p, pre)) != NULL; p++) {
 		*n += strtoull(strstr(p, "} ") + 2, NULL, 10);
+		*series +=
+		    strncmp(p + strlen(pre), "decision=\"other\"", 16) != 0;
 		h = strstr(p, "host=\"") + 6;
 		if (sscanf(h, "h%2u.test\"", &k) == 1 && k < THREAD_HOSTS &&
 		    !seen[k]++)
@@ -1034,22 +1041,24 @@ count_requests(const char *text, unsigned long long *n, unsigned *hosts)
 	}
 }
 
-/* Workers hammer their shards while the main thread renders. */
-static void
-test_shards_threads(void **state)
+/*
+ * THREADS workers, each sending to PORTS ports, hammer their shards
+ * while the main thread renders; returns the last text.
+ */
+static char *
+hammer_all(struct metrics *root, unsigned ports)
 {
-	struct metrics *root = metrics_new(THREAD_HOSTS / 2);
 	struct hammer h[THREADS];
 	pthread_t tid[THREADS];
 	atomic_uint done = 0;
-	unsigned long long conns = 0, n;
-	unsigned t, renders = 0, hosts;
+	unsigned long long conns = 0;
+	unsigned t, renders = 0;
 	char *text;
 	void *s;
 
-	(void)state;
 	for (t = 0; t < THREADS; t++) {
-		h[t] = (struct hammer){.root = root, .t = t, .done = &done};
+		h[t] = (struct hammer){
+		    .root = root, .t = t, .ports = ports, .done = &done};
 		assert_int_equal(
 		    pthread_create(&tid[t], NULL, hammer, &h[t]), 0);
 	}
@@ -1066,7 +1075,21 @@ test_shards_threads(void **state)
 	assert_true(renders > 0);
 	text = render(root);
 	check_scrape(text, &conns);
-	count_requests(text, &n, &hosts);
+	return text;
+}
+
+/* Every count exact once the workers are done; the host cap holds. */
+static void
+test_shards_threads(void **state)
+{
+	struct metrics *root = metrics_new(THREAD_HOSTS / 2);
+	unsigned long long n;
+	unsigned hosts, series;
+	char *text;
+
+	(void)state;
+	text = hammer_all(root, 1);
+	count_requests(text, &n, &hosts, &series);
 	assert_int_equal(n, THREADS * THREAD_EVENTS);
 	assert_int_equal(hosts, THREAD_HOSTS / 2);
 	assert_int_equal(
@@ -1078,6 +1101,28 @@ test_shards_threads(void **state)
 	    THREADS * THREAD_EVENTS);
 	assert_int_equal(value(text, "pinhole_connect_seconds_count"),
 	    THREADS * THREAD_EVENTS);
+	free(text);
+	metrics_free(root);
+}
+
+/* The same past the series cap: the workers fill it at once. */
+static void
+test_shards_threads_series_cap(void **state)
+{
+	struct metrics *root = metrics_new(THREAD_HOSTS / 2);
+	unsigned long long n;
+	unsigned hosts, series;
+	char *text;
+
+	(void)state;
+	text = hammer_all(root, 4000);
+	count_requests(text, &n, &hosts, &series);
+	assert_int_equal(n, THREADS * THREAD_EVENTS);
+	assert_int_equal(series, METRICS_SERIES_MAX);
+	assert_true(
+	    value(text,
+	        "pinhole_requests_total{decision=\"other\",host=\"other\","
+	        "port=\"other\",rule=\"other\",via=\"other\"}") > 0);
 	free(text);
 	metrics_free(root);
 }
@@ -1124,6 +1169,7 @@ main(void)
 	    cmocka_unit_test(test_shards_series_cap),
 	    cmocka_unit_test(test_shard_api),
 	    cmocka_unit_test(test_shards_threads),
+	    cmocka_unit_test(test_shards_threads_series_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
