@@ -15,7 +15,7 @@
  * distinct host labels (the max_hosts cap) and the series of
  * pinhole_requests_total, each with its escaped label text (also what is
  * rendered) and an id, in the order they first appeared anywhere; a
- * writer counts series id I in its own series_n[I].  A writer asks the
+ * writer counts series id I in its own counter I.  A writer asks the
  * registry, under its mutex, only the first time it meets a host or a
  * label text, and keeps the answer in its own tables (hosts, index), so a
  * label it already knows takes no lock.  Once a registry table is full
@@ -62,6 +62,11 @@
 #define RULE_FILE_MAX 200 /* bytes of a rule's file name in its label */
 #define HOST_LABEL_MAX 256 /* bytes of a host in its label */
 #define CACHE_LINE 64 /* a writer's counters share no line with another's */
+/* Series counters and labels come in chunks, made when first used (a
+ * relay or an idle shard holds none), and never moved (a scrape reads
+ * them while writers add more). */
+#define CHUNK 256
+#define CHUNKS (METRICS_SERIES_MAX / CHUNK)
 
 /* The relay's datagrams: a version byte, then one of these kinds. */
 #define RELAY_VERSION 1
@@ -161,8 +166,8 @@ struct registry {
 	struct htab *hosts; /* distinct host labels, at most max_hosts */
 	atomic_int hosts_full; /* hosts holds max_hosts: it is read-only */
 	struct htab *index; /* label text -> series id */
-	char *labels[METRICS_SERIES_MAX]; /* by id, escaped, as rendered */
-	atomic_size_t nseries; /* labels[0..nseries) are set for good */
+	char **labels[CHUNKS]; /* by id, escaped, as rendered */
+	atomic_size_t nseries; /* labels 0..nseries-1 are set for good */
 	_Atomic(struct metrics *) shards; /* newest first, by next */
 };
 
@@ -176,7 +181,7 @@ struct metrics {
 	/* What this writer counted: written by its one thread only. */
 	_Alignas(CACHE_LINE) _Atomic uint64_t ctr[CTR_N];
 	struct histogram decision, connect;
-	_Atomic uint64_t *series_n; /* METRICS_SERIES_MAX, by series id */
+	_Atomic(_Atomic uint64_t *) series_n[CHUNKS]; /* by series id */
 	struct htab *hosts; /* the host labels the registry admitted */
 	struct htab *index; /* label text -> series id, as registered */
 	struct metrics *root; /* a root's is itself */
@@ -206,11 +211,6 @@ writer_new(struct metrics *root)
 	if ((m = aligned_alloc(CACHE_LINE, sizeof(*m))) == NULL)
 		return NULL;
 	memset(m, 0, sizeof(*m));
-	if ((m->series_n = calloc(METRICS_SERIES_MAX, sizeof(*m->series_n))) ==
-	    NULL) {
-		free(m);
-		return NULL;
-	}
 	m->hosts = htab_new();
 	m->index = htab_new();
 	m->root = root != NULL ? root : m;
@@ -221,7 +221,10 @@ writer_new(struct metrics *root)
 static void
 writer_free(struct metrics *m)
 {
-	free(m->series_n);
+	size_t i;
+
+	for (i = 0; i < CHUNKS; i++)
+		free(atomic_load(&m->series_n[i]));
 	htab_free(m->hosts);
 	htab_free(m->index);
 	free(m);
@@ -282,6 +285,8 @@ registry_free(struct registry *g)
 		writer_free(s);
 	}
 	for (i = 0; i < n; i++)
+		free(g->labels[i / CHUNK][i % CHUNK]);
+	for (i = 0; i < CHUNKS; i++)
 		free(g->labels[i]);
 	htab_free(g->hosts);
 	htab_free(g->index);
@@ -418,12 +423,15 @@ series_admit(struct registry *g, const char *labels, size_t n)
 
 	if ((l = htab_find(g->index, labels, n)) != NULL && l[0].n > 0)
 		return (long)l[0].ids[0];
-	if (id >= METRICS_SERIES_MAX || (dup = strdup(labels)) == NULL ||
+	if (id < METRICS_SERIES_MAX && g->labels[id / CHUNK] == NULL)
+		g->labels[id / CHUNK] = calloc(CHUNK, sizeof(char *));
+	if (id >= METRICS_SERIES_MAX || g->labels[id / CHUNK] == NULL ||
+	    (dup = strdup(labels)) == NULL ||
 	    htab_try_add(g->index, labels, n, 0, (uint32_t)id) != 0) {
 		free(dup);
 		return -1;
 	}
-	g->labels[id] = dup;
+	g->labels[id / CHUNK][id % CHUNK] = dup;
 	/* release: a scrape, or a writer finding the registry full, that
 	 * reads the count sees the label and the index as they are */
 	atomic_store_explicit(&g->nseries, id + 1, memory_order_release);
@@ -453,6 +461,19 @@ series_id(struct metrics *m, const char *labels, size_t n)
 	if (id >= 0)
 		(void)htab_try_add(m->index, labels, n, 0, (uint32_t)id);
 	return id;
+}
+
+/* Writer M's counter of series ID, its chunk made on first use; NULL. */
+static _Atomic uint64_t *
+series_counter(struct metrics *m, long id)
+{
+	_Atomic(_Atomic uint64_t *) *chunk = &m->series_n[id / CHUNK];
+	_Atomic uint64_t *c = atomic_load_explicit(chunk, memory_order_relaxed);
+
+	if (c == NULL && (c = calloc(CHUNK, sizeof(*c))) != NULL)
+		/* release: a scrape that finds the chunk finds it zeroed */
+		atomic_store_explicit(chunk, c, memory_order_release);
+	return c != NULL ? c + id % CHUNK : NULL;
 }
 
 /*
@@ -505,6 +526,7 @@ void
 metrics_request(struct metrics *m, const struct metrics_req *r)
 {
 	char buf[LABELS_MAX];
+	_Atomic uint64_t *c = NULL;
 	long id;
 
 	if (m == NULL)
@@ -514,8 +536,9 @@ metrics_request(struct metrics *m, const struct metrics_req *r)
 		return;
 	}
 	labels(m, r, buf, sizeof(buf));
-	id = series_id(m, buf, strlen(buf));
-	bump(id >= 0 ? &m->series_n[id] : &m->ctr[CTR_OVERFLOW], 1);
+	if ((id = series_id(m, buf, strlen(buf))) >= 0)
+		c = series_counter(m, id);
+	bump(c != NULL ? c : &m->ctr[CTR_OVERFLOW], 1);
 	if (strcmp(r->decision, "allow") != 0)
 		bump(&m->ctr[CTR_DENIALS], 1);
 	if (r->leak)
@@ -634,15 +657,25 @@ sums_all(const struct metrics *root, struct sums *s)
 		sums_add(s, w);
 }
 
+/* Writer W's count of series ID. */
+static uint64_t
+series_one(const struct metrics *w, size_t id)
+{
+	const _Atomic uint64_t *c = atomic_load_explicit(
+	    &w->series_n[id / CHUNK], memory_order_acquire);
+
+	return c != NULL ? load(&c[id % CHUNK]) : 0;
+}
+
 /* Series ID's count, summed over ROOT and all its shards. */
 static uint64_t
 series_sum(const struct metrics *root, size_t id)
 {
 	const struct metrics *w;
-	uint64_t n = load(&root->series_n[id]);
+	uint64_t n = series_one(root, id);
 
 	for (w = shards(root); w != NULL; w = w->next)
-		n += load(&w->series_n[id]);
+		n += series_one(w, id);
 	return n;
 }
 
@@ -699,7 +732,8 @@ render_requests(const struct metrics *root, const struct sums *s, FILE *f)
 	    "Requests decided, by decision, host, port, deciding rule "
 	    "(file:line) and how the client came");
 	for (i = 0; i < n; i++)
-		fprintf(f, "pinhole_requests_total{%s} %llu\n", g->labels[i],
+		fprintf(f, "pinhole_requests_total{%s} %llu\n",
+		    g->labels[i / CHUNK][i % CHUNK],
 		    (unsigned long long)series_sum(root, i));
 	if (s->ctr[CTR_OVERFLOW] > 0)
 		fprintf(f,

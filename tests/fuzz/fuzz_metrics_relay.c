@@ -7,8 +7,10 @@
  * Checks: metrics_absorb() returns 0 or -1; a refused datagram changes
  * nothing but pinhole_relay_errors_total (the rendered text is the same
  * otherwise); an accepted one has no accepted proper prefix (a datagram
- * has one length); every rendered line is a comment or one of our
- * samples (no label value breaks a line).  A violation abort()s.
+ * has one length); absorbed by a worker's shard instead, it renders the
+ * same text from the shard's root; every rendered line is a comment or
+ * one of our samples (no label value breaks a line).  A violation
+ * abort()s.
  *
  *	./fuzz_metrics_relay -max_total_time=30 tests/fuzz/corpus/metrics_relay
  */
@@ -56,6 +58,23 @@ check_lines(char *text)
 		    strncmp(line, "process_", 8) == 0);
 }
 
+/* The accepted datagram DATA, absorbed by a shard, renders as WANT. */
+static void
+check_shard(const uint8_t *data, size_t size, const char *want)
+{
+	struct metrics *root = metrics_new(4), *s;
+	char *text;
+
+	if (root == NULL || (s = metrics_shard_new(root)) == NULL)
+		abort();
+	metrics_sandbox(root, 1);
+	check(metrics_absorb(s, data, size) == 0);
+	text = render(root);
+	check(strcmp(text, want) == 0);
+	free(text);
+	metrics_free(root);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -75,6 +94,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(strcmp(before, after) == 0);
 	for (i = 0; r == 0 && i < size; i++)
 		check(metrics_absorb(m, data, i) == -1);
+	if (r == 0)
+		check_shard(data, size, after);
 	check_lines(after);
 	free(before);
 	free(after);
