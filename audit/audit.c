@@ -3,8 +3,8 @@
  * log").
  *
  * Records are formatted straight into the line buffer, with no JSON
- * library: building a jansson object per record and dumping it cost a
- * tenth of the engine's CPU per intercepted request (bench/README.md).
+ * library: building a jansson object per record and dumping it cost 12%
+ * of the engine's CPU per intercepted request (bench/README.md).
  * The text is byte for byte what jansson's json_dumpb() wrote with
  * JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII (test_audit.c
  * compares the two on many records): no spaces, fields in table order,

@@ -1,7 +1,14 @@
 /*
  * audit_ref.c: the jansson writer of audit/audit.c as it was at 3baebc3
  * (audit_ref.h), copied unchanged but for the struct audit it read its
- * run id and client from.  Do not "fix" it: it is the reference.
+ * run id and client from, and for ROOM.  Do not "fix" it otherwise: it
+ * is the reference.
+ *
+ * ROOM: sanitize() was given min(INLEN, CAP) + 1 bytes, but a string cut
+ * because its escapes pass CAP while its bytes do not (1,023 bytes with
+ * two '"') keeps nearly all its bytes and adds "..." and a NUL: up to 2
+ * bytes past the buffer.  The writer at 3baebc3 had that heap overflow;
+ * the one that replaces it has no intermediate buffer.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -18,6 +25,7 @@
 #define MARKLEN (sizeof(MARK) - 1)
 #define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII)
 #define NTRIM FIELD_NCUT
+#define ROOM (MARKLEN + 1) /* see above */
 
 struct trim {
 	size_t cap[NTRIM]; /* escaped length allowed */
@@ -148,7 +156,7 @@ add_str(json_t *o, const char *key, const char *val, const char *cut,
 		goto out;
 	r = -1;
 	n = strcspn(val, cut);
-	if ((s = malloc((n < cap ? n : cap) + 1)) == NULL)
+	if ((s = malloc((n < cap ? n : cap) + ROOM)) == NULL)
 		goto out;
 	n = sanitize(s, val, n, cap, &e);
 	r = json_object_set_new(o, key, json_stringn(s, n));
@@ -180,7 +188,7 @@ add_rule(json_t *o, const char *file, unsigned line)
 		goto out;
 	r = -1;
 	n = strlen(file);
-	if ((s = malloc((n < FIELD_CAP ? n : FIELD_CAP) + 1)) == NULL)
+	if ((s = malloc((n < FIELD_CAP ? n : FIELD_CAP) + ROOM)) == NULL)
 		goto out;
 	sanitize(s, file, n, FIELD_CAP, &e);
 	r = json_object_set_new(
@@ -395,7 +403,7 @@ size_t
 audit_ref_escape(
     char *out, size_t outlen, const char *in, size_t inlen, size_t cap)
 {
-	char *s = malloc(inlen + 1), *d = NULL;
+	char *s = malloc(inlen + ROOM), *d = NULL;
 	json_t *j = NULL;
 	size_t n, e, r = (size_t)-1;
 
