@@ -545,6 +545,28 @@ test_fits_uncut(void **state)
 	free(path);
 }
 
+/*
+ * Cut by its escapes, not its bytes: 1,023 bytes whose two '"' make 1,025
+ * once escaped.  The writer at 3baebc3 wrote the NUL after "..." one byte
+ * past its buffer here (ASan's build sees it).
+ */
+static void
+test_cut_by_escapes(void **state)
+{
+	struct fixture *f = *state;
+	struct audit_rec r;
+	char path[FIELD_CAP], want[FIELD_CAP + 1];
+
+	memset(path, 'a', FIELD_CAP - 3);
+	memcpy(path + FIELD_CAP - 3, "\"\"", 3);
+	memset(want, 'a', FIELD_CAP - 3);
+	memcpy(want + FIELD_CAP - 3, "...", 4);
+	full_rec(&r);
+	r.path = path;
+	write_one(f, &r);
+	assert_string_equal(str_field(f->lines[0], "path"), want);
+}
+
 /* One writer: NPERCHILD records on its own descriptor. */
 static void
 child_write(struct fixture *f, unsigned id)
@@ -1687,6 +1709,7 @@ main(void)
 	    T(test_huge_path),
 	    T(test_huge_everything),
 	    T(test_fits_uncut),
+	    T(test_cut_by_escapes),
 	    T(test_concurrent),
 	    T(test_stderr),
 	    T(test_open_failures),
