@@ -83,6 +83,7 @@ struct forward {
 	const char *up_ca; /* ...and, intercepted, this upstream-ca */
 	char up_addr[64];
 	struct evbuffer *head; /* the rewritten request head */
+	struct evbuffer *rhead; /* the response head, built (see send_head) */
 	char method[33];
 	struct rscan rs;
 };
@@ -107,6 +108,8 @@ forward_free(struct session *s)
 		return;
 	if (s->fwd->head != NULL)
 		evbuffer_free(s->fwd->head);
+	if (s->fwd->rhead != NULL)
+		evbuffer_free(s->fwd->rhead);
 	if (s->fwd->rs.held != NULL)
 		evbuffer_free(s->fwd->rs.held);
 	free(s->fwd);
@@ -670,13 +673,22 @@ head_searched(struct rscan *rs, const char *buf, size_t len)
 
 /* --- responses ------------------------------------------------------------ */
 
-/* The response head for the client: status line as sent, our fields. */
+/*
+ * The response head for the client: status line as sent, our fields.
+ * Built aside in fw->rhead and handed over whole: every addition to a
+ * TLS filter's output is an SSL_write, so a field at a time made a TLS
+ * record, with its allocations, per field (bench/README.md).
+ */
 static void
 send_head(struct session *s, const char *buf, const struct http_head *h)
 {
-	struct evbuffer *out = bufferevent_get_output(s->client.bev);
+	struct evbuffer *cout = bufferevent_get_output(s->client.bev);
+	struct evbuffer *out = s->fwd->rhead;
 	const char *eol = memchr(buf, '\r', h->head_len);
 	size_t i;
+
+	if (out == NULL && (out = s->fwd->rhead = evbuffer_new()) == NULL)
+		out = cout; /* out of memory: a field at a time, as it comes */
 
 	evbuffer_add(out, buf, eol - buf + 2);
 	for (i = 0; i < h->nfields; i++) {
@@ -691,6 +703,8 @@ send_head(struct session *s, const char *buf, const struct http_head *h)
 	else if (!s->fwd->client_keep)
 		add_str(out, "Connection: close\r\n");
 	evbuffer_add(out, "\r\n", 2);
+	if (out != cout)
+		evbuffer_add_buffer(cout, out);
 }
 
 /* Takes one response head off the upstream input; 0 when none yet. */
@@ -770,11 +784,15 @@ pump_response(struct session *s)
 	check_done(s);
 }
 
+/*
+ * The parsed head (about 3 KiB) is on the stack, as in head_try(): a
+ * malloc of that size a response went past glibc's per-thread cache.
+ */
 static void
 up_read(struct bufferevent *bev, void *arg)
 {
 	struct session *s = arg;
-	struct http_head *h;
+	struct http_head h;
 	int r = 1;
 
 	(void)bev;
@@ -782,23 +800,18 @@ up_read(struct bufferevent *bev, void *arg)
 		pump_response(s);
 		return;
 	}
-	if ((h = malloc(sizeof(*h))) == NULL) {
-		session_close(s, "out of memory");
-		return;
-	}
 	/* Interim 1xx heads pass through; then the final head. */
-	while ((r = take_head(s, h)) > 0 && h->status / 100 == 1 &&
-	    h->status != 101)
+	while ((r = take_head(s, &h)) > 0 && h.status / 100 == 1 &&
+	    h.status != 101)
 		;
-	if (r > 0 && h->status == 101) {
+	if (r > 0 && h.status == 101) {
 		/* The "end" record comes when the upgraded tunnel closes. */
 		s->status = 101;
 		tunnel_relay_start(s);
 	} else if (r > 0) {
-		final_head(s, h);
+		final_head(s, &h);
 		pump_response(s);
 	}
-	free(h);
 }
 
 /* --- completion ----------------------------------------------------------- */

@@ -6,11 +6,22 @@
  * class 0 and lead back to the root; patterns of secrets use few distinct
  * bytes, so rows stay short (a few secrets in all their forms make a
  * table of tens of kilobytes).  Each byte costs two table look-ups.
+ *
+ * At the root, where a stream spends most bytes of most bodies, the
+ * search skips to the next byte that can begin a pattern: with SSSE3
+ * (when the processor has it) sixteen bytes at a time and by pairs of
+ * bytes (see skip_ssse3), else by single bytes, four look-ups at a time.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#endif
+
+#define SCAN_INTERNAL
 #include "proxy/scan.h"
 
 #define TOTAL_MAX (1024 * 1024)
@@ -29,6 +40,13 @@ struct scan {
 	int compiled;
 	uint16_t cls[256]; /* byte -> class (257 at most) */
 	uint8_t skip[256]; /* at the root, this byte stays there */
+	/*
+	 * For skip_ssse3(), by nibbles (see set_add): first[], the bytes
+	 * that leave the root; second[], the second bytes of patterns (all
+	 * bytes when a pattern is one byte long).
+	 */
+	uint8_t first[32], second[32];
+	int simd; /* skip with skip_ssse3() */
 	size_t ncls;
 	/*
 	 * nstates * ncls.  Once compiled, an entry is the next state's row
@@ -326,6 +344,37 @@ out:
 	return r;
 }
 
+/* Bit h of SET[l] (h < 8) or SET[16 + l] (h - 8): byte 16 * h + l. */
+static void
+set_add(uint8_t *set, size_t b)
+{
+	set[(b & 15) + (b < 128 ? 0 : 16)] |= (uint8_t)(1u << ((b >> 4) & 7));
+}
+
+/* The root's byte sets: SKIP for the scalar loop, FIRST/SECOND for SSSE3. */
+static void
+make_skip(struct scan *sc)
+{
+	size_t b, i;
+
+	memset(sc->first, 0, sizeof(sc->first));
+	memset(sc->second, 0, sizeof(sc->second));
+	for (b = 0; b < 256; b++) {
+		sc->skip[b] = sc->next[sc->cls[b]] == 0;
+		if (!sc->skip[b])
+			set_add(sc->first, b);
+	}
+	for (i = 0; i < sc->npat; i++) {
+		if (sc->pat[i].len < 2)
+			memset(sc->second, 0xff, sizeof(sc->second));
+		else
+			set_add(sc->second, sc->pat[i].p[1]);
+	}
+#ifdef HAVE_X86
+	sc->simd = __builtin_cpu_supports("ssse3");
+#endif
+}
+
 int
 scan_compile(struct scan *sc)
 {
@@ -347,13 +396,88 @@ scan_compile(struct scan *sc)
 	for (i = 0; i < n * sc->ncls; i++)
 		sc->next[i] = (uint32_t)(sc->next[i] * sc->ncls) |
 		    (sc->out[sc->next[i]] != NONE ? MATCH : 0);
-	for (i = 0; i < 256; i++)
-		sc->skip[i] = sc->next[sc->cls[i]] == 0;
+	make_skip(sc);
 	sc->compiled = 1;
 	return 0;
 fail:
 	free_tables(sc);
 	return -1;
+}
+
+/* The first I' >= I with P[I'] leaving the root, or LEN: four at a time. */
+static size_t
+skip_scalar(const uint8_t *skip, const uint8_t *p, size_t i, size_t len)
+{
+	while (len - i >= 4 &&
+	    (skip[p[i]] & skip[p[i + 1]] & skip[p[i + 2]] & skip[p[i + 3]]))
+		i += 4;
+	while (i < len && skip[p[i]])
+		i++;
+	return i;
+}
+
+#ifdef HAVE_X86
+/*
+ * Bit I of the result: byte I of X is in SET (see set_add).  A byte's low
+ * nibble picks its row (the first 16 bytes of SET for bytes below 128,
+ * the last 16 above: pshufb gives 0 where the index has bit 7 set), its
+ * high nibble the bit.
+ */
+__attribute__((target("ssse3"))) static inline unsigned
+in_set(__m128i x, __m128i lo, __m128i hi)
+{
+	const __m128i m8f = _mm_set1_epi8((char)0x8f);
+	const __m128i bits = _mm_setr_epi8(
+	    1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+	__m128i row, b;
+
+	row = _mm_or_si128(_mm_shuffle_epi8(lo, _mm_and_si128(x, m8f)),
+	    _mm_shuffle_epi8(hi,
+	        _mm_and_si128(
+	            _mm_xor_si128(x, _mm_set1_epi8((char)0x80)), m8f)));
+	b = _mm_shuffle_epi8(
+	    bits, _mm_and_si128(_mm_srli_epi16(x, 4), _mm_set1_epi8(0x0f)));
+	return (unsigned)_mm_movemask_epi8(
+	    _mm_cmpeq_epi8(_mm_and_si128(row, b), b));
+}
+
+/*
+ * skip_scalar() sixteen bytes at a time, also skipping a byte that
+ * leaves the root when the next is the second byte of no pattern: from
+ * the state it leads to, that next byte goes where it goes from the
+ * root, and no pattern ends on the first (none is one byte long, else
+ * SECOND is all bytes).  So random bytes stop the loop about once in
+ * a few hundred, not once in twenty.
+ */
+__attribute__((target("ssse3"))) static size_t
+skip_ssse3(const struct scan *sc, const uint8_t *p, size_t i, size_t len)
+{
+	const __m128i f0 = _mm_loadu_si128((const __m128i *)sc->first);
+	const __m128i f1 = _mm_loadu_si128((const __m128i *)(sc->first + 16));
+	const __m128i s0 = _mm_loadu_si128((const __m128i *)sc->second);
+	const __m128i s1 = _mm_loadu_si128((const __m128i *)(sc->second + 16));
+	unsigned m;
+
+	/* 17 bytes: each of the 16 tested has its next one in the buffer. */
+	for (; len - i >= 17; i += 16) {
+		m = in_set(_mm_loadu_si128((const __m128i *)(p + i)), f0, f1) &
+		    in_set(
+		        _mm_loadu_si128((const __m128i *)(p + i + 1)), s0, s1);
+		if (m != 0)
+			return i + (size_t)__builtin_ctz(m);
+	}
+	return skip_scalar(sc->skip, p, i, len);
+}
+#endif
+
+static size_t
+skip_root(const struct scan *sc, const uint8_t *p, size_t i, size_t len)
+{
+#ifdef HAVE_X86
+	if (sc->simd)
+		return skip_ssse3(sc, p, i, len);
+#endif
+	return skip_scalar(sc->skip, p, i, len);
 }
 
 int
@@ -364,29 +488,48 @@ scan_feed(const struct scan *sc, uint32_t *state, const void *buf, size_t len,
 	const uint32_t *next;
 	const uint16_t *cls;
 	uint32_t s = *state;
-	size_t i;
+	size_t i = 0;
+	int r = 0;
 
 	if (sc == NULL || !sc->compiled || sc->npat == 0)
 		return 0;
 	next = sc->next;
 	cls = sc->cls;
-	for (i = 0; i < len; i++) {
-		/* Most bytes of most bodies start no pattern: a tight loop. */
-		while (s == 0 && i < len && sc->skip[p[i]])
-			i++;
-		if (i == len)
+	while (i < len) {
+		/* Most bytes of most bodies start no pattern: skip them. */
+		if (s == 0 && (i = skip_root(sc, p, i, len)) == len)
 			break;
-		s = next[s + cls[p[i]]];
+		s = next[s + cls[p[i++]]];
 		if (s & MATCH) {
 			s &= ~MATCH;
-			*state = s;
-			*end = i + 1;
+			*end = i;
 			*id = sc->out[s / sc->ncls];
-			return 1;
+			r = 1;
+			break;
 		}
 	}
 	*state = s;
-	return 0;
+	return r;
+}
+
+int
+scan_simd(struct scan *sc, int on)
+{
+	int was = sc->simd;
+
+#ifdef HAVE_X86
+	sc->simd = on && __builtin_cpu_supports("ssse3");
+#else
+	(void)on;
+#endif
+	return was;
+}
+
+const uint8_t *
+scan_pattern(const struct scan *sc, size_t i, size_t *len)
+{
+	*len = sc->pat[i].len;
+	return sc->pat[i].p;
 }
 
 size_t

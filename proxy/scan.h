@@ -75,4 +75,16 @@ int scan_feed(const struct scan *, uint32_t *state, const void *buf, size_t len,
  */
 size_t scan_held(const struct scan *, uint32_t state);
 
+#ifdef SCAN_INTERNAL
+/*
+ * Tests: ON 0 makes the search skip bytes at the root with the scalar
+ * loop, 1 with SSSE3 when the processor has it (the default).  Returns
+ * whether SSSE3 was used before.
+ */
+int scan_simd(struct scan *, int on);
+
+/* Tests: pattern I (< scan_count()), *LEN bytes long. */
+const uint8_t *scan_pattern(const struct scan *, size_t i, size_t *len);
+#endif
+
 #endif /* PH_SCAN_H */

@@ -6,7 +6,8 @@
  * stream.  The stream is fed in pieces of K bytes, restarting after each
  * match where it ended; every match end, its pattern, and the held count
  * after every piece are checked against a naive search of the whole
- * stream.  A violation abort()s.
+ * stream, once with each way of skipping bytes at the root (SSSE3 by
+ * pairs, scalar by single bytes: scan_simd()).  A violation abort()s.
  *
  *	./fuzz_scan -max_total_time=60 tests/fuzz/corpus/scan
  */
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define SCAN_INTERNAL
 #include "proxy/scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -89,6 +91,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t pat[NPAT][PLEN];
 	struct scan *sc;
 	size_t np, pl, i, k;
+	int simd;
 
 	if (size < 3)
 		return 0;
@@ -107,8 +110,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(scan_compile(sc) == 0);
 	data += np * pl;
 	k = 1 + data[0] % 64;
-	feed(sc, (const uint8_t(*)[PLEN])pat, np, pl, data + 1,
-	    size - np * pl - 1, k);
+	for (simd = 0; simd < 2; simd++) {
+		scan_simd(sc, simd);
+		feed(sc, (const uint8_t(*)[PLEN])pat, np, pl, data + 1,
+		    size - np * pl - 1, k);
+	}
 	scan_free(sc);
 	return 0;
 }

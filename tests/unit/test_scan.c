@@ -6,6 +6,9 @@
  * made here independently (OpenSSL's Base64, printf's %02X) and found
  * inside realistic surroundings (a Basic field, a Location query); and
  * random streams are checked against a naive search of the whole stream.
+ * The skip over bytes at the root is tested both ways it is done (SSSE3
+ * by pairs, scalar by single bytes; scan_simd()), ending at every
+ * offset of a 16-byte block.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +21,7 @@
 #include <cmocka.h>
 #include <openssl/evp.h>
 
+#define SCAN_INTERNAL
 #include "proxy/scan.h"
 
 #define VALUE "ghp_Xy7kQ2mZpL9sT4vB8nR1cW6dF3hJ0aE5uYi"
@@ -312,6 +316,173 @@ test_naive(void **state)
 	}
 }
 
+/*
+ * Every form of the value after 0-40 bytes that start no pattern (the
+ * skip ends exactly at the form, at every offset of a 16-byte block),
+ * split at every point: so the form's first byte is also the last of a
+ * buffer.  Both skips.
+ */
+static void
+test_every_form_after_skip(void **state)
+{
+	struct scan *sc =
+	    make(VALUE, SCAN_RAW | SCAN_BASE64 | SCAN_PERCENT | SCAN_CASE);
+	const uint8_t *pat;
+	char buf[512];
+	size_t i, pre, len;
+	int simd;
+
+	(void)state;
+	/* as is, 2 cases, %XX in 2 cases, Base64 at 3 alignments */
+	assert_int_equal(scan_count(sc), 8);
+	for (simd = 0; simd < 2; simd++) {
+		scan_simd(sc, simd);
+		for (i = 0; i < scan_count(sc); i++) {
+			pat = scan_pattern(sc, i, &len);
+			for (pre = 0; pre <= 40; pre++) {
+				memset(buf, ' ', pre);
+				memcpy(buf + pre, pat, len);
+				buf[pre + len] = '\0';
+				found_everywhere(sc, buf, pre + len);
+			}
+		}
+	}
+	scan_free(sc);
+}
+
+/*
+ * A form's first byte last in a buffer, after bytes that leave the root
+ * and whose next bytes are no pattern's second: the pair skip must not
+ * pass the first byte, and held says 1.
+ */
+static void
+test_first_byte_last(void **state)
+{
+	struct scan *sc = make(VALUE, SCAN_RAW);
+	char buf[64];
+	uint32_t st;
+	size_t end, n;
+	unsigned id;
+	int simd;
+
+	(void)state;
+	for (simd = 0; simd < 2; simd++) {
+		scan_simd(sc, simd);
+		for (n = 1; n < sizeof(buf); n++) {
+			/* "g " repeated: g begins the value, ' ' follows none */
+			for (end = 0; end < n; end++)
+				buf[end] = end % 2 ? ' ' : 'g';
+			buf[n - 1] = 'g';
+			st = SCAN_START;
+			assert_int_equal(
+			    scan_feed(sc, &st, buf, n, &end, &id), 0);
+			assert_int_equal(scan_held(sc, st), 1);
+			assert_int_equal(scan_feed(sc, &st, VALUE + 1,
+			                     strlen(VALUE) - 1, &end, &id),
+			    1);
+			assert_int_equal(end, strlen(VALUE) - 1);
+		}
+	}
+	scan_free(sc);
+}
+
+/* The longest suffix of S[0..N) that is a proper prefix of PATS[I][0..PL). */
+static size_t
+naive_held_n(
+    const uint8_t (*pats)[8], size_t np, size_t pl, const uint8_t *s, size_t n)
+{
+	size_t best = 0, i, k;
+
+	for (i = 0; i < np; i++)
+		for (k = best + 1; k < pl && k <= n; k++)
+			if (memcmp(s + n - k, pats[i], k) == 0)
+				best = k;
+	return best;
+}
+
+/* Does a pattern end at S[N - 1]? */
+static int
+naive_end_n(
+    const uint8_t (*pats)[8], size_t np, size_t pl, const uint8_t *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < np; i++)
+		if (n >= pl && memcmp(s + n - pl, pats[i], pl) == 0)
+			return 1;
+	return 0;
+}
+
+/* S[0..LEN) in pieces of K, restarting after each match: as naive. */
+static void
+pieces_naive(const struct scan *sc, const uint8_t (*pats)[8], size_t np,
+    size_t pl, const uint8_t *s, size_t len, size_t k)
+{
+	uint32_t st = SCAN_START;
+	size_t pos = 0, last = 0, n, end;
+	unsigned id;
+
+	while (pos < len) {
+		n = len - pos < k ? len - pos : k;
+		if (scan_feed(sc, &st, s + pos, n, &end, &id)) {
+			for (; last + 1 < pos + end; last++)
+				assert_false(
+				    naive_end_n(pats, np, pl, s, last + 1));
+			assert_true(id < np);
+			assert_memory_equal(pats[id], s + pos + end - pl, pl);
+			last = pos += end;
+			continue;
+		}
+		pos += n;
+		for (; last < pos; last++)
+			assert_false(naive_end_n(pats, np, pl, s, last + 1));
+		assert_int_equal(
+		    scan_held(sc, st), naive_held_n(pats, np, pl, s, pos));
+	}
+}
+
+/*
+ * Patterns of 1-8 bytes over a few letters, in streams of those letters
+ * and of bytes that start nothing, fed in pieces of 1-70 bytes with both
+ * skips: every match end, pattern and held count as naive.
+ */
+static void
+test_skip_naive(void **state)
+{
+	uint8_t pats[4][8], s[400];
+	struct scan *sc;
+	size_t np, pl, i, n, k;
+	unsigned seed = 777, round;
+	int simd;
+
+#define RND() ((seed = seed * 1103515245 + 12345) >> 16)
+	(void)state;
+	for (round = 0; round < 1500; round++) {
+		sc = scan_new();
+		np = 1 + RND() % 4;
+		pl = 1 + RND() % 8;
+		for (i = 0; i < np; i++) {
+			for (n = 0; n < pl; n++)
+				pats[i][n] = (uint8_t) "ab\x80\xff"[RND() % 4];
+			assert_int_equal(scan_add(sc, pats[i], pl, i), 0);
+		}
+		assert_int_equal(scan_compile(sc), 0);
+		for (n = 0; n < sizeof(s); n++)
+			s[n] = RND() % 3 ? (uint8_t)RND()
+			                 : (uint8_t) "ab\x80\xff"[RND() % 4];
+		k = 1 + RND() % 70;
+		for (simd = 0; simd < 2; simd++) {
+			scan_simd(sc, simd);
+			pieces_naive(sc, (const uint8_t(*)[8])pats, np, pl, s,
+			    sizeof(s), k);
+			pieces_naive(sc, (const uint8_t(*)[8])pats, np, pl, s,
+			    sizeof(s), sizeof(s));
+		}
+		scan_free(sc);
+	}
+#undef RND
+}
+
 int
 main(void)
 {
@@ -326,6 +497,9 @@ main(void)
 	    cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_ids),
 	    cmocka_unit_test(test_naive),
+	    cmocka_unit_test(test_every_form_after_skip),
+	    cmocka_unit_test(test_first_byte_last),
+	    cmocka_unit_test(test_skip_naive),
 	};
 
 	return cmocka_run_group_tests_name("scan", tests, NULL, NULL);
