@@ -104,17 +104,12 @@ turn(struct fixture *f)
 	usleep(1000);
 }
 
-/* Sends CONNECT up.test:443 in the clear and reads the 200 line. */
+/* Sends CONNECT up.test:443 in the clear. */
 static void
-connect_tunnel(struct fixture *f)
+send_connect(struct fixture *f)
 {
 	static const char req[] =
 	    "CONNECT up.test:443 HTTP/1.1\r\nHost: up.test\r\n\r\n";
-	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	char buf[sizeof(ok)];
-	size_t n = 0;
-	ssize_t r;
-	int64_t end = fixture_now_ms() + 2000;
 	int sv[2];
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -124,6 +119,18 @@ connect_tunnel(struct fixture *f)
 	assert_non_null(request_new(&f->ctx, sv[1], 1, PROXY_VIA_PROXY));
 	assert_int_equal(
 	    write(f->cfd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+}
+
+/* Reads the 200 line, and nothing after it. */
+static void
+read_ok(struct fixture *f)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	char buf[sizeof(ok)];
+	size_t n = 0;
+	ssize_t r;
+	int64_t end = fixture_now_ms() + 2000;
+
 	/* Byte by byte: the TLS records that follow are the client's. */
 	while (n < sizeof(ok) - 1 && fixture_now_ms() < end) {
 		turn(f);
@@ -132,6 +139,14 @@ connect_tunnel(struct fixture *f)
 	}
 	buf[n] = '\0';
 	assert_string_equal(buf, ok);
+}
+
+/* Sends CONNECT up.test:443 in the clear and reads the 200 line. */
+static void
+connect_tunnel(struct fixture *f)
+{
+	send_connect(f);
+	read_ok(f);
 }
 
 /* A TLS client as in the sandbox: trusts the run CA, SNI and name. */
@@ -233,6 +248,49 @@ test_sni_differs(void **state)
 	assert_int_equal(f->ctx.nsessions, 0);
 }
 
+/*
+ * A client that sends its hello right after the CONNECT, before the 200
+ * came: the proxy reads both at once, and the hello must still reach the
+ * TLS (the plain bufferevent holds it: the filter over it reads it).
+ */
+static void
+test_hello_early(void **state)
+{
+	struct fixture *f = *state;
+	int r;
+
+	send_connect(f);
+	client_tls(f, "up.test");
+	/* The hello goes out now, in the same read as the CONNECT. */
+	r = SSL_connect(f->ssl);
+	assert_int_equal(SSL_get_error(f->ssl, r), SSL_ERROR_WANT_READ);
+	read_ok(f);
+	assert_true(handshake(f));
+	assert_int_equal(SSL_get_verify_result(f->ssl), X509_V_OK);
+	request(f, "GET /b HTTP/1.1\r\nHost: up.test\r\n\r\n");
+	assert_got(f, "HTTP/1.1 403 ");
+}
+
+/*
+ * The end of a tunnel after a proxy-made answer: the answer, then a
+ * close_notify (SSL_read sees a clean end, not a truncation).
+ */
+static void
+test_clean_end(void **state)
+{
+	struct fixture *f = *state;
+
+	connect_tunnel(f);
+	client_tls(f, "up.test");
+	assert_true(handshake(f));
+	request(f,
+	    "GET /b HTTP/1.1\r\nHost: up.test\r\n"
+	    "Connection: close\r\n\r\n");
+	assert_got(f, "HTTP/1.1 403 ");
+	assert_int_equal(SSL_get_shutdown(f->ssl) & SSL_RECEIVED_SHUTDOWN,
+	    SSL_RECEIVED_SHUTDOWN);
+}
+
 struct inner_case {
 	const char *req, *want;
 };
@@ -281,6 +339,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    T(test_handshake),
 	    T(test_sni_differs),
+	    T(test_hello_early),
+	    T(test_clean_end),
 	    T(test_inner_refused),
 	};
 
