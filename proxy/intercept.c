@@ -114,6 +114,7 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 	char why[256];
 	int sock_err = EVUTIL_SOCKET_ERROR();
+	unsigned long e;
 
 	if (what & BEV_EVENT_CONNECTED) {
 		/* The CONNECT's record: 200, handshake done. */
@@ -122,8 +123,14 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 		session_next_request(s);
 		return;
 	}
-	if (handshake_why(
-	        ssl, handshake_error(bev), what, sock_err, why, sizeof(why)) &&
+	e = handshake_error(bev);
+	if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
+	    ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+		/* On the socket itself, a hangup is OpenSSL's error. */
+		e = 0;
+		what |= BEV_EVENT_EOF;
+	}
+	if (handshake_why(ssl, e, what, sock_err, why, sizeof(why)) &&
 	    s->ctx->distrust != NULL)
 		s->ctx->distrust(s->ctx->denied_arg, s->host, s->port);
 	session_close(s, why); /* the CONNECT's record: 200, then this */
@@ -149,8 +156,11 @@ direct_start(struct session *s, SSL *ssl, struct bufferevent **tls_bev)
 
 	if (evbuffer_get_length(bufferevent_get_input(raw)) != 0)
 		goto out;
+	/* Its start is frozen but while the bufferevent itself writes. */
+	evbuffer_unfreeze(out, 1);
 	while (evbuffer_get_length(out) > 0 && evbuffer_write(out, fd) > 0)
 		;
+	evbuffer_freeze(out, 1);
 	if (evbuffer_get_length(out) != 0)
 		goto out; /* the filter sends the rest, then the TLS */
 	*tls_bev = bufferevent_openssl_socket_new(s->ctx->base, fd, ssl,
@@ -204,6 +214,8 @@ intercept_start(struct session *s)
 		session_reply_close(s, 502, err);
 		return;
 	}
+	/* A client gone with no close_notify: an end, as on the filter. */
+	SSL_set_options(ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
 	s->status = 200;
 	/* The 200 (or SOCKS reply) goes out in the clear, ahead of TLS. */
 	session_established(s);
@@ -262,8 +274,11 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
 	}
 	/*
 	 * The SSL on the socket itself (nothing was sent or read on it
-	 * yet): a record per read, large writes, one bufferevent.
+	 * yet): a record per read, large writes, one bufferevent.  A close
+	 * with no close_notify ends a close-delimited body, as on the
+	 * filter (dirty shutdown allowed).
 	 */
+	SSL_set_options(ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
 	bufferevent_setfd(plain, -1);
 	bufferevent_free(plain);
 	tls_bev = bufferevent_openssl_socket_new(s->ctx->base, fd, ssl,

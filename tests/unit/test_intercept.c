@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -31,6 +33,7 @@
 #include "proxy/ca.h"
 #include "proxy/request.h"
 #include "proxy/session.h"
+#include "proxy/session_int.h"
 #include "proxy/tls.h"
 #include "tests/unit/fixture.h"
 
@@ -219,7 +222,25 @@ assert_got(const struct fixture *f, const char *want)
 		fail_msg("got \"%s\", want \"%s\"", f->got, want);
 }
 
-/* The client's handshake verifies a leaf of the run CA for the target. */
+/*
+ * The client's TLS bufferevent: on the socket itself (no underlying one)
+ * when DIRECT, a filter over the plain one otherwise.
+ */
+static void
+assert_direct(struct fixture *f, int direct)
+{
+	struct session *s = TAILQ_FIRST(&f->ctx.sessions);
+
+	assert_non_null(s);
+	assert_non_null(s->client.bev);
+	assert_int_equal(
+	    bufferevent_get_underlying(s->client.bev) == NULL, direct);
+}
+
+/*
+ * The client's handshake verifies a leaf of the run CA for the target,
+ * over TLS on the socket itself.
+ */
 static void
 test_handshake(void **state)
 {
@@ -230,6 +251,7 @@ test_handshake(void **state)
 	assert_true(handshake(f));
 	assert_int_equal(SSL_get_verify_result(f->ssl), X509_V_OK);
 	assert_int_equal(f->ctx.nsessions, 1);
+	assert_direct(f, 1);
 }
 
 /* An SNI for another host: the handshake fails, the session ends. */
@@ -267,6 +289,7 @@ test_hello_early(void **state)
 	read_ok(f);
 	assert_true(handshake(f));
 	assert_int_equal(SSL_get_verify_result(f->ssl), X509_V_OK);
+	assert_direct(f, 0);
 	request(f, "GET /b HTTP/1.1\r\nHost: up.test\r\n\r\n");
 	assert_got(f, "HTTP/1.1 403 ");
 }
@@ -289,6 +312,51 @@ test_clean_end(void **state)
 	assert_got(f, "HTTP/1.1 403 ");
 	assert_int_equal(SSL_get_shutdown(f->ssl) & SSL_RECEIVED_SHUTDOWN,
 	    SSL_RECEIVED_SHUTDOWN);
+}
+
+static void
+count_distrust(void *arg, const char *host, unsigned port)
+{
+	(void)host;
+	(void)port;
+	(*(int *)arg)++;
+}
+
+/*
+ * A client that does not trust the run CA refuses the handshake with an
+ * alert: the session ends, and the refusal is reported as distrust.
+ */
+static void
+test_distrust(void **state)
+{
+	struct fixture *f = *state;
+	int64_t end;
+	int n = 0;
+
+	f->ctx.distrust = count_distrust;
+	f->ctx.denied_arg = &n;
+	connect_tunnel(f);
+	client_tls(f, "up.test");
+	SSL_CTX_set_cert_store(SSL_get_SSL_CTX(f->ssl), X509_STORE_new());
+	assert_false(handshake(f));
+	end = fixture_now_ms() + 2000;
+	while (f->ctx.nsessions > 0 && fixture_now_ms() < end)
+		turn(f);
+	assert_int_equal(f->ctx.nsessions, 0);
+	assert_int_equal(n, 1);
+	/* Many clients hang up instead, some before their hello. */
+	SSL_free(f->ssl);
+	f->ssl = NULL;
+	close(f->cfd);
+	f->cfd = -1;
+	connect_tunnel(f);
+	close(f->cfd);
+	f->cfd = -1;
+	end = fixture_now_ms() + 2000;
+	while (f->ctx.nsessions > 0 && fixture_now_ms() < end)
+		turn(f);
+	assert_int_equal(f->ctx.nsessions, 0);
+	assert_int_equal(n, 2);
 }
 
 struct inner_case {
@@ -340,9 +408,12 @@ main(void)
 	    T(test_handshake),
 	    T(test_sni_differs),
 	    T(test_hello_early),
+	    T(test_distrust),
 	    T(test_clean_end),
 	    T(test_inner_refused),
 	};
 
+	/* As the engine: a write to a client gone is an error, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
