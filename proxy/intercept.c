@@ -28,7 +28,8 @@
 struct intercept {
 	int ready; /* the client's handshake is done */
 	int cut; /* end with no close_notify: the client sees a truncation */
-	struct bufferevent *raw; /* the client's socket, under the TLS */
+	struct bufferevent *raw; /* the client's socket, under the filter */
+	int direct; /* the client's TLS is on its socket itself */
 	intercept_up_cb *up_cb;
 };
 
@@ -113,6 +114,7 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 	char why[256];
 	int sock_err = EVUTIL_SOCKET_ERROR();
+	unsigned long e;
 
 	if (what & BEV_EVENT_CONNECTED) {
 		/* The CONNECT's record: 200, handshake done. */
@@ -121,19 +123,87 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 		session_next_request(s);
 		return;
 	}
-	if (handshake_why(
-	        ssl, handshake_error(bev), what, sock_err, why, sizeof(why)) &&
+	e = handshake_error(bev);
+	if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
+	    ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+		/* On the socket itself, a hangup is OpenSSL's error. */
+		e = 0;
+		what |= BEV_EVENT_EOF;
+	}
+	if (handshake_why(ssl, e, what, sock_err, why, sizeof(why)) &&
 	    s->ctx->distrust != NULL)
 		s->ctx->distrust(s->ctx->denied_arg, s->host, s->port);
 	session_close(s, why); /* the CONNECT's record: 200, then this */
 }
 
+/*
+ * The client's TLS on its socket itself: one bufferevent whose SSL reads
+ * and writes the socket, a record (up to 16 KiB) per read, no plain
+ * bufferevent under it.  Only when the plain one holds nothing of the
+ * tunnel: the 200 is written out here, and bytes read past the CONNECT
+ * head (a hello sent before the 200 came, a captured connection's peek)
+ * keep the filter over it, which reads them first.  Returns 0 with
+ * *TLS_BEV set (the plain bufferevent freed, its socket kept), 1 to use
+ * the filter, -1 when out of memory (SSL freed).
+ */
+static int
+direct_start(struct session *s, SSL *ssl, struct bufferevent **tls_bev)
+{
+	struct bufferevent *raw = s->client.bev;
+	struct evbuffer *out = bufferevent_get_output(raw);
+	evutil_socket_t fd = bufferevent_getfd(raw);
+	int r = 1;
+
+	if (evbuffer_get_length(bufferevent_get_input(raw)) != 0)
+		goto out;
+	/* Its start is frozen but while the bufferevent itself writes. */
+	evbuffer_unfreeze(out, 1);
+	while (evbuffer_get_length(out) > 0 && evbuffer_write(out, fd) > 0)
+		;
+	evbuffer_freeze(out, 1);
+	if (evbuffer_get_length(out) != 0)
+		goto out; /* the filter sends the rest, then the TLS */
+	*tls_bev = bufferevent_openssl_socket_new(s->ctx->base, fd, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (*tls_bev == NULL) {
+		r = -1; /* libevent freed SSL */
+		goto out;
+	}
+	bufferevent_setfd(raw, -1); /* the socket is the TLS's now */
+	bufferevent_free(raw);
+	r = 0;
+out:
+	return r;
+}
+
+/* The filter over the plain bufferevent, which keeps the socket. */
+static struct bufferevent *
+filter_start(struct session *s, SSL *ssl)
+{
+	struct bufferevent *tls_bev;
+
+	/*
+	 * Not closed with the filter: at the end, the close_notify and the
+	 * last response must still reach the socket (intercept_free).
+	 */
+	tls_bev = bufferevent_openssl_filter_new(s->ctx->base, s->client.bev,
+	    ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_DEFER_CALLBACKS);
+	if (tls_bev == NULL) {
+		SSL_free(ssl);
+		return NULL;
+	}
+	s->icpt->raw = s->client.bev;
+	return tls_bev;
+}
+
 void
 intercept_start(struct session *s)
 {
-	struct bufferevent *tls_bev;
+	struct bufferevent *tls_bev = NULL;
 	char err[256];
 	SSL *ssl;
+	int r;
 
 	if ((s->icpt = calloc(1, sizeof(*s->icpt))) == NULL) {
 		session_close(s, "out of memory");
@@ -144,21 +214,18 @@ intercept_start(struct session *s)
 		session_reply_close(s, 502, err);
 		return;
 	}
+	/* A client gone with no close_notify: an end, as on the filter. */
+	SSL_set_options(ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
 	s->status = 200;
 	/* The 200 (or SOCKS reply) goes out in the clear, ahead of TLS. */
 	session_established(s);
-	/*
-	 * Not closed with the filter: at the end, the close_notify and the
-	 * last response must still reach the socket (intercept_free).
-	 */
-	tls_bev = bufferevent_openssl_filter_new(s->ctx->base, s->client.bev,
-	    ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_DEFER_CALLBACKS);
+	if ((r = direct_start(s, ssl, &tls_bev)) > 0)
+		tls_bev = filter_start(s, ssl);
+	s->icpt->direct = r == 0;
 	if (tls_bev == NULL) {
-		SSL_free(ssl);
 		session_close(s, "out of memory");
 		return;
 	}
-	s->icpt->raw = s->client.bev;
 	s->client.bev = tls_bev;
 	bufferevent_openssl_set_allow_dirty_shutdown(tls_bev, 1);
 	bufferevent_setcb(tls_bev, NULL, NULL, handshake_event, s);
@@ -167,6 +234,9 @@ intercept_start(struct session *s)
 }
 
 /* --- upstream ------------------------------------------------------------- */
+
+/* The most one read of the upstream's TLS takes (a few records). */
+#define UP_READ (64 * 1024)
 
 static void
 up_handshake(struct bufferevent *bev, short what, void *arg)
@@ -191,6 +261,7 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
     const char *cafile, intercept_up_cb *cb)
 {
 	struct bufferevent *tls_bev;
+	evutil_socket_t fd = bufferevent_getfd(plain);
 	char err[256];
 	SSL *ssl;
 
@@ -201,16 +272,26 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
 		cb(s, NULL, err);
 		return;
 	}
-	tls_bev = bufferevent_openssl_filter_new(s->ctx->base, plain, ssl,
+	/*
+	 * The SSL on the socket itself (nothing was sent or read on it
+	 * yet): a record per read, large writes, one bufferevent.  A close
+	 * with no close_notify ends a close-delimited body, as on the
+	 * filter (dirty shutdown allowed).
+	 */
+	SSL_set_options(ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	bufferevent_setfd(plain, -1);
+	bufferevent_free(plain);
+	tls_bev = bufferevent_openssl_socket_new(s->ctx->base, fd, ssl,
 	    BUFFEREVENT_SSL_CONNECTING,
 	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (tls_bev == NULL) {
-		SSL_free(ssl);
-		bufferevent_free(plain);
+		evutil_closesocket(fd); /* libevent freed SSL */
 		cb(s, NULL, "out of memory");
 		return;
 	}
 	bufferevent_openssl_set_allow_dirty_shutdown(tls_bev, 1);
+	/* Reads of up to UP_READ: no 4 KiB slices of each record. */
+	bufferevent_setwatermark(tls_bev, EV_READ, 0, UP_READ);
 	s->icpt->up_cb = cb;
 	s->up.bev = tls_bev;
 	bufferevent_setcb(tls_bev, NULL, NULL, up_handshake, s);
@@ -219,10 +300,12 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
 
 /* --- the end -------------------------------------------------------------- */
 
+/* Sent: a close_notify after it when ARG is the SSL under BEV, and the end. */
 static void
 linger_written(struct bufferevent *bev, void *arg)
 {
-	(void)arg;
+	if (arg != NULL)
+		(void)SSL_shutdown(arg);
 	bufferevent_free(bev);
 }
 
@@ -234,21 +317,26 @@ linger_event(struct bufferevent *bev, short what, void *arg)
 	bufferevent_free(bev);
 }
 
-/* RAW outlives the session until what it holds is sent (or 5 s pass). */
+/*
+ * BEV outlives the session until what it holds is sent (or 5 s pass),
+ * then NOTIFY's close_notify (none when NULL); freeing it closes the
+ * socket.  BEV is the plain one under a filter, or the TLS one on the
+ * socket itself: its SSL is NOTIFY.
+ */
 static void
-linger(struct bufferevent *raw)
+linger(struct bufferevent *bev, SSL *notify)
 {
 	struct timeval tv = {5, 0};
 
-	if (evbuffer_get_length(bufferevent_get_output(raw)) == 0) {
-		bufferevent_free(raw);
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+		linger_written(bev, notify);
 		return;
 	}
-	bufferevent_setcb(raw, NULL, linger_written, linger_event, NULL);
-	bufferevent_setwatermark(raw, EV_WRITE, 0, 0);
-	bufferevent_set_timeouts(raw, NULL, &tv);
-	bufferevent_disable(raw, EV_READ);
-	bufferevent_enable(raw, EV_WRITE);
+	bufferevent_setcb(bev, NULL, linger_written, linger_event, notify);
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	bufferevent_set_timeouts(bev, NULL, &tv);
+	bufferevent_disable(bev, EV_READ);
+	bufferevent_enable(bev, EV_WRITE);
 }
 
 void
@@ -263,21 +351,26 @@ intercept_free(struct session *s)
 {
 	struct bufferevent *tls_bev = s->client.bev;
 	SSL *ssl;
+	/*
+	 * A clean end: the client tells a whole response from a cut (and a
+	 * cut response, e.g. of a leak, ends with none).
+	 */
+	int notify = s->icpt != NULL && s->icpt->ready && !s->icpt->cut;
 
 	if (s->icpt == NULL)
 		return;
 	if (tls_bev != NULL && s->icpt->raw != NULL) {
 		ssl = bufferevent_openssl_get_ssl(tls_bev);
-		/*
-		 * A clean end: the client tells a whole response from a cut
-		 * (and a cut response, e.g. of a leak, ends with none).
-		 */
-		if (s->icpt->ready && !s->icpt->cut)
+		if (notify)
 			(void)SSL_shutdown(ssl);
 		bufferevent_free(tls_bev);
 		SSL_free(ssl);
 		s->client.bev = NULL;
-		linger(s->icpt->raw);
+		linger(s->icpt->raw, NULL);
+	} else if (tls_bev != NULL && s->icpt->direct) {
+		s->client.bev = NULL;
+		linger(tls_bev,
+		    notify ? bufferevent_openssl_get_ssl(tls_bev) : NULL);
 	}
 	free(s->icpt);
 	s->icpt = NULL;

@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -31,6 +33,7 @@
 #include "proxy/ca.h"
 #include "proxy/request.h"
 #include "proxy/session.h"
+#include "proxy/session_int.h"
 #include "proxy/tls.h"
 #include "tests/unit/fixture.h"
 
@@ -104,17 +107,12 @@ turn(struct fixture *f)
 	usleep(1000);
 }
 
-/* Sends CONNECT up.test:443 in the clear and reads the 200 line. */
+/* Sends CONNECT up.test:443 in the clear. */
 static void
-connect_tunnel(struct fixture *f)
+send_connect(struct fixture *f)
 {
 	static const char req[] =
 	    "CONNECT up.test:443 HTTP/1.1\r\nHost: up.test\r\n\r\n";
-	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	char buf[sizeof(ok)];
-	size_t n = 0;
-	ssize_t r;
-	int64_t end = fixture_now_ms() + 2000;
 	int sv[2];
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -124,6 +122,18 @@ connect_tunnel(struct fixture *f)
 	assert_non_null(request_new(&f->ctx, sv[1], 1, PROXY_VIA_PROXY));
 	assert_int_equal(
 	    write(f->cfd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+}
+
+/* Reads the 200 line, and nothing after it. */
+static void
+read_ok(struct fixture *f)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	char buf[sizeof(ok)];
+	size_t n = 0;
+	ssize_t r;
+	int64_t end = fixture_now_ms() + 2000;
+
 	/* Byte by byte: the TLS records that follow are the client's. */
 	while (n < sizeof(ok) - 1 && fixture_now_ms() < end) {
 		turn(f);
@@ -132,6 +142,14 @@ connect_tunnel(struct fixture *f)
 	}
 	buf[n] = '\0';
 	assert_string_equal(buf, ok);
+}
+
+/* Sends CONNECT up.test:443 in the clear and reads the 200 line. */
+static void
+connect_tunnel(struct fixture *f)
+{
+	send_connect(f);
+	read_ok(f);
 }
 
 /* A TLS client as in the sandbox: trusts the run CA, SNI and name. */
@@ -204,7 +222,25 @@ assert_got(const struct fixture *f, const char *want)
 		fail_msg("got \"%s\", want \"%s\"", f->got, want);
 }
 
-/* The client's handshake verifies a leaf of the run CA for the target. */
+/*
+ * The client's TLS bufferevent: on the socket itself (no underlying one)
+ * when DIRECT, a filter over the plain one otherwise.
+ */
+static void
+assert_direct(struct fixture *f, int direct)
+{
+	struct session *s = TAILQ_FIRST(&f->ctx.sessions);
+
+	assert_non_null(s);
+	assert_non_null(s->client.bev);
+	assert_int_equal(
+	    bufferevent_get_underlying(s->client.bev) == NULL, direct);
+}
+
+/*
+ * The client's handshake verifies a leaf of the run CA for the target,
+ * over TLS on the socket itself.
+ */
 static void
 test_handshake(void **state)
 {
@@ -215,6 +251,7 @@ test_handshake(void **state)
 	assert_true(handshake(f));
 	assert_int_equal(SSL_get_verify_result(f->ssl), X509_V_OK);
 	assert_int_equal(f->ctx.nsessions, 1);
+	assert_direct(f, 1);
 }
 
 /* An SNI for another host: the handshake fails, the session ends. */
@@ -231,6 +268,95 @@ test_sni_differs(void **state)
 	while (f->ctx.nsessions > 0 && fixture_now_ms() < end)
 		turn(f);
 	assert_int_equal(f->ctx.nsessions, 0);
+}
+
+/*
+ * A client that sends its hello right after the CONNECT, before the 200
+ * came: the proxy reads both at once, and the hello must still reach the
+ * TLS (the plain bufferevent holds it: the filter over it reads it).
+ */
+static void
+test_hello_early(void **state)
+{
+	struct fixture *f = *state;
+	int r;
+
+	send_connect(f);
+	client_tls(f, "up.test");
+	/* The hello goes out now, in the same read as the CONNECT. */
+	r = SSL_connect(f->ssl);
+	assert_int_equal(SSL_get_error(f->ssl, r), SSL_ERROR_WANT_READ);
+	read_ok(f);
+	assert_true(handshake(f));
+	assert_int_equal(SSL_get_verify_result(f->ssl), X509_V_OK);
+	assert_direct(f, 0);
+	request(f, "GET /b HTTP/1.1\r\nHost: up.test\r\n\r\n");
+	assert_got(f, "HTTP/1.1 403 ");
+}
+
+/*
+ * The end of a tunnel after a proxy-made answer: the answer, then a
+ * close_notify (SSL_read sees a clean end, not a truncation).
+ */
+static void
+test_clean_end(void **state)
+{
+	struct fixture *f = *state;
+
+	connect_tunnel(f);
+	client_tls(f, "up.test");
+	assert_true(handshake(f));
+	request(f,
+	    "GET /b HTTP/1.1\r\nHost: up.test\r\n"
+	    "Connection: close\r\n\r\n");
+	assert_got(f, "HTTP/1.1 403 ");
+	assert_int_equal(SSL_get_shutdown(f->ssl) & SSL_RECEIVED_SHUTDOWN,
+	    SSL_RECEIVED_SHUTDOWN);
+}
+
+static void
+count_distrust(void *arg, const char *host, unsigned port)
+{
+	(void)host;
+	(void)port;
+	(*(int *)arg)++;
+}
+
+/*
+ * A client that does not trust the run CA refuses the handshake with an
+ * alert: the session ends, and the refusal is reported as distrust.
+ */
+static void
+test_distrust(void **state)
+{
+	struct fixture *f = *state;
+	int64_t end;
+	int n = 0;
+
+	f->ctx.distrust = count_distrust;
+	f->ctx.denied_arg = &n;
+	connect_tunnel(f);
+	client_tls(f, "up.test");
+	SSL_CTX_set_cert_store(SSL_get_SSL_CTX(f->ssl), X509_STORE_new());
+	assert_false(handshake(f));
+	end = fixture_now_ms() + 2000;
+	while (f->ctx.nsessions > 0 && fixture_now_ms() < end)
+		turn(f);
+	assert_int_equal(f->ctx.nsessions, 0);
+	assert_int_equal(n, 1);
+	/* Many clients hang up instead, some before their hello. */
+	SSL_free(f->ssl);
+	f->ssl = NULL;
+	close(f->cfd);
+	f->cfd = -1;
+	connect_tunnel(f);
+	close(f->cfd);
+	f->cfd = -1;
+	end = fixture_now_ms() + 2000;
+	while (f->ctx.nsessions > 0 && fixture_now_ms() < end)
+		turn(f);
+	assert_int_equal(f->ctx.nsessions, 0);
+	assert_int_equal(n, 2);
 }
 
 struct inner_case {
@@ -281,8 +407,13 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    T(test_handshake),
 	    T(test_sni_differs),
+	    T(test_hello_early),
+	    T(test_distrust),
+	    T(test_clean_end),
 	    T(test_inner_refused),
 	};
 
+	/* As the engine: a write to a client gone is an error, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
