@@ -168,6 +168,9 @@ intercept_start(struct session *s)
 
 /* --- upstream ------------------------------------------------------------- */
 
+/* The most one read of the upstream's TLS takes (a few records). */
+#define UP_READ (64 * 1024)
+
 static void
 up_handshake(struct bufferevent *bev, short what, void *arg)
 {
@@ -191,6 +194,7 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
     const char *cafile, intercept_up_cb *cb)
 {
 	struct bufferevent *tls_bev;
+	evutil_socket_t fd = bufferevent_getfd(plain);
 	char err[256];
 	SSL *ssl;
 
@@ -201,16 +205,23 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
 		cb(s, NULL, err);
 		return;
 	}
-	tls_bev = bufferevent_openssl_filter_new(s->ctx->base, plain, ssl,
+	/*
+	 * The SSL on the socket itself (nothing was sent or read on it
+	 * yet): a record per read, large writes, one bufferevent.
+	 */
+	bufferevent_setfd(plain, -1);
+	bufferevent_free(plain);
+	tls_bev = bufferevent_openssl_socket_new(s->ctx->base, fd, ssl,
 	    BUFFEREVENT_SSL_CONNECTING,
 	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (tls_bev == NULL) {
-		SSL_free(ssl);
-		bufferevent_free(plain);
+		evutil_closesocket(fd); /* libevent freed SSL */
 		cb(s, NULL, "out of memory");
 		return;
 	}
 	bufferevent_openssl_set_allow_dirty_shutdown(tls_bev, 1);
+	/* Reads of up to UP_READ: no 4 KiB slices of each record. */
+	bufferevent_setwatermark(tls_bev, EV_READ, 0, UP_READ);
 	s->icpt->up_cb = cb;
 	s->up.bev = tls_bev;
 	bufferevent_setcb(tls_bev, NULL, NULL, up_handshake, s);
