@@ -1185,6 +1185,7 @@ forward_start(struct session *s, const struct http_head *h)
 		bufferevent_free(s->up.bev);
 		s->up.bev = NULL;
 	}
+	fw->up_idle = 0; /* also when a reload or a refusal freed it */
 	fw->up_gen = s->ctx->upool != NULL ? uppool_gen(s->ctx->upool) : 0;
 	if (up_take(s, &u))
 		return;
