@@ -42,6 +42,7 @@
 #include "proxy/session_int.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
+#include "proxy/uppool.h"
 
 struct body {
 	enum http_body kind;
@@ -81,6 +82,9 @@ struct forward {
 	uint16_t up_port;
 	int up_private; /* ...under a decision with private */
 	const char *up_ca; /* ...and, intercepted, this upstream-ca */
+	int up_tls; /* ...with TLS of the proxy's own (intercepted) */
+	uint64_t up_gen; /* ...in this generation of the pool (uppool.h) */
+	int up_idle; /* s->up.bev is whole, quiet, and may be parked */
 	char up_addr[64];
 	struct evbuffer *head; /* the rewritten request head */
 	struct evbuffer *rhead; /* the response head, built (see send_head) */
@@ -94,6 +98,8 @@ static void client_read(struct bufferevent *, void *);
 static void client_event(struct bufferevent *, short, void *);
 static void written(struct bufferevent *, void *);
 static void check_done(struct session *);
+static void up_park(struct session *);
+static void send_request(struct session *);
 
 int
 forward_waiting(const struct session *s)
@@ -106,6 +112,7 @@ forward_free(struct session *s)
 {
 	if (s->fwd == NULL)
 		return;
+	up_park(s);
 	if (s->fwd->head != NULL)
 		evbuffer_free(s->fwd->head);
 	if (s->fwd->rhead != NULL)
@@ -825,6 +832,7 @@ idle_up_read(struct bufferevent *bev, void *arg)
 	(void)bev;
 	bufferevent_free(s->up.bev);
 	s->up.bev = NULL;
+	s->fwd->up_idle = 0;
 }
 
 static void
@@ -842,11 +850,13 @@ check_done(struct session *s)
 	if (!fw->resp.done || s->state != SESSION_FORWARD)
 		return;
 	session_audit_end(s, NULL);
+	fw->up_idle = fw->req.done && fw->up_keep && s->up.bev != NULL;
 	if (!fw->req.done || !fw->client_keep) {
+		up_park(s); /* another client connection may use it now */
 		session_finish(s);
 		return;
 	}
-	if (fw->up_keep && s->up.bev != NULL) {
+	if (fw->up_idle) {
 		bufferevent_setcb(
 		    s->up.bev, idle_up_read, NULL, idle_up_event, s);
 		bufferevent_enable(s->up.bev, EV_READ);
@@ -855,6 +865,82 @@ check_done(struct session *s)
 		s->up.bev = NULL;
 	}
 	session_next_request(s);
+}
+
+/* --- the pool of idle upstream connections (uppool.h) ---------------------- */
+
+/* The pool's key of S's upstream connection, as note_up() recorded it. */
+static void
+up_key(const struct session *s, struct uppool_key *k)
+{
+	const struct forward *fw = s->fwd;
+
+	k->host = fw->up_host;
+	k->port = fw->up_port;
+	k->tls = fw->up_tls;
+	k->allow_private = fw->up_private;
+	k->ca = fw->up_ca;
+	k->gen = fw->up_gen;
+}
+
+/* Records what S's new upstream connection was made for (the key). */
+static void
+note_up(struct session *s)
+{
+	struct forward *fw = s->fwd;
+
+	memcpy(fw->up_addr, s->addr, sizeof(s->addr));
+	memcpy(fw->up_host, s->host, sizeof(s->host));
+	fw->up_port = s->port;
+	fw->up_private = s->dec.allow_private;
+	fw->up_ca = s->dec.upstream_ca;
+	fw->up_tls = s->reach == SESSION_REACH_INTERCEPT;
+}
+
+/*
+ * S's idle upstream connection (its last response whole and kept alive,
+ * nothing sent since) goes to the proxy's pool, which may close it;
+ * without a pool it closes.  One in use stays.
+ */
+static void
+up_park(struct session *s)
+{
+	struct uppool_key k;
+
+	if (s->up.bev == NULL || !s->fwd->up_idle)
+		return;
+	if (s->ctx->upool != NULL) {
+		up_key(s, &k);
+		(void)uppool_put(s->ctx->upool, &k, s->up.bev, s->fwd->up_addr);
+	} else {
+		bufferevent_free(s->up.bev);
+	}
+	s->up.bev = NULL;
+	s->fwd->up_idle = 0;
+}
+
+/*
+ * A parked connection for S's decided request to U, made under the same
+ * terms: sent on at once, and 1; 0 when the pool has none.  Its "end"
+ * record names the address it is connected to, as for a new one.
+ */
+static int
+up_take(struct session *s, const struct target_url *u)
+{
+	struct uppool_key k = {.host = u->host.name,
+	    .port = u->port,
+	    .tls = s->reach == SESSION_REACH_INTERCEPT,
+	    .allow_private = s->dec.allow_private,
+	    .ca = s->dec.upstream_ca,
+	    .gen = s->fwd->up_gen};
+
+	if (s->ctx->upool == NULL ||
+	    (s->up.bev = uppool_take(
+	         s->ctx->upool, &k, s->addr, sizeof(s->addr))) == NULL)
+		return 0;
+	note_up(s);
+	send_request(s);
+	return 1;
 }
 
 /* --- events --------------------------------------------------------------- */
@@ -953,6 +1039,7 @@ send_request(struct session *s)
 {
 	s->state = SESSION_FORWARD;
 	s->fwd->head_sent = 0;
+	s->fwd->up_idle = 0;
 	s->fwd->resp_seen = 0;
 	bufferevent_setcb(s->up.bev, up_read, written, up_event, s);
 	bufferevent_setcb(s->client.bev, client_read, written, client_event, s);
@@ -987,11 +1074,7 @@ connected(void *arg, struct bufferevent *bev, int status, const char *reason,
 		return;
 	}
 	snprintf(s->addr, sizeof(s->addr), "%s", addr);
-	memcpy(s->fwd->up_addr, s->addr, sizeof(s->addr));
-	memcpy(s->fwd->up_host, s->host, sizeof(s->host));
-	s->fwd->up_port = s->port;
-	s->fwd->up_private = s->dec.allow_private;
-	s->fwd->up_ca = s->dec.upstream_ca;
+	note_up(s);
 	if (s->reach == SESSION_REACH_INTERCEPT) {
 		intercept_upstream(s, bev, s->dec.upstream_ca, tls_connected);
 		return;
@@ -1110,10 +1193,15 @@ forward_start(struct session *s, const struct http_head *h)
 		send_request(s);
 		return;
 	}
+	up_park(s); /* another session may want it */
 	if (s->up.bev != NULL) {
 		bufferevent_free(s->up.bev);
 		s->up.bev = NULL;
 	}
+	fw->up_idle = 0; /* also when a reload or a refusal freed it */
+	fw->up_gen = s->ctx->upool != NULL ? uppool_gen(s->ctx->upool) : 0;
+	if (up_take(s, &u))
+		return;
 	s->state = SESSION_CONNECTING;
 	s->connecting = upstream_open(
 	    s->ctx, s->policy->p, &s->dec, &u.host, u.port, connected, s);

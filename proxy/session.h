@@ -34,6 +34,7 @@ struct inject_standins;
 struct scan;
 struct metrics;
 struct pipepool;
+struct uppool;
 
 /* A policy shared by the sessions that started under it. */
 struct proxy_policy {
@@ -93,6 +94,8 @@ struct session_ctx {
 	struct metrics *metrics; /* counts (metrics.h); NULL: off */
 	/* Splice pipes of this loop's tunnels (pipepool.h); NULL: unpooled. */
 	struct pipepool *pipes;
+	/* Idle upstream connections of this loop (uppool.h); NULL: none. */
+	struct uppool *upool;
 };
 
 /*
