@@ -7,6 +7,19 @@
  * never interleave.  Secret values, Authorization and Cookie headers and
  * query strings never reach it: records carry no headers, and any '?' in
  * a path is cut off here once more.
+ *
+ * Threads: one struct audit may be shared by any number of threads (the
+ * workers of `pinhole proxy --workers N`).  audit_write(), audit_flush(),
+ * audit_set_limit(), audit_over_limit(), audit_set_client(),
+ * audit_add_copy(), audit_same_file() and audit_is_tty() may be called
+ * from any thread at any time: one lock per struct audit is held from
+ * formatting a record to the write(2) of its line, so lines never
+ * interleave and the folding, the limit and the summaries stay exact.
+ * audit_rec_init(), audit_parse_size() and audit_make_run_id() touch no
+ * shared state.  audit_open() and audit_close() are not: close when no
+ * other thread can write any more.  A fork() while another thread writes
+ * leaves the child's lock held: a child must not write to the parent's
+ * struct audit.
  */
 #ifndef PH_AUDIT_H
 #define PH_AUDIT_H
@@ -133,5 +146,25 @@ int audit_parse_size(const char *s, uint64_t *out);
  * "sandbox" field of every record of one run.  Returns 0 or -1.
  */
 int audit_make_run_id(char out[17]);
+
+#ifdef AUDIT_INTERNAL
+/*
+ * Formats R with TS as its "ts" exactly as audit_write() would, into A's
+ * line buffer, without the lock, the fold or the limit: for tests.
+ * Returns the length of the line, newline included, with *LINE at its
+ * start until the next record on A, or 0 with errno set.
+ */
+size_t audit_format_ts(struct audit *, const struct audit_rec *r,
+    const char *ts, const char **line);
+
+/*
+ * Writes IN (INLEN bytes) sanitised and escaped as the inside of a JSON
+ * string, cut to CAP bytes and marked "..." when cut, to OUT (OUTLEN
+ * bytes, no NUL added).  Returns the escaped length; OUT holds it only
+ * when it is at most OUTLEN.
+ */
+size_t audit_escape(
+    char *out, size_t outlen, const char *in, size_t inlen, size_t cap);
+#endif
 
 #endif

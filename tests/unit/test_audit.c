@@ -3,7 +3,10 @@
  *
  * Records are written to a file in a mkdtemp directory under $TMPDIR (or
  * /tmp), read back and parsed line by line with jansson: every line must
- * be one complete JSON object, whatever bytes the record held.
+ * be one complete JSON object, whatever bytes the record held.  The
+ * writer's own formatter is compared byte for byte with the jansson
+ * writer it replaced (audit_ref.c) on many generated records, and one
+ * log is written from several threads at once.
  */
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -14,6 +17,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,12 +32,14 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#define AUDIT_INTERNAL /* audit_format_ts(), audit_escape() */
 #include "audit/audit.h"
+#include "tests/unit/audit_ref.h"
 #include "tests/unit/fixture.h"
 
 #define LINE_LIMIT (64 * 1024)
 #define FIELD_CAP 1024 /* host, path, reason, error (audit.h) */
-#define MAXLINES 2100
+#define MAXLINES 25000
 #define NCHILD 4
 #define NPERCHILD 500
 
@@ -1190,6 +1196,480 @@ test_copy_limit(void **state)
 	free(copy_text);
 }
 
+/* --- byte for byte the old jansson writer (audit_ref.c) ---------------- */
+
+#define NREC 2000 /* records per configuration of the log */
+#define STRMAX (6 * 1024) /* longest generated string */
+#define NSTR 20 /* string fields of a record, ts included */
+
+/* Every escaping class and every kind of bad byte, as units to repeat. */
+static const char *const units[] = {
+    "a",
+    "plain.example.com",
+    "/a/b/c",
+    "\"",
+    "\\",
+    "/",
+    "\x01",
+    "\x1f",
+    "\t",
+    "\n",
+    "\r",
+    "\b",
+    "\f",
+    "\x7f",
+    "\xc2\x80",
+    "\xc2\x9f",
+    "\xc2\xa0",
+    "\xc3\xa9",
+    "\xdf\xbf",
+    "\xe0\xa0\x80",
+    "\xe2\x82\xac",
+    "\xe2\x80\xa8",
+    "\xed\x9f\xbf",
+    "\xee\x80\x80",
+    "\xef\xbf\xbf",
+    "\xf0\x90\x80\x80",
+    "\xf0\x9f\x98\x80",
+    "\xf4\x8f\xbf\xbf",
+    "\xed\xa0\x80",
+    "\xed\xbf\xbf",
+    "\xc0\xaf",
+    "\xc1\xbf",
+    "\xe0\x80\xaf",
+    "\xf0\x80\x80\xaf",
+    "\xf4\x90\x80\x80",
+    "\xf5\x80\x80\x80",
+    "\xf8\x88\x80\x80\x80",
+    "\xff",
+    "\xfe",
+    "\x80",
+    "\xbf",
+    "\xe2\x82",
+    "\xf0\x9f\x98",
+    "\xc3",
+    "?q=1",
+    "#frag",
+    "...",
+    ":",
+};
+
+#define NUNITS (sizeof(units) / sizeof(units[0]))
+
+static uint64_t
+rnd(uint64_t *st)
+{
+	*st ^= *st << 13;
+	*st ^= *st >> 7;
+	*st ^= *st << 17;
+	return *st;
+}
+
+/* Fills BUF (STRMAX + 1 bytes) with units up to about LEN bytes. */
+static void
+gen_units(char *buf, size_t len, uint64_t *st, int one_unit)
+{
+	const char *u = units[rnd(st) % NUNITS];
+	size_t n = 0, k;
+
+	while (n < len) {
+		if (!one_unit)
+			u = units[rnd(st) % NUNITS];
+		k = strlen(u);
+		if (n + k > STRMAX)
+			break;
+		memcpy(buf + n, u, k);
+		n += k;
+	}
+	buf[n] = '\0';
+}
+
+/* Lengths that end near FIELD_CAP once escaped, for any unit's width. */
+static size_t
+gen_len(uint64_t *st)
+{
+	/* bytes of a unit, and its length once escaped */
+	static const size_t width[][2] = {
+	    {1, 1}, {1, 2}, {2, 6}, {3, 6}, {4, 12}};
+	const size_t *w = width[rnd(st) % 5];
+
+	switch (rnd(st) % 4) {
+	case 0:
+		return rnd(st) % 40;
+	case 1:
+		return (FIELD_CAP - 16 + rnd(st) % 32) / w[1] * w[0];
+	case 2:
+		return rnd(st) % 2000;
+	default:
+		return STRMAX - rnd(st) % 64;
+	}
+}
+
+/* A string for a field: NULL, a class, units, or random bytes. */
+static const char *
+gen_str(char *buf, uint64_t *st)
+{
+	size_t i, n;
+
+	switch (rnd(st) % 6) {
+	case 0:
+		return NULL;
+	case 1:
+		return units[rnd(st) % NUNITS];
+	case 2:
+		gen_units(buf, gen_len(st), st, 1);
+		break;
+	case 3:
+		gen_units(buf, gen_len(st), st, 0);
+		break;
+	case 4:
+		n = rnd(st) % 64;
+		for (i = 0; i < n; i++)
+			buf[i] = (char)(1 + rnd(st) % 255);
+		buf[n] = '\0';
+		break;
+	default:
+		return "";
+	}
+	return buf;
+}
+
+static int64_t
+gen_num(uint64_t *st)
+{
+	static const int64_t v[] = {-1, -2, 0, 1, 9, 10, 99, 443, 65535,
+	    INT32_MAX, INT64_MAX, INT64_MIN, 1000000007};
+
+	return rnd(st) % 3 ? v[rnd(st) % 13] : (int64_t)(rnd(st) >> 1);
+}
+
+/* A record with every field drawn at random; strings in BUFS. */
+static void
+gen_rec(
+    struct audit_rec *r, char bufs[][STRMAX + 1], uint64_t *st, const char **ts)
+{
+	static const uint64_t conns[] = {
+	    0, 1, INT64_MAX, (uint64_t)INT64_MAX + 1, UINT64_MAX};
+	const char **s[] = {&r->event, &r->method, &r->host, &r->path,
+	    &r->decision, &r->rule_file, &r->reason, &r->addr, &r->qtype,
+	    &r->answer, &r->secret, &r->error, &r->policy, ts};
+	size_t i;
+
+	audit_rec_init(r, NULL, rnd(st) % 2 ? conns[rnd(st) % 5] : rnd(st));
+	for (i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		*s[i] = gen_str(bufs[i], st);
+	if (*ts == NULL || rnd(st) % 2)
+		*ts = "2026-12-02T12:34:56.789Z";
+	r->via = rnd(st) % 2 ? "proxy" : NULL;
+	r->rule_line = rnd(st) % 3 ? (unsigned)(rnd(st) % 1000) : UINT_MAX;
+	r->port = (int)gen_num(st);
+	r->status = (int)gen_num(st);
+	r->bytes_up = gen_num(st);
+	r->bytes_down = gen_num(st);
+	r->ms = gen_num(st);
+	r->count = gen_num(st);
+	r->summary = (int)(rnd(st) % 2);
+}
+
+/* Says where the two lines first differ, and fails. */
+static void
+report_diff(size_t k, const char *got, size_t n, const char *want, size_t m)
+{
+	size_t i = 0;
+
+	while (i < n && i < m && got[i] == want[i])
+		i++;
+	fail_msg("record %zu: %zu bytes, want %zu; differ at %zu: "
+	         "got \"%.40s\", want \"%.40s\"",
+	    k, n, m, i, got + (i > 10 ? i - 10 : 0),
+	    want + (i > 10 ? i - 10 : 0));
+}
+
+static double
+now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); /* the load aside */
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Formats NREC records both ways on the log A, configured as C. */
+static void
+compare_records(
+    struct audit *a, const struct audit_ref_ctx *c, uint64_t *st, double *tm)
+{
+	static char bufs[NSTR][STRMAX + 1];
+	static char want[LINE_LIMIT];
+	struct audit_rec r;
+	const char *line, *ts;
+	size_t k, n, m;
+	double t0;
+
+	for (k = 0; k < NREC; k++) {
+		gen_rec(&r, bufs, st, &ts);
+		t0 = now_s();
+		n = audit_format_ts(a, &r, ts, &line);
+		tm[0] += now_s() - t0;
+		t0 = now_s();
+		m = audit_ref_format(c, &r, ts, want, sizeof(want));
+		tm[1] += now_s() - t0;
+		assert_true(m > 0);
+		if (n != m || memcmp(line, want, n) != 0)
+			report_diff(k, line, n, want, m);
+	}
+}
+
+/*
+ * Many records, with every field kind, escaping class, bad byte and
+ * length around the cap, on logs with and without a run id and client:
+ * the same bytes as jansson wrote.  Prints how fast each formats.
+ */
+static void
+test_same_as_jansson(void **state)
+{
+	static const char *const ids[] = {"run-1", NULL, "0123456789abcdef",
+	    "run-\xff\"\\\xc3\xa9\xf0\x9f\x98\x80"};
+	static char cmd[STRMAX + 1];
+	struct fixture *f = *state;
+	struct audit_ref_ctx c;
+	struct audit *a;
+	uint64_t st = 0x9e3779b97f4a7c15ULL;
+	double tm[2] = {0, 0};
+	size_t i, j;
+
+	for (i = 0; i < 4; i++) {
+		for (j = 0; j < 3; j++) {
+			memset(&c, 0, sizeof(c));
+			c.run_id = ids[i];
+			a = open_log(f, ids[i]);
+			if (j > 0) {
+				c.has_client = 1;
+				c.client_uid = j == 1 ? 1001 : UINT32_MAX;
+				c.client_pid = j == 1 ? 4242 : UINT32_MAX;
+				c.client_cmd = gen_str(cmd, &st);
+				assert_int_equal(
+				    audit_set_client(a, c.client_uid,
+				        c.client_pid, c.client_cmd),
+				    0);
+			}
+			compare_records(a, &c, &st, tm);
+			audit_close(a);
+		}
+	}
+	fprintf(stderr,
+	    "test_same_as_jansson: %d records (large): %.0f ns of CPU "
+	    "each, jansson %.0f ns (not asserted)\n",
+	    12 * NREC, tm[0] / (12 * NREC) * 1e9, tm[1] / (12 * NREC) * 1e9);
+}
+
+/* One string escaped both ways at every cap up to past its length. */
+static void
+compare_escape(const char *in, size_t inlen)
+{
+	static char got[4 * STRMAX + 64], want[4 * STRMAX + 64];
+	size_t cap, n, m;
+
+	/* No character takes more than 3 bytes per byte once escaped. */
+	for (cap = 0; cap <= 3 * inlen + 4; cap++) {
+		n = audit_escape(got, sizeof(got), in, inlen, cap);
+		m = audit_ref_escape(want, sizeof(want), in, inlen, cap);
+		assert_true(m != (size_t)-1 && m != (size_t)-2);
+		if (n != m || memcmp(got, want, n) != 0)
+			report_diff(cap, got, n, want, m);
+	}
+}
+
+/* Every unit, pairs of them, and random strings, at every cap. */
+static void
+test_escape_same(void **state)
+{
+	static char buf[STRMAX + 1];
+	uint64_t st = 42;
+	size_t i, j;
+	char pair[32];
+
+	(void)state;
+	for (i = 0; i < NUNITS; i++) {
+		compare_escape(units[i], strlen(units[i]));
+		for (j = 0; j < NUNITS; j++) {
+			snprintf(pair, sizeof(pair), "%s%s%s", units[i],
+			    units[j], units[i]);
+			compare_escape(pair, strlen(pair));
+		}
+	}
+	for (i = 0; i < 300; i++) {
+		gen_units(buf, rnd(&st) % 80, &st, 0);
+		compare_escape(buf, strlen(buf));
+	}
+	/* Past the end of OUT: the length all the same, OUT not overrun. */
+	memset(buf, 'x', 100);
+	assert_int_equal(audit_escape(pair, 8, buf, 100, 1024), 100);
+}
+
+/* --- several threads on one log ------------------------------------------ */
+
+#define NTHREAD 4
+#define NPERTHREAD 5000
+
+struct writer {
+	pthread_t t;
+	struct audit *a;
+	unsigned id;
+	int many_hosts; /* 100 hosts, to spread the summary past the limit */
+	int bad;
+};
+
+/*
+ * Even records are decisions (every tenth of them a denial, identical
+ * across threads but for the connection, so they fold), odd ones ends
+ * with bytes_up = I.  Paths of many lengths make lines of many sizes.
+ */
+static void *
+writer_run(void *arg)
+{
+	struct writer *w = arg;
+	struct audit_rec r;
+	char path[2048], host[32];
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < NPERTHREAD; i++) {
+		snprintf(host, sizeof(host), "h%u.test",
+		    w->many_hosts ? i % 100 : 0);
+		audit_rec_init(&r, i % 2 ? "end" : "request",
+		    (uint64_t)w->id * 100000 + i);
+		r.host = host;
+		r.port = 443;
+		fill(path, (i * 37) % sizeof(path), "/p");
+		r.path = path;
+		if (i % 2) {
+			r.bytes_up = i;
+		} else if (i % 10 == 0) {
+			r.path = "/denied";
+			r.decision = "deny";
+			r.reason = "no rule matches";
+		} else {
+			r.decision = "allow";
+		}
+		rc = audit_write(w->a, &r);
+		w->bad |= rc < 0;
+	}
+	return NULL;
+}
+
+/* Starts NTHREAD writers on A and waits for them. */
+static void
+run_writers(struct audit *a, int many_hosts)
+{
+	struct writer w[NTHREAD];
+	unsigned i;
+
+	for (i = 0; i < NTHREAD; i++) {
+		w[i].a = a;
+		w[i].id = i;
+		w[i].many_hosts = many_hosts;
+		w[i].bad = 0;
+		assert_int_equal(
+		    pthread_create(&w[i].t, NULL, writer_run, &w[i]), 0);
+	}
+	for (i = 0; i < NTHREAD; i++) {
+		assert_int_equal(pthread_join(w[i].t, NULL), 0);
+		assert_int_equal(w[i].bad, 0);
+	}
+}
+
+struct tally {
+	json_int_t allowed, denied, ends, up;
+};
+
+/* Adds up what the lines of F stand for. */
+static void
+tally_lines(const struct fixture *f, struct tally *t)
+{
+	const json_t *o;
+	size_t k;
+
+	memset(t, 0, sizeof(*t));
+	for (k = 0; k < f->nlines; k++) {
+		o = f->lines[k];
+		if (json_object_get(o, "bytes_up") != NULL)
+			t->up += int_field(o, "bytes_up");
+		if (strcmp(str_field(o, "event"), "end") == 0)
+			t->ends++;
+		else if (strcmp(str_field(o, "decision"), "allow") == 0)
+			t->allowed += count_of(o);
+		else
+			t->denied += count_of(o);
+	}
+}
+
+/* The sum of I over the odd I below NPERTHREAD, times NTHREAD. */
+static json_int_t
+bytes_written(void)
+{
+	json_int_t i, up = 0;
+
+	for (i = 1; i < NPERTHREAD; i += 2)
+		up += i * NTHREAD;
+	return up;
+}
+
+/*
+ * Thousands of records from several threads at once: every line whole,
+ * every record there once (the denials folded, with exact counts).
+ */
+static void
+test_threads(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-t");
+	unsigned char *seen = calloc(NTHREAD * 100000, 1);
+	struct tally t;
+	json_int_t conn;
+	size_t k;
+
+	assert_non_null(seen);
+	run_writers(a, 0);
+	audit_close(a);
+	load_log(f);
+	tally_lines(f, &t);
+	assert_int_equal(t.ends, NTHREAD * NPERTHREAD / 2);
+	assert_int_equal(t.denied, NTHREAD * NPERTHREAD / 10);
+	assert_int_equal(t.allowed, NTHREAD * NPERTHREAD * 2 / 5);
+	assert_int_equal(t.up, bytes_written());
+	for (k = 0; k < f->nlines; k++) {
+		if (json_object_get(f->lines[k], "count") != NULL)
+			continue; /* a fold: its conn is the last one */
+		conn = int_field(f->lines[k], "conn");
+		assert_true(conn >= 0 && conn < NTHREAD * 100000);
+		assert_int_equal(seen[conn]++, 0);
+	}
+	free(seen);
+}
+
+/* Past the limit from several threads: the summaries add up exactly. */
+static void
+test_threads_limit(void **state)
+{
+	struct fixture *f = *state;
+	struct audit *a = open_log(f, "run-tl");
+	struct stat st;
+	struct tally t;
+
+	audit_set_limit(a, 256 * 1024);
+	run_writers(a, 1);
+	assert_true(audit_over_limit(a));
+	assert_int_equal(stat(f->log, &st), 0);
+	assert_true(st.st_size <= 256 * 1024);
+	audit_close(a);
+	load_log(f);
+	tally_lines(f, &t);
+	assert_int_equal(t.denied, NTHREAD * NPERTHREAD / 10);
+	assert_int_equal(t.allowed, NTHREAD * NPERTHREAD * 2 / 5);
+	assert_int_equal(t.up, bytes_written());
+}
+
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int
@@ -1225,6 +1705,10 @@ main(void)
 	    T(test_copy_refused),
 	    T(test_copy_fails),
 	    T(test_copy_limit),
+	    T(test_same_as_jansson),
+	    T(test_escape_same),
+	    T(test_threads),
+	    T(test_threads_limit),
 	};
 
 	return cmocka_run_group_tests_name("audit", tests, NULL, NULL);
