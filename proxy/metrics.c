@@ -2,8 +2,28 @@
  * metrics.c: the proxy's counters and histograms, their text exposition
  * (Prometheus format 0.0.4), and the responder that serves them.
  *
- * Series of pinhole_requests_total are keyed by their escaped label text,
- * which is also what is rendered: one string per series, no second table.
+ * Writers and sums.  A root (metrics_new) and each of its shards
+ * (metrics_shard_new, one per worker thread) is a writer: its counters
+ * are written by one thread only, with a relaxed atomic load and store
+ * (bump()), never a read-modify-write shared with another thread, so a
+ * worker's update costs what a plain increment costs and its cache lines
+ * stay its own.  A scrape, on the root's thread, sums every writer's
+ * counters with relaxed loads: each sum is exact up to the events still
+ * being counted.
+ *
+ * What must be one across writers lives in the root's registry: the
+ * distinct host labels (the max_hosts cap) and the series of
+ * pinhole_requests_total, each with its escaped label text (also what is
+ * rendered) and an id, in the order they first appeared anywhere; a
+ * writer counts series id I in its own series_n[I].  A writer asks the
+ * registry, under its mutex, only the first time it meets a host or a
+ * label text, and keeps the answer in its own tables (hosts, index), so a
+ * label it already knows takes no lock.  Once a registry table is full
+ * it never changes again and is read without the mutex, so a stream of
+ * new hosts past the cap takes no lock either.  The registry's labels
+ * are never moved, and their count is published with a release store,
+ * so a scrape reads them without the mutex.
+ *
  * The responder reads one bounded head (METRICS_HEAD_MAX bytes, within
  * SCRAPE_TIMEOUT_S), answers once and closes; at most SCRAPES_MAX scrapes
  * are open at once, more are closed at accept.
@@ -16,6 +36,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -39,6 +61,7 @@
 #define LABELS_MAX 1024 /* one series' label text, escaped */
 #define RULE_FILE_MAX 200 /* bytes of a rule's file name in its label */
 #define HOST_LABEL_MAX 256 /* bytes of a host in its label */
+#define CACHE_LINE 64 /* a writer's counters share no line with another's */
 
 /* The relay's datagrams: a version byte, then one of these kinds. */
 #define RELAY_VERSION 1
@@ -91,17 +114,56 @@ static const struct bucket connect_buckets[] = {
 #define CONNECT_NB (sizeof(connect_buckets) / sizeof(connect_buckets[0]))
 #define NB_MAX CONNECT_NB
 
-struct histogram {
-	const struct bucket *b;
-	size_t nb;
-	uint64_t count[NB_MAX]; /* per bucket, not cumulative */
-	uint64_t n;
-	int64_t sum_us;
+/*
+ * A writer's scalar counters, one array so that a scrape sums them in
+ * one loop.  The gauges (CTR_CONNS_ACTIVE, CTR_SANDBOXES_ACTIVE) are
+ * int64 deltas kept modulo 2^64: their sum over writers, read as an
+ * int64, is the gauge, whichever writer saw the +1 and the -1.
+ */
+enum ctr {
+	CTR_DENIALS,
+	CTR_LEAKS,
+	CTR_BYTES_UP,
+	CTR_BYTES_DOWN,
+	CTR_CONNS_TOTAL,
+	CTR_CONNS_ACTIVE,
+	CTR_DNS_ERRORS,
+	CTR_AUDIT_FAILURES,
+	CTR_UPSTREAM, /* METRICS_UP_KINDS counters, by kind */
+	CTR_OVERFLOW = CTR_UPSTREAM + METRICS_UP_KINDS, /* past the series */
+	CTR_BROKER, /* not 0: a broker's (its series are rendered) */
+	CTR_SANDBOXES_ACTIVE,
+	CTR_SANDBOXES_TOTAL,
+	CTR_REFUSED, /* METRICS_REF_KINDS counters, by reason */
+	CTR_RELAY_ERRORS = CTR_REFUSED + METRICS_REF_KINDS,
+	CTR_N,
 };
 
-struct series {
-	char *labels; /* escaped, as rendered */
-	uint64_t n;
+/* A writer's histogram. */
+struct histogram {
+	_Atomic uint64_t count[NB_MAX]; /* per bucket, not cumulative */
+	_Atomic uint64_t n, sum_us;
+};
+
+/* The sums over writers, as a scrape renders them. */
+struct hsum {
+	uint64_t count[NB_MAX], n, sum_us;
+};
+
+struct sums {
+	uint64_t ctr[CTR_N];
+	struct hsum decision, connect;
+};
+
+/* A root's: what is one across all its writers (see the top). */
+struct registry {
+	pthread_mutex_t lock; /* taken by writers adding a host or series */
+	struct htab *hosts; /* distinct host labels, at most max_hosts */
+	atomic_int hosts_full; /* hosts holds max_hosts: it is read-only */
+	struct htab *index; /* label text -> series id */
+	char *labels[METRICS_SERIES_MAX]; /* by id, escaped, as rendered */
+	atomic_size_t nseries; /* labels[0..nseries) are set for good */
+	_Atomic(struct metrics *) shards; /* newest first, by next */
 };
 
 struct scrape {
@@ -111,30 +173,22 @@ struct scrape {
 };
 
 struct metrics {
-	size_t max_hosts;
-	struct htab *hosts; /* distinct host labels so far */
-	struct htab *index; /* label text -> index in series */
-	struct series *series;
-	size_t nseries, cap;
-	uint64_t overflow; /* requests past METRICS_SERIES_MAX series */
-	uint64_t denials, leaks, bytes_up, bytes_down;
-	uint64_t conns_total;
-	int64_t conns_active;
-	uint64_t dns_errors, audit_failures;
-	uint64_t upstream[METRICS_UP_KINDS];
+	/* What this writer counted: written by its one thread only. */
+	_Alignas(CACHE_LINE) _Atomic uint64_t ctr[CTR_N];
 	struct histogram decision, connect;
+	_Atomic uint64_t *series_n; /* METRICS_SERIES_MAX, by series id */
+	struct htab *hosts; /* the host labels the registry admitted */
+	struct htab *index; /* label text -> series id, as registered */
+	struct metrics *root; /* a root's is itself */
+	struct metrics *next; /* the root's next shard; set before shown */
+	/* A root's only. */
+	struct registry *reg;
+	size_t max_hosts;
 	time_t start;
 	struct evconnlistener *lev;
 	char *unix_path; /* removed at free */
 	struct scrape *scrapes;
 	size_t nscrapes;
-	/* a broker's (metrics_sandbox, metrics_refused, metrics_absorb used):
-	 * its series are rendered, else the output stays a proxy's */
-	int broker;
-	int64_t sandboxes_active;
-	uint64_t sandboxes_total;
-	uint64_t refused[METRICS_REF_KINDS];
-	uint64_t relay_errors; /* datagrams metrics_absorb refused */
 	int relay_fd; /* a relay: the socket to the broker; else -1 */
 	uint64_t relay_dropped; /* a relay: events the socket did not take */
 };
@@ -143,33 +197,103 @@ static int relay_send(struct metrics *m, const unsigned char *p, size_t n);
 static void relay_request(struct metrics *m, const struct metrics_req *r);
 static void relay_event(struct metrics *m, unsigned kind, int64_t a, int64_t b);
 
+/* A writer with its own tables, or NULL (ENOMEM). */
+static struct metrics *
+writer_new(struct metrics *root)
+{
+	struct metrics *m;
+
+	if ((m = aligned_alloc(CACHE_LINE, sizeof(*m))) == NULL)
+		return NULL;
+	memset(m, 0, sizeof(*m));
+	if ((m->series_n = calloc(METRICS_SERIES_MAX, sizeof(*m->series_n))) ==
+	    NULL) {
+		free(m);
+		return NULL;
+	}
+	m->hosts = htab_new();
+	m->index = htab_new();
+	m->root = root != NULL ? root : m;
+	m->relay_fd = -1;
+	return m;
+}
+
+static void
+writer_free(struct metrics *m)
+{
+	free(m->series_n);
+	htab_free(m->hosts);
+	htab_free(m->index);
+	free(m);
+}
+
 struct metrics *
 metrics_new(size_t max_hosts)
 {
 	struct metrics *m;
 
-	if ((m = calloc(1, sizeof(*m))) == NULL)
+	if ((m = writer_new(NULL)) == NULL)
 		return NULL;
+	if ((m->reg = calloc(1, sizeof(*m->reg))) == NULL ||
+	    pthread_mutex_init(&m->reg->lock, NULL) != 0) {
+		free(m->reg);
+		writer_free(m);
+		return NULL;
+	}
+	m->reg->hosts = htab_new();
+	m->reg->index = htab_new();
 	m->max_hosts = max_hosts ? max_hosts : METRICS_HOSTS_DEFAULT;
-	m->hosts = htab_new();
-	m->index = htab_new();
-	m->decision.b = decision_buckets;
-	m->decision.nb = DECISION_NB;
-	m->connect.b = connect_buckets;
-	m->connect.nb = CONNECT_NB;
 	m->start = time(NULL);
-	m->relay_fd = -1;
 	return m;
+}
+
+struct metrics *
+metrics_shard_new(struct metrics *m)
+{
+	struct registry *g;
+	struct metrics *s;
+
+	/* A relay counts nothing here: a shard of it would count unseen. */
+	if (m == NULL || m->root->relay_fd != -1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	g = m->root->reg;
+	if ((s = writer_new(m->root)) == NULL)
+		return NULL;
+	pthread_mutex_lock(&g->lock);
+	s->next = atomic_load_explicit(&g->shards, memory_order_relaxed);
+	/* release: a scrape that finds S finds it whole */
+	atomic_store_explicit(&g->shards, s, memory_order_release);
+	pthread_mutex_unlock(&g->lock);
+	return s;
 }
 
 static void scrape_free(struct scrape *sc);
 
+static void
+registry_free(struct registry *g)
+{
+	struct metrics *s, *next;
+	size_t i, n = atomic_load(&g->nseries);
+
+	for (s = atomic_load(&g->shards); s != NULL; s = next) {
+		next = s->next;
+		writer_free(s);
+	}
+	for (i = 0; i < n; i++)
+		free(g->labels[i]);
+	htab_free(g->hosts);
+	htab_free(g->index);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
 void
 metrics_free(struct metrics *m)
 {
-	size_t i;
-
-	if (m == NULL)
+	/* A shard lives as long as its root: a scrape may still read it. */
+	if (m == NULL || m->root != m)
 		return;
 	if (m->relay_fd != -1)
 		close(m->relay_fd);
@@ -181,15 +305,29 @@ metrics_free(struct metrics *m)
 		unlink(m->unix_path);
 		free(m->unix_path);
 	}
-	for (i = 0; i < m->nseries; i++)
-		free(m->series[i].labels);
-	free(m->series);
-	htab_free(m->hosts);
-	htab_free(m->index);
-	free(m);
+	registry_free(m->reg);
+	writer_free(m);
 }
 
 /* --- counting ------------------------------------------------------------- */
+
+/* A counter of any writer, whole. */
+static inline uint64_t
+load(const _Atomic uint64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/*
+ * Adds V to counter C of the calling writer.  Its thread alone writes C,
+ * so a load and a store do (no read-modify-write, no lock prefix); being
+ * atomic, they let a scrape on another thread read C whole.
+ */
+static inline void
+bump(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_store_explicit(c, load(c) + v, memory_order_relaxed);
+}
 
 /* Appends S (at most MAX bytes of it) to BUF at *AT, escaped for a label. */
 static void
@@ -224,65 +362,118 @@ append(char *buf, size_t len, size_t *at, const char *s)
 	buf[*at] = '\0';
 }
 
+/*
+ * Under the registry's lock: is HOST one of the first max_hosts distinct
+ * hosts of all writers (added if there is room)?
+ */
+static int
+host_admit(struct metrics *root, const char *host, size_t n)
+{
+	struct registry *g = root->reg;
+	int ok = 1;
+
+	if (htab_find(g->hosts, host, n) == NULL &&
+	    (htab_count(g->hosts) >= root->max_hosts ||
+	        htab_try_add(g->hosts, host, n, 0, 0) != 0))
+		ok = 0;
+	/* release: who sees the flag sees the table as it stays */
+	if (htab_count(g->hosts) >= root->max_hosts)
+		atomic_store_explicit(&g->hosts_full, 1, memory_order_release);
+	return ok;
+}
+
 /* The host's label: HOST while fewer than max_hosts are known, "other". */
 static const char *
 host_label(struct metrics *m, const char *host)
 {
+	struct registry *g = m->root->reg;
 	size_t n = strlen(host);
+	int known;
 
 	if (htab_find(m->hosts, host, n) != NULL)
 		return host;
-	if (htab_count(m->hosts) >= m->max_hosts ||
-	    htab_try_add(m->hosts, host, n, 0, 0) != 0)
-		return "other";
-	return host;
+	if (atomic_load_explicit(&g->hosts_full, memory_order_acquire))
+		known = htab_find(g->hosts, host, n) != NULL;
+	else {
+		pthread_mutex_lock(&g->lock);
+		known = host_admit(m->root, host, n);
+		pthread_mutex_unlock(&g->lock);
+	}
+	/* Only hosts the registry admitted: at most max_hosts here too. */
+	if (known)
+		(void)htab_try_add(m->hosts, host, n, 0, 0);
+	return known ? host : "other";
 }
 
+/*
+ * Under the registry's lock: the id of the series LABELS, registered if
+ * there is room, or -1.
+ */
+static long
+series_admit(struct registry *g, const char *labels, size_t n)
+{
+	const struct htab_list *l;
+	size_t id = atomic_load_explicit(&g->nseries, memory_order_relaxed);
+	char *dup = NULL;
+
+	if ((l = htab_find(g->index, labels, n)) != NULL && l[0].n > 0)
+		return (long)l[0].ids[0];
+	if (id >= METRICS_SERIES_MAX || (dup = strdup(labels)) == NULL ||
+	    htab_try_add(g->index, labels, n, 0, (uint32_t)id) != 0) {
+		free(dup);
+		return -1;
+	}
+	g->labels[id] = dup;
+	/* release: a scrape, or a writer finding the registry full, that
+	 * reads the count sees the label and the index as they are */
+	atomic_store_explicit(&g->nseries, id + 1, memory_order_release);
+	return (long)id;
+}
+
+/* The id of the series LABELS (N bytes) for writer M, or -1 (overflow). */
+static long
+series_id(struct metrics *m, const char *labels, size_t n)
+{
+	struct registry *g = m->root->reg;
+	const struct htab_list *l;
+	long id;
+
+	if ((l = htab_find(m->index, labels, n)) != NULL && l[0].n > 0)
+		return (long)l[0].ids[0];
+	if (atomic_load_explicit(&g->nseries, memory_order_acquire) >=
+	    METRICS_SERIES_MAX) {
+		/* full: the index never changes again */
+		l = htab_find(g->index, labels, n);
+		id = l != NULL && l[0].n > 0 ? (long)l[0].ids[0] : -1;
+	} else {
+		pthread_mutex_lock(&g->lock);
+		id = series_admit(g, labels, n);
+		pthread_mutex_unlock(&g->lock);
+	}
+	if (id >= 0)
+		(void)htab_try_add(m->index, labels, n, 0, (uint32_t)id);
+	return id;
+}
+
+/*
+ * Counts US in H.  The bucket is written last, with release: a scrape
+ * that sees it (with acquire) sees n too, so no bucket it renders ever
+ * counts more than +Inf.
+ */
 static void
-observe(struct histogram *h, int64_t us)
+observe(struct histogram *h, const struct bucket *b, size_t nb, int64_t us)
 {
 	size_t i;
 
 	if (us < 0)
 		us = 0;
-	for (i = 0; i < h->nb && us > h->b[i].us; i++)
+	for (i = 0; i < nb && us > b[i].us; i++)
 		;
-	if (i < h->nb)
-		h->count[i]++;
-	h->n++;
-	h->sum_us += us;
-}
-
-/* Counts one request in the series LABELS names (made if there is room). */
-static void
-count_series(struct metrics *m, const char *labels)
-{
-	const struct htab_list *l;
-	struct series *ns;
-	size_t n = strlen(labels), cap;
-
-	if ((l = htab_find(m->index, labels, n)) != NULL && l[0].n > 0) {
-		m->series[l[0].ids[0]].n++;
-		return;
-	}
-	if (m->nseries == m->cap) {
-		cap = m->cap ? m->cap * 2 : 32;
-		if (m->nseries >= METRICS_SERIES_MAX ||
-		    (ns = realloc(m->series, cap * sizeof(*ns))) == NULL)
-			goto overflow;
-		m->series = ns;
-		m->cap = cap;
-	}
-	if ((m->series[m->nseries].labels = strdup(labels)) == NULL)
-		goto overflow;
-	if (htab_try_add(m->index, labels, n, 0, (uint32_t)m->nseries) != 0) {
-		free(m->series[m->nseries].labels);
-		goto overflow;
-	}
-	m->series[m->nseries++].n = 1;
-	return;
-overflow:
-	m->overflow++;
+	bump(&h->n, 1);
+	bump(&h->sum_us, (uint64_t)us);
+	if (i < nb)
+		atomic_store_explicit(
+		    &h->count[i], load(&h->count[i]) + 1, memory_order_release);
 }
 
 /* Writes the label text of R's series into BUF. */
@@ -314,6 +505,7 @@ void
 metrics_request(struct metrics *m, const struct metrics_req *r)
 {
 	char buf[LABELS_MAX];
+	long id;
 
 	if (m == NULL)
 		return;
@@ -322,13 +514,15 @@ metrics_request(struct metrics *m, const struct metrics_req *r)
 		return;
 	}
 	labels(m, r, buf, sizeof(buf));
-	count_series(m, buf);
+	id = series_id(m, buf, strlen(buf));
+	bump(id >= 0 ? &m->series_n[id] : &m->ctr[CTR_OVERFLOW], 1);
 	if (strcmp(r->decision, "allow") != 0)
-		m->denials++;
+		bump(&m->ctr[CTR_DENIALS], 1);
 	if (r->leak)
-		m->leaks++;
+		bump(&m->ctr[CTR_LEAKS], 1);
 	if (r->decision_us >= 0)
-		observe(&m->decision, r->decision_us);
+		observe(&m->decision, decision_buckets, DECISION_NB,
+		    r->decision_us);
 }
 
 void
@@ -340,8 +534,8 @@ metrics_bytes(struct metrics *m, uint64_t up, uint64_t down)
 		relay_event(m, RELAY_BYTES, (int64_t)up, (int64_t)down);
 		return;
 	}
-	m->bytes_up += up;
-	m->bytes_down += down;
+	bump(&m->ctr[CTR_BYTES_UP], up);
+	bump(&m->ctr[CTR_BYTES_DOWN], down);
 }
 
 void
@@ -353,9 +547,9 @@ metrics_connection(struct metrics *m, int delta)
 		relay_event(m, RELAY_CONNECTION, delta, 0);
 		return;
 	}
-	m->conns_active += delta;
+	bump(&m->ctr[CTR_CONNS_ACTIVE], (uint64_t)(int64_t)delta);
 	if (delta > 0)
-		m->conns_total++;
+		bump(&m->ctr[CTR_CONNS_TOTAL], 1);
 }
 
 void
@@ -364,7 +558,7 @@ metrics_dns_error(struct metrics *m)
 	if (m != NULL && m->relay_fd != -1)
 		relay_event(m, RELAY_DNS_ERROR, 0, 0);
 	else if (m != NULL)
-		m->dns_errors++;
+		bump(&m->ctr[CTR_DNS_ERRORS], 1);
 }
 
 void
@@ -373,7 +567,7 @@ metrics_upstream_error(struct metrics *m, enum metrics_upstream kind)
 	if (m != NULL && m->relay_fd != -1)
 		relay_event(m, RELAY_UPSTREAM_ERROR, kind, 0);
 	else if (m != NULL && kind < METRICS_UP_KINDS)
-		m->upstream[kind]++;
+		bump(&m->ctr[CTR_UPSTREAM + kind], 1);
 }
 
 void
@@ -383,7 +577,7 @@ metrics_connected(struct metrics *m, int64_t us)
 	if (m != NULL && m->relay_fd != -1)
 		relay_event(m, RELAY_CONNECTED, us < 0 ? 0 : us, 0);
 	else if (m != NULL)
-		observe(&m->connect, us);
+		observe(&m->connect, connect_buckets, CONNECT_NB, us);
 }
 
 void
@@ -392,7 +586,64 @@ metrics_audit_failure(struct metrics *m)
 	if (m != NULL && m->relay_fd != -1)
 		relay_event(m, RELAY_AUDIT_FAILURE, 0, 0);
 	else if (m != NULL)
-		m->audit_failures++;
+		bump(&m->ctr[CTR_AUDIT_FAILURES], 1);
+}
+
+/* --- summing -------------------------------------------------------------- */
+
+/* Adds writer histogram H to S: the buckets first (see observe()). */
+static void
+hsum_add(struct hsum *s, const struct histogram *h)
+{
+	size_t i;
+
+	for (i = 0; i < NB_MAX; i++)
+		s->count[i] +=
+		    atomic_load_explicit(&h->count[i], memory_order_acquire);
+	s->n += load(&h->n);
+	s->sum_us += load(&h->sum_us);
+}
+
+static void
+sums_add(struct sums *s, const struct metrics *w)
+{
+	size_t i;
+
+	for (i = 0; i < CTR_N; i++)
+		s->ctr[i] += load(&w->ctr[i]);
+	hsum_add(&s->decision, &w->decision);
+	hsum_add(&s->connect, &w->connect);
+}
+
+/* The first shard of ROOT (the rest by next), as a scrape may walk them. */
+static const struct metrics *
+shards(const struct metrics *root)
+{
+	return atomic_load_explicit(&root->reg->shards, memory_order_acquire);
+}
+
+/* The sums of ROOT and all its shards into S. */
+static void
+sums_all(const struct metrics *root, struct sums *s)
+{
+	const struct metrics *w;
+
+	memset(s, 0, sizeof(*s));
+	sums_add(s, root);
+	for (w = shards(root); w != NULL; w = w->next)
+		sums_add(s, w);
+}
+
+/* Series ID's count, summed over ROOT and all its shards. */
+static uint64_t
+series_sum(const struct metrics *root, size_t id)
+{
+	const struct metrics *w;
+	uint64_t n = load(&root->series_n[id]);
+
+	for (w = shards(root); w != NULL; w = w->next)
+		n += load(&w->series_n[id]);
+	return n;
 }
 
 /* --- rendering ------------------------------------------------------------ */
@@ -411,45 +662,54 @@ counter(FILE *f, const char *name, const char *help, uint64_t v)
 }
 
 static void
-histogram(
-    FILE *f, const char *name, const char *help, const struct histogram *h)
+gauge(FILE *f, const char *name, const char *help, uint64_t v)
+{
+	head(f, name, "gauge", help);
+	fprintf(f, "%s %lld\n", name, (long long)(int64_t)v);
+}
+
+static void
+histogram(FILE *f, const char *name, const char *help, const struct hsum *h,
+    const struct bucket *b, size_t nb)
 {
 	uint64_t cum = 0;
 	size_t i;
 
 	head(f, name, "histogram", help);
-	for (i = 0; i < h->nb; i++) {
+	for (i = 0; i < nb; i++) {
 		cum += h->count[i];
-		fprintf(f, "%s_bucket{le=\"%s\"} %llu\n", name, h->b[i].le,
+		fprintf(f, "%s_bucket{le=\"%s\"} %llu\n", name, b[i].le,
 		    (unsigned long long)cum);
 	}
 	fprintf(
 	    f, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)h->n);
-	fprintf(f, "%s_sum %lld.%06lld\n", name,
-	    (long long)(h->sum_us / 1000000), (long long)(h->sum_us % 1000000));
+	fprintf(f, "%s_sum %llu.%06llu\n", name,
+	    (unsigned long long)(h->sum_us / 1000000),
+	    (unsigned long long)(h->sum_us % 1000000));
 	fprintf(f, "%s_count %llu\n", name, (unsigned long long)h->n);
 }
 
 static void
-render_requests(const struct metrics *m, FILE *f)
+render_requests(const struct metrics *root, const struct sums *s, FILE *f)
 {
-	size_t i;
+	const struct registry *g = root->reg;
+	size_t i, n = atomic_load_explicit(&g->nseries, memory_order_acquire);
 
 	head(f, "pinhole_requests_total", "counter",
 	    "Requests decided, by decision, host, port, deciding rule "
 	    "(file:line) and how the client came");
-	for (i = 0; i < m->nseries; i++)
-		fprintf(f, "pinhole_requests_total{%s} %llu\n",
-		    m->series[i].labels, (unsigned long long)m->series[i].n);
-	if (m->overflow > 0)
+	for (i = 0; i < n; i++)
+		fprintf(f, "pinhole_requests_total{%s} %llu\n", g->labels[i],
+		    (unsigned long long)series_sum(root, i));
+	if (s->ctr[CTR_OVERFLOW] > 0)
 		fprintf(f,
 		    "pinhole_requests_total{decision=\"other\",host=\"other\","
 		    "port=\"other\",rule=\"other\",via=\"other\"} %llu\n",
-		    (unsigned long long)m->overflow);
+		    (unsigned long long)s->ctr[CTR_OVERFLOW]);
 }
 
 static void
-render_upstream(const struct metrics *m, FILE *f)
+render_upstream(const struct sums *s, FILE *f)
 {
 	static const char *const kinds[METRICS_UP_KINDS] = {
 	    "connect", "timeout", "tls"};
@@ -459,78 +719,82 @@ render_upstream(const struct metrics *m, FILE *f)
 	    "Upstreams that could not be used, by kind");
 	for (i = 0; i < METRICS_UP_KINDS; i++)
 		fprintf(f, "pinhole_upstream_errors_total{kind=\"%s\"} %llu\n",
-		    kinds[i], (unsigned long long)m->upstream[i]);
+		    kinds[i], (unsigned long long)s->ctr[CTR_UPSTREAM + i]);
 }
 
 /* A broker's series: only once it counted something as a broker. */
 static void
-render_broker(const struct metrics *m, FILE *f)
+render_broker(const struct sums *s, FILE *f)
 {
 	static const char *const why[METRICS_REF_KINDS] = {
 	    "policy", "limit", "protocol", "setup"};
 	size_t i;
 
-	if (!m->broker)
+	if (s->ctr[CTR_BROKER] == 0)
 		return;
-	head(f, "pinhole_sandboxes_active", "gauge",
-	    "Sandboxes the broker serves");
-	fprintf(f, "pinhole_sandboxes_active %lld\n",
-	    (long long)m->sandboxes_active);
+	gauge(f, "pinhole_sandboxes_active", "Sandboxes the broker serves",
+	    s->ctr[CTR_SANDBOXES_ACTIVE]);
 	counter(f, "pinhole_sandboxes_total",
 	    "Engines the broker started, one per client accepted",
-	    m->sandboxes_total);
+	    s->ctr[CTR_SANDBOXES_TOTAL]);
 	head(f, "pinhole_broker_refused_total", "counter",
 	    "Clients the broker refused, by reason");
 	for (i = 0; i < METRICS_REF_KINDS; i++)
 		fprintf(f, "pinhole_broker_refused_total{reason=\"%s\"} %llu\n",
-		    why[i], (unsigned long long)m->refused[i]);
+		    why[i], (unsigned long long)s->ctr[CTR_REFUSED + i]);
 	counter(f, "pinhole_relay_errors_total",
 	    "Malformed metrics datagrams from sandbox engines, refused",
-	    m->relay_errors);
+	    s->ctr[CTR_RELAY_ERRORS]);
 }
 
 int
 metrics_render(const struct metrics *m, FILE *f)
 {
+	struct sums s;
+
+	m = m->root;
 	if (m->relay_fd != -1)
 		return -1; /* a relay counts nothing: the broker renders */
-	render_requests(m, f);
-	counter(f, "pinhole_denials_total", "Requests denied", m->denials);
+	sums_all(m, &s);
+	render_requests(m, &s, f);
+	counter(
+	    f, "pinhole_denials_total", "Requests denied", s.ctr[CTR_DENIALS]);
 	counter(f, "pinhole_leaks_total",
 	    "Requests denied as leak attempts (a stand-in sent elsewhere)",
-	    m->leaks);
+	    s.ctr[CTR_LEAKS]);
 	head(f, "pinhole_bytes_total", "counter",
 	    "Bytes moved by finished requests and tunnels");
 	fprintf(f, "pinhole_bytes_total{direction=\"up\"} %llu\n",
-	    (unsigned long long)m->bytes_up);
+	    (unsigned long long)s.ctr[CTR_BYTES_UP]);
 	fprintf(f, "pinhole_bytes_total{direction=\"down\"} %llu\n",
-	    (unsigned long long)m->bytes_down);
-	head(f, "pinhole_connections_active", "gauge",
-	    "Client connections open");
-	fprintf(
-	    f, "pinhole_connections_active %lld\n", (long long)m->conns_active);
+	    (unsigned long long)s.ctr[CTR_BYTES_DOWN]);
+	gauge(f, "pinhole_connections_active", "Client connections open",
+	    s.ctr[CTR_CONNS_ACTIVE]);
 	counter(f, "pinhole_connections_total", "Client connections accepted",
-	    m->conns_total);
+	    s.ctr[CTR_CONNS_TOTAL]);
 	counter(f, "pinhole_dns_errors_total",
-	    "DNS lookups of upstream names that failed", m->dns_errors);
-	render_upstream(m, f);
+	    "DNS lookups of upstream names that failed", s.ctr[CTR_DNS_ERRORS]);
+	render_upstream(&s, f);
 	counter(f, "pinhole_audit_write_failures_total",
-	    "Audit records that could not be written", m->audit_failures);
+	    "Audit records that could not be written",
+	    s.ctr[CTR_AUDIT_FAILURES]);
 	histogram(f, "pinhole_decision_seconds",
-	    "Time from a request head read to its decision", &m->decision);
+	    "Time from a request head read to its decision", &s.decision,
+	    decision_buckets, DECISION_NB);
 	histogram(f, "pinhole_connect_seconds",
-	    "Time from a decision to its upstream connection", &m->connect);
-	render_broker(m, f);
-	head(f, "process_start_time_seconds", "gauge",
-	    "Start time of the process since the Unix epoch");
-	fprintf(f, "process_start_time_seconds %lld\n", (long long)m->start);
+	    "Time from a decision to its upstream connection", &s.connect,
+	    connect_buckets, CONNECT_NB);
+	render_broker(&s, f);
+	gauge(f, "process_start_time_seconds",
+	    "Start time of the process since the Unix epoch",
+	    (uint64_t)(int64_t)m->start);
 	return fflush(f) == 0 && !ferror(f) ? 0 : -1;
 }
 
 void
 metrics_set_start(struct metrics *m, long long start)
 {
-	m->start = (time_t)start;
+	m->root->start = (time_t)start;
 }
 
 /* --- the request head ----------------------------------------------------- */
@@ -789,8 +1053,10 @@ metrics_listen(struct metrics *m, struct event_base *base, const char *spec,
 	socklen_t slen = sizeof(ss);
 
 	*port = 0;
-	if (m->relay_fd != -1)
-		return -1; /* a relay serves nothing: the broker does */
+	/* A relay serves nothing (the broker does); a shard's root serves
+	 * the sums. */
+	if (m->relay_fd != -1 || m->root != m)
+		return -1;
 	if (strncmp(spec, "unix:", 5) == 0)
 		return bind_unix(m, base, spec + 5);
 	if (parse_inet(spec, &ss, &len) != 0) {
@@ -1183,7 +1449,7 @@ metrics_absorb(struct metrics *m, const void *buf, size_t len)
 
 	if (m == NULL)
 		return -1;
-	m->broker = 1;
+	atomic_store_explicit(&m->ctr[CTR_BROKER], 1, memory_order_relaxed);
 	version = (unsigned)get_be(&r, 1);
 	kind = (unsigned)get_be(&r, 1);
 	if (r.bad || version != RELAY_VERSION)
@@ -1194,7 +1460,7 @@ metrics_absorb(struct metrics *m, const void *buf, size_t len)
 		absorb_apply(m, kind, a, b);
 out:
 	if (rc != 0)
-		m->relay_errors++;
+		bump(&m->ctr[CTR_RELAY_ERRORS], 1);
 	return rc;
 }
 
@@ -1207,10 +1473,10 @@ metrics_sandbox(struct metrics *m, int delta)
 		relay_event(m, RELAY_SANDBOX, delta, 0);
 		return;
 	}
-	m->broker = 1;
-	m->sandboxes_active += delta;
+	atomic_store_explicit(&m->ctr[CTR_BROKER], 1, memory_order_relaxed);
+	bump(&m->ctr[CTR_SANDBOXES_ACTIVE], (uint64_t)(int64_t)delta);
 	if (delta > 0)
-		m->sandboxes_total++;
+		bump(&m->ctr[CTR_SANDBOXES_TOTAL], 1);
 }
 
 void
@@ -1222,9 +1488,9 @@ metrics_refused(struct metrics *m, enum metrics_refusal why)
 		relay_event(m, RELAY_REFUSED, why, 0);
 		return;
 	}
-	m->broker = 1;
+	atomic_store_explicit(&m->ctr[CTR_BROKER], 1, memory_order_relaxed);
 	if (why < METRICS_REF_KINDS)
-		m->refused[why]++;
+		bump(&m->ctr[CTR_REFUSED + why], 1);
 }
 
 uint64_t

@@ -3,10 +3,23 @@
  * tiny HTTP responder that hands them out in the Prometheus text
  * exposition format 0.0.4 (`pinhole proxy --metrics ADDR`).
  *
- * One thread: no locks.  The proxy calls the metrics_* counting functions
- * where it already writes its audit records (session.c) and where it
- * learns an upstream's fate (upstream.c); a NULL struct metrics counts
- * nothing, so they cost one test when metrics are off.
+ * The proxy calls the metrics_* counting functions where it already
+ * writes its audit records (session.c) and where it learns an upstream's
+ * fate (upstream.c); a NULL struct metrics counts nothing, so they cost
+ * one test when metrics are off.
+ *
+ * Threads (`pinhole proxy --workers N`): metrics_new() makes a root,
+ * metrics_shard_new() a shard of it for each worker thread.  The root
+ * and each shard are one writer each: its counting calls must come from
+ * one thread at a time (the root's from the thread that serves it, e.g.
+ * the main loop), and then take no lock and no read-modify-write shared
+ * with another thread, only the first time a writer meets a host or a
+ * series (a short mutex while the registry of hosts and series is not
+ * full).  metrics_render() of the root, and its scrapes (metrics_listen,
+ * on the root's loop), show the sums over the root and all its shards,
+ * read while the workers count: counters, histograms and gauges as if
+ * one object had counted every event, the host cap and the series cap
+ * over all of them, series in the order they first appeared anywhere.
  *
  * Label cardinality is bounded: at most max_hosts distinct host labels
  * (METRICS_HOSTS_DEFAULT), later hosts count under host="other"; at most
@@ -37,8 +50,20 @@ enum metrics_upstream {
 /* Returns new metrics (MAX_HOSTS 0: the default), or NULL (ENOMEM). */
 struct metrics *metrics_new(size_t max_hosts);
 
-/* Frees M, its listener and its open scrapes.  NULL does nothing. */
+/*
+ * Frees root M, its shards, its listener and its open scrapes, once no
+ * thread counts in them any more.  NULL, or a shard, does nothing.
+ */
 void metrics_free(struct metrics *m);
+
+/*
+ * Returns a new shard of M's root (M a root or a shard), for one worker
+ * thread: it counts as M would, into the root's sums, with nothing
+ * shared on the hot path.  It lives until the root is freed.  NULL with
+ * errno: ENOMEM, or EINVAL when M is NULL or a relay (which counts
+ * nothing here; a relay's engine has one thread).
+ */
+struct metrics *metrics_shard_new(struct metrics *m);
 
 /* One "request" audit record, as metrics_request() counts it. */
 struct metrics_req {
@@ -110,8 +135,9 @@ enum metrics_refusal {
 void metrics_refused(struct metrics *m, enum metrics_refusal why);
 
 /*
- * Writes every metric to F in the text format 0.0.4.  Returns 0, or -1
- * when F failed.
+ * Writes every metric of M's root and its shards, summed, to F in the
+ * text format 0.0.4; from the root's thread, while shards count.
+ * Returns 0, or -1 when F failed or M is a relay.
  */
 int metrics_render(const struct metrics *m, FILE *f);
 
@@ -120,7 +146,8 @@ int metrics_render(const struct metrics *m, FILE *f);
  * [::1]:PORT or unix:PATH (a stale socket there is replaced); port 0
  * picks one, said in *PORT.  Any other address is refused: the counts
  * name hosts and rules, and the responder has no authentication.
- * Returns 0, or -1 after saying why in the log.
+ * M must be a root (not a shard, not a relay), BASE the loop of its
+ * thread.  Returns 0, or -1 after saying why in the log.
  */
 int metrics_listen(struct metrics *m, struct event_base *base, const char *spec,
     unsigned *port);

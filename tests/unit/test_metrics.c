@@ -10,8 +10,15 @@
  * socket drops without blocking; malformed datagrams (every cut of a
  * valid one, unknown kinds, bad strings and values) are refused whole
  * and counted.
+ * Shards: a root and its shards fed a stream of events render the exact
+ * text of one object fed the same; the host and series caps hold across
+ * shards; worker threads hammer their own shards while the main thread
+ * renders, every scrape whole and the last one exact.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -759,6 +766,322 @@ test_relay_host_cap(void **state)
 	close(peer);
 }
 
+/* --- shards --------------------------------------------------------------- */
+
+/*
+ * Event K of a fixed stream: requests to 13 hosts over 3 ports, both
+ * decisions, some leaks, rules and latencies; bytes, connections opened
+ * and closed, errors, connect times, a broker's events.
+ */
+static void
+event(struct metrics *m, unsigned k)
+{
+	char host[32];
+
+	snprintf(host, sizeof(host), "h%u.test", (k * 7) % 13);
+	switch (k % 9) {
+	case 0:
+	case 1:
+	case 2:
+		req(m, k % 2 ? "allow" : "deny", host, 80 + k % 3,
+		    k % 4 ? "a.conf" : NULL, k % 5, k % 11 == 0,
+		    k % 3 ? (int64_t)(k * 37) % 3000000 : -1);
+		break;
+	case 3:
+		metrics_bytes(m, k, 2 * k);
+		break;
+	case 4:
+		metrics_connection(m, k % 2 ? 1 : -1);
+		break;
+	case 5:
+		metrics_connected(m, (int64_t)(k * 101) % 12000000 - 5);
+		break;
+	case 6:
+		metrics_upstream_error(m, k % METRICS_UP_KINDS);
+		metrics_dns_error(m);
+		break;
+	case 7:
+		metrics_audit_failure(m);
+		metrics_refused(m, k % METRICS_REF_KINDS);
+		break;
+	default:
+		metrics_sandbox(m, k % 2 ? 1 : -1);
+		metrics_connection(m, 1);
+	}
+}
+
+/* A root and its shards render exactly as one object fed the same. */
+static void
+test_shards_same_text(void **state)
+{
+	struct metrics *one = metrics_new(5), *root = metrics_new(5), *w[4];
+	char *want, *text;
+	unsigned k;
+
+	(void)state;
+	w[0] = root;
+	for (k = 1; k < 4; k++)
+		assert_non_null(w[k] = metrics_shard_new(root));
+	metrics_set_start(one, 1700000000);
+	metrics_set_start(root, 1700000000);
+	for (k = 0; k < 20000; k++) {
+		event(one, k);
+		event(w[(k * 2654435761u) >> 30], k);
+	}
+	want = render(one);
+	/* the stream passed the host cap: "other" is in both */
+	assert_non_null(strstr(want, "host=\"other\""));
+	assert_non_null(strstr(want, "pinhole_sandboxes_active"));
+	text = render(root);
+	assert_string_equal(text, want);
+	free(text);
+	/* A shard renders its root; freeing it does nothing. */
+	text = render(w[2]);
+	assert_string_equal(text, want);
+	free(text);
+	metrics_free(w[2]);
+	text = render(root);
+	assert_string_equal(text, want);
+	free(text);
+	free(want);
+	metrics_free(root);
+	metrics_free(one);
+}
+
+/* The host cap holds across shards, whichever shard met a host first. */
+static void
+test_shards_host_cap(void **state)
+{
+	struct metrics *root = metrics_new(3), *a, *b, *late;
+	char *text;
+
+	(void)state;
+	assert_non_null(a = metrics_shard_new(root));
+	assert_non_null(b = metrics_shard_new(root));
+	req(a, "deny", "h0.test", 80, NULL, 0, 0, -1);
+	req(b, "deny", "h1.test", 80, NULL, 0, 0, -1);
+	req(root, "deny", "h2.test", 80, NULL, 0, 0, -1);
+	req(b, "deny", "h3.test", 80, NULL, 0, 0, -1); /* the 4th: other */
+	req(a, "deny", "h3.test", 80, NULL, 0, 0, -1);
+	req(b, "deny", "h0.test", 80, NULL, 0, 0, -1); /* known: its own */
+	/* A shard made once the cap is reached learns hosts from it. */
+	assert_non_null(late = metrics_shard_new(b));
+	req(late, "deny", "h2.test", 80, NULL, 0, 0, -1);
+	req(late, "deny", "h4.test", 80, NULL, 0, 0, -1);
+	text = render(root);
+	assert_true(has_line(text,
+	    "pinhole_requests_total{decision=\"deny\",host=\"h0.test\","
+	    "port=\"80\",rule=\"default\",via=\"proxy\"} 2"));
+	assert_true(has_line(text,
+	    "pinhole_requests_total{decision=\"deny\",host=\"h2.test\","
+	    "port=\"80\",rule=\"default\",via=\"proxy\"} 2"));
+	assert_true(has_line(text,
+	    "pinhole_requests_total{decision=\"deny\",host=\"other\","
+	    "port=\"80\",rule=\"default\",via=\"proxy\"} 3"));
+	assert_null(strstr(text, "h3.test"));
+	assert_null(strstr(text, "h4.test"));
+	assert_true(has_line(text, "pinhole_denials_total 8"));
+	free(text);
+	metrics_free(root);
+}
+
+/* The series cap holds across shards; past it, no series is made. */
+static void
+test_shards_series_cap(void **state)
+{
+	struct metrics *root = metrics_new(0), *s[2], *late;
+	char *text;
+	unsigned p;
+
+	(void)state;
+	assert_non_null(s[0] = metrics_shard_new(root));
+	assert_non_null(s[1] = metrics_shard_new(root));
+	for (p = 1; p <= METRICS_SERIES_MAX + 5; p++)
+		req(s[p % 2], "allow", "h.test", p, "a.conf", 1, 0, -1);
+	req(s[0], "allow", "h.test", 1, "a.conf", 1, 0, -1); /* s[1]'s */
+	assert_non_null(late = metrics_shard_new(root));
+	req(late, "allow", "h.test", 2, "a.conf", 1, 0, -1);
+	req(late, "allow", "h.test", 1, "b.conf", 1, 0, -1);
+	text = render(root);
+	assert_true(has_line(text,
+	    "pinhole_requests_total{decision=\"allow\",host=\"h.test\","
+	    "port=\"1\",rule=\"a.conf:1\",via=\"proxy\"} 2"));
+	assert_true(has_line(text,
+	    "pinhole_requests_total{decision=\"allow\",host=\"h.test\","
+	    "port=\"2\",rule=\"a.conf:1\",via=\"proxy\"} 2"));
+	assert_true(has_line(text,
+	    "pinhole_requests_total{decision=\"other\",host=\"other\","
+	    "port=\"other\",rule=\"other\",via=\"other\"} 6"));
+	assert_null(strstr(text, "b.conf"));
+	free(text);
+	metrics_free(root);
+}
+
+/* What a shard is made of, and what it cannot do. */
+static void
+test_shard_api(void **state)
+{
+	struct metrics *root = metrics_new(0), *s, *ss, *relay;
+	unsigned port;
+	char *text;
+	int peer;
+
+	(void)state;
+	errno = 0;
+	assert_null(metrics_shard_new(NULL));
+	assert_int_equal(errno, EINVAL);
+	relay = relay_pair(&peer);
+	errno = 0;
+	assert_null(metrics_shard_new(relay));
+	assert_int_equal(errno, EINVAL);
+	metrics_free(relay);
+	close(peer);
+	assert_non_null(s = metrics_shard_new(root));
+	/* A shard of a shard is one more shard of the root. */
+	assert_non_null(ss = metrics_shard_new(s));
+	metrics_dns_error(ss);
+	metrics_dns_error(s);
+	metrics_dns_error(root);
+	text = render(root);
+	assert_true(has_line(text, "pinhole_dns_errors_total 3"));
+	free(text);
+	/* Only the root serves. */
+	assert_int_equal(metrics_listen(s, NULL, "127.0.0.1:0", &port), -1);
+	metrics_free(ss);
+	metrics_free(s);
+	metrics_free(root);
+}
+
+/* The value of the sample NAME (a whole "name{labels}" or "name") in TEXT. */
+static unsigned long long
+value(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p;
+
+	for (p = text; (p = strstr(p, name)) != NULL; p++)
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return strtoull(p + n + 1, NULL, 10);
+	fail_msg("no sample %s", name);
+	return 0;
+}
+
+#define THREADS 4
+#define THREAD_EVENTS 20000
+#define THREAD_HOSTS 64
+
+struct hammer {
+	struct metrics *root;
+	unsigned t;
+	atomic_uint *done;
+};
+
+/* One worker: its own shard, made while the main thread renders. */
+static void *
+hammer(void *arg)
+{
+	struct hammer *h = arg;
+	struct metrics *s = metrics_shard_new(h->root);
+	char host[32];
+	unsigned i;
+
+	for (i = 0; s != NULL && i < THREAD_EVENTS; i++) {
+		snprintf(host, sizeof(host), "h%02u.test",
+		    (i * 31 + h->t * 7) % THREAD_HOSTS);
+		metrics_connection(s, 1);
+		req(s, i % 3 ? "allow" : "deny", host, 443, "a.conf", i % 7, 0,
+		    i % 2000);
+		metrics_bytes(s, 1, 2);
+		metrics_connected(s, (int64_t)(i * 997) % 11000000);
+		metrics_connection(s, -1);
+	}
+	atomic_fetch_add(h->done, 1);
+	return s;
+}
+
+/* A scrape while the workers count: whole, and never going back. */
+static void
+check_scrape(const char *text, unsigned long long *conns)
+{
+	unsigned long long c = value(text, "pinhole_connections_total");
+
+	assert_true(c >= *conns);
+	*conns = c;
+	assert_true(value(text, "pinhole_connections_active") <= THREADS);
+	assert_true(value(text, "pinhole_connect_seconds_bucket{le=\"10\"}") <=
+	    value(text, "pinhole_connect_seconds_bucket{le=\"+Inf\"}"));
+	assert_true(value(text, "pinhole_decision_seconds_bucket{le=\"1\"}") <=
+	    value(text, "pinhole_decision_seconds_count"));
+}
+
+/* Requests in TEXT, and the distinct hosts (but "other") they name. */
+static void
+count_requests(const char *text, unsigned long long *n, unsigned *hosts)
+{
+	static const char pre[] = "pinhole_requests_total{";
+	char seen[THREAD_HOSTS] = {0};
+	const char *p, *h;
+	unsigned k;
+
+	*n = 0;
+	*hosts = 0;
+	for (p = text; (p = strstr(p, pre)) != NULL; p++) {
+		*n += strtoull(strstr(p, "} ") + 2, NULL, 10);
+		h = strstr(p, "host=\"") + 6;
+		if (sscanf(h, "h%2u.test\"", &k) == 1 && k < THREAD_HOSTS &&
+		    !seen[k]++)
+			++*hosts;
+	}
+}
+
+/* Workers hammer their shards while the main thread renders. */
+static void
+test_shards_threads(void **state)
+{
+	struct metrics *root = metrics_new(THREAD_HOSTS / 2);
+	struct hammer h[THREADS];
+	pthread_t tid[THREADS];
+	atomic_uint done = 0;
+	unsigned long long conns = 0, n;
+	unsigned t, renders = 0, hosts;
+	char *text;
+	void *s;
+
+	(void)state;
+	for (t = 0; t < THREADS; t++) {
+		h[t] = (struct hammer){.root = root, .t = t, .done = &done};
+		assert_int_equal(
+		    pthread_create(&tid[t], NULL, hammer, &h[t]), 0);
+	}
+	while (atomic_load(&done) < THREADS && renders < 100000) {
+		text = render(root);
+		check_scrape(text, &conns);
+		free(text);
+		renders++;
+	}
+	for (t = 0; t < THREADS; t++) {
+		assert_int_equal(pthread_join(tid[t], &s), 0);
+		assert_non_null(s);
+	}
+	assert_true(renders > 0);
+	text = render(root);
+	check_scrape(text, &conns);
+	count_requests(text, &n, &hosts);
+	assert_int_equal(n, THREADS * THREAD_EVENTS);
+	assert_int_equal(hosts, THREAD_HOSTS / 2);
+	assert_int_equal(
+	    value(text, "pinhole_connections_total"), THREADS * THREAD_EVENTS);
+	assert_int_equal(value(text, "pinhole_connections_active"), 0);
+	assert_int_equal(value(text, "pinhole_bytes_total{direction=\"down\"}"),
+	    2 * THREADS * THREAD_EVENTS);
+	assert_int_equal(value(text, "pinhole_decision_seconds_count"),
+	    THREADS * THREAD_EVENTS);
+	assert_int_equal(value(text, "pinhole_connect_seconds_count"),
+	    THREADS * THREAD_EVENTS);
+	free(text);
+	metrics_free(root);
+}
+
 /* Off: NULL counts nothing and does not crash. */
 static void
 test_null(void **state)
@@ -796,6 +1119,11 @@ main(void)
 	    cmocka_unit_test(test_relay_malformed),
 	    cmocka_unit_test(test_relay_host_cap),
 	    cmocka_unit_test(test_null),
+	    cmocka_unit_test(test_shards_same_text),
+	    cmocka_unit_test(test_shards_host_cap),
+	    cmocka_unit_test(test_shards_series_cap),
+	    cmocka_unit_test(test_shard_api),
+	    cmocka_unit_test(test_shards_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
