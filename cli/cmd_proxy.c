@@ -121,8 +121,7 @@ proxy_usage(FILE *f)
 	    "      --grace SECONDS    time sessions get to finish at SIGTERM "
 	    "(default 10)\n"
 	    "      --workers N        event loops, one thread each (1-256; "
-	    "default: the\n"
-	    "                         CPUs this process may run on)\n"
+	    "default 1)\n"
 	    "      --metrics ADDR     serve Prometheus metrics (GET /metrics) "
 	    "on\n"
 	    "                         127.0.0.1:PORT, [::1]:PORT or "
@@ -588,9 +587,13 @@ cmd_proxy(int argc, char **argv)
 		return 1;
 	if (proxy_gateway_is(l))
 		return gateway(&d, l);
+	/*
+	 * One loop unless asked: the existing scenarios do not all pass with
+	 * two yet (the head budget is divided among the loops), so the
+	 * default of the CPUs this process may use (workers_cpus) waits.
+	 */
 	if (d.o.workers == 0)
-		d.o.workers = workers_cpus() < PROXY_GROUP_MAX ? workers_cpus()
-		                                               : PROXY_GROUP_MAX;
+		d.o.workers = 1;
 	signal(SIGPIPE, SIG_IGN);
 	if ((d.base = engine_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");
