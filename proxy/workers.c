@@ -26,7 +26,6 @@
 
 #include "common/log.h"
 #include "proxy/dns.h"
-#include "proxy/engine.h"
 #include "proxy/proxy.h"
 #include "proxy/tls.h"
 #include "proxy/workers.h"
@@ -201,7 +200,7 @@ worker_open(struct workers *ws, struct worker *w,
 
 	w->last = &w->first;
 	pthread_mutex_init(&w->lock, NULL);
-	if ((w->base = engine_base_new()) == NULL ||
+	if ((w->base = ws->cf.base_new()) == NULL ||
 	    bell_new(w->base, &w->bell, &w->bell_ev, on_mail, w) != 0) {
 		log_warnx(
 		    "proxy: worker %u: cannot make its event loop", w->id);

@@ -41,6 +41,8 @@ struct workers_config {
 	 */
 	struct proxy_config pc;
 	struct metrics *(*shard)(struct metrics *root);
+	/* Makes each thread's event base (engine_base_new). */
+	struct event_base *(*base_new)(void);
 	/* A policy of workers_set_policy reached every thread. */
 	void (*applied)(void *arg);
 	/* Every thread's proxy stopped (workers_stop). */

@@ -219,6 +219,7 @@ test_threads_reload_and_stop(void **state)
 	assert_non_null(base);
 	assert_non_null(g);
 	wc.n = 3;
+	wc.base_new = event_base_new;
 	wc.dns_timeout_ms = 3000;
 	wc.pc.group = g;
 	wc.pc.reuseport = 1;
