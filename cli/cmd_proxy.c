@@ -177,9 +177,10 @@ broker_opts_check(const struct proxy_opts *o, int argc)
 	else if (o->listen != NULL || o->socks != NULL)
 		why = "--listen and --socks do not go with --broker";
 	else if (o->proxy_only > 0)
-		why = "--max-sessions, --max-per-client, --grace, --head-memory, "
-		      "--buffer-memory and --workers do not go with --broker "
-		      "(it runs one process per sandbox)";
+		why =
+		    "--max-sessions, --max-per-client, --grace, --head-memory, "
+		    "--buffer-memory and --workers do not go with --broker "
+		    "(it runs one process per sandbox)";
 	else if (optind != argc)
 		why = "unexpected argument";
 	if (why == NULL)
@@ -440,8 +441,8 @@ daemon_open(struct daemon *d, struct engine_load *l)
 	    listen_on(d, d->o.listen, PROXY_VIA_PROXY, "listening") != 0 ||
 	    metrics_on(d) != 0)
 		return -1;
-	log_info("proxy: %u worker%s", d->o.workers,
-	    d->o.workers == 1 ? "" : "s");
+	log_info(
+	    "proxy: %u worker%s", d->o.workers, d->o.workers == 1 ? "" : "s");
 	return 0;
 }
 
@@ -544,7 +545,8 @@ gateway(const struct daemon *d, struct engine_load *l)
 	if (d->o.npolicies != 1 || d->o.workers > 1) {
 		log_warnx("proxy: %s",
 		    d->o.npolicies != 1
-		        ? "a gateway's configuration (broker blocks) is the one "
+		        ? "a gateway's configuration (broker blocks) is the "
+		          "one "
 		          "-p file"
 		        : "--workers does not go with a gateway (broker "
 		          "blocks): it runs one event loop");

@@ -305,6 +305,15 @@ open_all(struct engine *e, struct policy *p)
 	pc.max_sessions =
 	    e->cf.max_sessions ? e->cf.max_sessions : proxy_fd_budget();
 	/*
+	 * Each further loop holds about 8 descriptors of its own (epoll, its
+	 * eventfd, its listeners, its resolver's sockets): the sessions' two
+	 * each make room for them.
+	 */
+	if (e->cf.max_sessions == 0 && e->cf.workers > 1)
+		pc.max_sessions = pc.max_sessions > 4 * e->cf.workers + 16
+		    ? pc.max_sessions - 4 * (e->cf.workers - 1)
+		    : 16;
+	/*
 	 * A quarter: one client (or four together) cannot hold every slot
 	 * with slow heads, and a busy one still gets many; at least 1.
 	 */

@@ -657,8 +657,8 @@ take(struct proxy *px, int fd, const struct sockaddr *sa, int len,
 		return;
 	}
 	pk->fd = fd;
-	memcpy(&pk->sa, sa, (size_t)len < sizeof(pk->sa) ? (size_t)len
-	                                                : sizeof(pk->sa));
+	memcpy(&pk->sa, sa,
+	    (size_t)len < sizeof(pk->sa) ? (size_t)len : sizeof(pk->sa));
 	pk->len = len;
 	pk->via = via;
 	pk->spread = spread;
@@ -915,8 +915,8 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	}
 	px->resume = evtimer_new(base, on_resume, px);
 	px->flush = event_new(base, -1, EV_PERSIST, on_flush, px);
-	if (px->ctx.policy == NULL || px->resume == NULL ||
-	    px->flush == NULL || join_group(px, cf) != 0) {
+	if (px->ctx.policy == NULL || px->resume == NULL || px->flush == NULL ||
+	    join_group(px, cf) != 0) {
 		proxy_free(px);
 		return NULL;
 	}

@@ -191,8 +191,8 @@ bell_new(struct event_base *base, int *fd, struct event **ev,
 
 /* W's loop, resolver, TLS, metrics and proxy; 0 or -1 said. */
 static int
-worker_open(struct workers *ws, struct worker *w,
-    struct proxy_policy_share *share)
+worker_open(
+    struct workers *ws, struct worker *w, struct proxy_policy_share *share)
 {
 	struct proxy_config pc = ws->cf.pc;
 	char err[256];
@@ -316,8 +316,8 @@ workers_start(struct workers *ws)
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err != 0)
-		log_warnx("proxy: cannot start a worker thread: %s",
-		    strerror(err));
+		log_warnx(
+		    "proxy: cannot start a worker thread: %s", strerror(err));
 	return err != 0 ? -1 : 0;
 }
 
