@@ -33,6 +33,7 @@
 #include "proxy/engine_load.h"
 #include "proxy/metrics.h"
 #include "proxy/proxy.h"
+#include "proxy/workers.h"
 
 #define POLICIES_MAX 16
 
@@ -48,6 +49,7 @@ struct proxy_opts {
 	uint64_t head_memory; /* 0: the proxy's default */
 	uint64_t buffer_memory; /* 0: the proxy's default */
 	unsigned max_sessions;
+	unsigned workers; /* event loops (threads); 0 until given */
 	long max_per_client; /* ENGINE_PER_CLIENT_DEFAULT unless given */
 	unsigned grace_ms;
 	const char *broker; /* --broker PATH: the daemon (broker.h) */
@@ -77,7 +79,7 @@ proxy_usage(FILE *f)
 	    "[--log-limit SIZE]\n"
 	    "                     [--head-memory SIZE] [--buffer-memory "
 	    "SIZE]\n"
-	    "                     [--metrics ADDR]\n"
+	    "                     [--metrics ADDR] [--workers N]\n"
 	    "       pinhole proxy -p BROKER.conf --broker PATH [--log FILE] "
 	    "[--metrics ADDR]\n"
 	    "                     [--max-per-user N] [--max-sandboxes N] "
@@ -118,6 +120,8 @@ proxy_usage(FILE *f)
 	    "                         of --max-sessions; 0: no limit)\n"
 	    "      --grace SECONDS    time sessions get to finish at SIGTERM "
 	    "(default 10)\n"
+	    "      --workers N        event loops, one thread each (1-256; "
+	    "default 1)\n"
 	    "      --metrics ADDR     serve Prometheus metrics (GET /metrics) "
 	    "on\n"
 	    "                         127.0.0.1:PORT, [::1]:PORT or "
@@ -174,8 +178,9 @@ broker_opts_check(const struct proxy_opts *o, int argc)
 		why = "--listen and --socks do not go with --broker";
 	else if (o->proxy_only > 0)
 		why =
-		    "--max-sessions, --max-per-client, --grace, --head-memory "
-		    "and --buffer-memory do not go with --broker";
+		    "--max-sessions, --max-per-client, --grace, --head-memory, "
+		    "--buffer-memory and --workers do not go with --broker "
+		    "(it runs one process per sandbox)";
 	else if (optind != argc)
 		why = "unexpected argument";
 	if (why == NULL)
@@ -205,6 +210,7 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 	    {"broker", required_argument, NULL, 'b'},
 	    {"max-per-user", required_argument, NULL, 'U'},
 	    {"max-sandboxes", required_argument, NULL, 'X'},
+	    {"workers", required_argument, NULL, 'W'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -213,7 +219,7 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 
 	while ((ch = getopt_long(argc, argv, "hp:l:v", opts, NULL)) != -1) {
 		/* Which options belong to only one of the two daemons. */
-		if (strchr("lsmcgHB", ch) != NULL)
+		if (strchr("lsmcgHBW", ch) != NULL)
 			o->proxy_only++;
 		if (strchr("UX", ch) != NULL)
 			o->broker_only++;
@@ -269,6 +275,12 @@ parse_opts(int argc, char **argv, struct proxy_opts *o)
 			break;
 		case 'M':
 			o->metrics = optarg;
+			break;
+		case 'W':
+			if (parse_uint(optarg, PROXY_GROUP_MAX, &o->workers) !=
+			        0 ||
+			    o->workers == 0)
+				goto usage;
 			break;
 		case 'b':
 			o->broker = optarg;
@@ -358,11 +370,11 @@ static void
 on_stop(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
-	struct proxy *px = engine_proxy(d->eng);
+	size_t n = engine_sessions(d->eng);
 
 	(void)what;
-	log_warnx("signal %d: stopping; %zu session%s may finish", (int)sig,
-	    proxy_session_count(px), proxy_session_count(px) == 1 ? "" : "s");
+	log_warnx("signal %d: stopping; %zu session%s may finish", (int)sig, n,
+	    n == 1 ? "" : "s");
 	engine_stop(d->eng, d->o.grace_ms, on_stopped, d);
 }
 
@@ -378,7 +390,7 @@ listen_on(
 
 	if (spec == NULL)
 		return 0;
-	if (proxy_listen(engine_proxy(d->eng), spec, via, &port) != 0)
+	if (engine_listen(d->eng, spec, via, &port) != 0)
 		return -1;
 	/* The host as given (tests read the port picked for ":0"). */
 	if (strncmp(spec, "unix:", 5) != 0)
@@ -420,6 +432,8 @@ daemon_open(struct daemon *d, struct engine_load *l)
 	cf.head_memory = (size_t)d->o.head_memory;
 	cf.buffer_memory = (size_t)d->o.buffer_memory;
 	cf.metrics = d->metrics;
+	cf.metrics_shard = metrics_shard_new;
+	cf.workers = d->o.workers;
 	cf.parse = reparse;
 	cf.parse_arg = d;
 	if ((d->eng = engine_new(d->base, &cf, l)) == NULL ||
@@ -427,6 +441,8 @@ daemon_open(struct daemon *d, struct engine_load *l)
 	    listen_on(d, d->o.listen, PROXY_VIA_PROXY, "listening") != 0 ||
 	    metrics_on(d) != 0)
 		return -1;
+	log_info(
+	    "proxy: %u worker%s", d->o.workers, d->o.workers == 1 ? "" : "s");
 	return 0;
 }
 
@@ -491,6 +507,9 @@ daemon_run(struct daemon *d)
 	    evsignal_add(hup, NULL) != 0 || evsignal_add(term, NULL) != 0 ||
 	    evsignal_add(intr, NULL) != 0)
 		fatalx("proxy: cannot set signal handlers");
+	/* After the shedding: the threads inherit what the loop has. */
+	if (engine_start(d->eng) != 0)
+		return 1;
 	event_base_dispatch(d->base);
 	event_free(hup);
 	event_free(term);
@@ -523,9 +542,14 @@ gateway(const struct daemon *d, struct engine_load *l)
 {
 	struct proxy_gateway_opts go = {0};
 
-	if (d->o.npolicies != 1) {
-		log_warnx("proxy: a gateway's configuration (broker blocks) "
-		          "is the one -p file");
+	if (d->o.npolicies != 1 || d->o.workers > 1) {
+		log_warnx("proxy: %s",
+		    d->o.npolicies != 1
+		        ? "a gateway's configuration (broker blocks) is the "
+		          "one "
+		          "-p file"
+		        : "--workers does not go with a gateway (broker "
+		          "blocks): it runs one event loop");
 		engine_load_free(l);
 		return 1;
 	}
@@ -565,6 +589,13 @@ cmd_proxy(int argc, char **argv)
 		return 1;
 	if (proxy_gateway_is(l))
 		return gateway(&d, l);
+	/*
+	 * One loop unless asked: the existing scenarios do not all pass with
+	 * two yet (the head budget is divided among the loops), so the
+	 * default of the CPUs this process may use (workers_cpus) waits.
+	 */
+	if (d.o.workers == 0)
+		d.o.workers = 1;
 	signal(SIGPIPE, SIG_IGN);
 	if ((d.base = engine_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");

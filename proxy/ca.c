@@ -66,6 +66,7 @@ struct ca {
 	struct hmap *cache; /* struct leaf by host */
 	struct leaf *ring[CA_CACHE_MAX]; /* insertion order */
 	size_t oldest, count;
+	int clone; /* the above but the cache are another CA's (ca_clone) */
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -848,6 +849,24 @@ out:
 	return ca;
 }
 
+struct ca *
+ca_clone(const struct ca *ca)
+{
+	struct ca *c = ca_alloc(NULL, 0);
+
+	if (c == NULL)
+		return NULL;
+	c->cert = ca->cert;
+	c->key = ca->key;
+	c->leaf_key = ca->leaf_key;
+	c->nc = ca->nc;
+	c->pem = ca->pem;
+	c->not_before = ca->not_before;
+	c->not_after = ca->not_after;
+	c->clone = 1;
+	return c;
+}
+
 void
 ca_free(struct ca *ca)
 {
@@ -855,6 +874,10 @@ ca_free(struct ca *ca)
 		return;
 	cache_clear(ca);
 	hmap_free(ca->cache);
+	if (ca->clone) {
+		free(ca);
+		return;
+	}
 	/* EVP_PKEY_free clears the key material it frees. */
 	EVP_PKEY_free(ca->key);
 	EVP_PKEY_free(ca->leaf_key);

@@ -13,6 +13,8 @@
  * leave the process: the certificate the sandbox trusts.
  *
  * A struct ca is not thread-safe: the proxy uses it from its event loop.
+ * Another loop's thread gets a clone (ca_clone): the same certificate and
+ * keys, read only, and a leaf cache of its own.
  */
 #ifndef PH_CA_H
 #define PH_CA_H
@@ -72,7 +74,17 @@ struct ca *ca_new_run_for(const struct target_pattern *pats, size_t n,
 struct ca *
 ca_load(const char *cert_path, const char *key_path, char *err, size_t errlen);
 
-/* Frees the CA, its keys and its cached leaves.  NULL does nothing. */
+/*
+ * A CA for another thread: CA's certificate and keys (shared, read only:
+ * OpenSSL 3 signs with one key from several threads) and an empty leaf
+ * cache of its own.  CA must outlive it.  Returns NULL (ENOMEM).
+ */
+struct ca *ca_clone(const struct ca *ca);
+
+/*
+ * Frees the CA, its keys and its cached leaves (a clone: its leaves
+ * only).  NULL does nothing.
+ */
 void ca_free(struct ca *);
 
 /*

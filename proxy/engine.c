@@ -25,6 +25,7 @@
 #include "proxy/proxy.h"
 #include "proxy/refused.h"
 #include "proxy/synth.h"
+#include "proxy/workers.h"
 
 struct engine {
 	struct engine_config cf;
@@ -50,6 +51,16 @@ struct engine {
 	struct event *done_ev;
 	int again; /* a reload was asked for while one was pending */
 	int stopping;
+	/* With workers (cf.workers > 1): the threads' loops, the limits all
+	 * loops share, and a reload on its way to every loop. */
+	struct workers *ws;
+	struct proxy_group *group;
+	int applying; /* a policy is on its way to the threads */
+	size_t applying_rules; /* ...its rule count, said when it arrived */
+	struct policy *queued; /* a later one, sent when that one arrived */
+	unsigned stops_left; /* loops still stopping */
+	void (*stop_done)(void *);
+	void *stop_arg;
 };
 
 /* The reload thread: only the pending policy's secret store is its own. */
@@ -112,6 +123,62 @@ reload_join(struct engine *e)
 	return NULL;
 }
 
+/*
+ * P goes to every loop: the caller's now, the threads' by mail; said once
+ * all have it (on_applied), so that a reload said applies to every later
+ * request whichever loop serves it.
+ */
+static void
+distribute(struct engine *e, struct policy *p)
+{
+	struct proxy_policy_share *sh;
+
+	e->applying_rules = policy_rule_count(p);
+	if ((sh = proxy_policy_share_new(p, e->cf.workers)) == NULL) {
+		log_warnx("reload: out of memory; the old policy stays");
+		return;
+	}
+	e->applying = 1;
+	proxy_set_policy_shared(e->px, sh);
+	workers_set_policy(e->ws, sh);
+}
+
+/* Every thread has the policy distribute() sent. */
+static void
+on_applied(void *arg)
+{
+	struct engine *e = arg;
+	struct policy *p = e->queued;
+
+	e->applying = 0;
+	log_warnx("reload: policy reloaded (%zu rules) in %u workers",
+	    e->applying_rules, e->cf.workers);
+	if (p != NULL) {
+		e->queued = NULL;
+		distribute(e, p);
+	}
+}
+
+/* A reloaded policy P replaces the old one, in every loop. */
+static void
+reload_apply(struct engine *e, struct policy *p)
+{
+	if (e->ws != NULL) {
+		if (e->applying) { /* the later one goes after */
+			policy_free(e->queued);
+			e->queued = p;
+		} else
+			distribute(e, p);
+		return;
+	}
+	proxy_set_policy(e->px, p);
+	/* The stub's next answer follows it.  (Out of memory,
+	 * proxy_set_policy keeps the old one and frees P: a getter in
+	 * proxy.h would let the stub ask the proxy itself.) */
+	e->policy = p;
+	log_warnx("reload: policy reloaded (%zu rules)", policy_rule_count(p));
+}
+
 static void
 on_reload_done(evutil_socket_t fd, short what, void *arg)
 {
@@ -122,15 +189,8 @@ on_reload_done(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (e->pending == NULL)
 		return;
-	if ((p = reload_join(e)) != NULL) {
-		proxy_set_policy(e->px, p);
-		/* The stub's next answer follows it.  (Out of memory,
-		 * proxy_set_policy keeps the old one and frees P: a getter
-		 * in proxy.h would let the stub ask the proxy itself.) */
-		e->policy = p;
-		log_warnx("reload: policy reloaded (%zu rules)",
-		    policy_rule_count(p));
-	}
+	if ((p = reload_join(e)) != NULL)
+		reload_apply(e, p);
 	if (e->again && !e->stopping) {
 		e->again = 0;
 		reload_start(e);
@@ -161,12 +221,68 @@ reload_cancel(struct engine *e)
 		(void)!write(e->cancel_pipe[1], "x", 1);
 }
 
+/* One loop stopped; the caller is told when the last has. */
+static void
+loop_stopped(void *arg)
+{
+	struct engine *e = arg;
+
+	if (--e->stops_left == 0 && e->stop_done != NULL)
+		e->stop_done(e->stop_arg);
+}
+
 void
 engine_stop(
     struct engine *e, unsigned grace_ms, void (*done)(void *), void *arg)
 {
 	reload_cancel(e);
-	proxy_shutdown(e->px, grace_ms, done, arg);
+	if (e->ws == NULL) {
+		proxy_shutdown(e->px, grace_ms, done, arg);
+		return;
+	}
+	e->stop_done = done;
+	e->stop_arg = arg;
+	e->stops_left = 2; /* the caller's loop, and the threads' */
+	workers_stop(e->ws, grace_ms);
+	proxy_shutdown(e->px, grace_ms, loop_stopped, e);
+}
+
+/*
+ * The threads' loops (workers.h) and the limits shared with them; PC,
+ * the caller's loop's proxy to be, shares P and hands off.  0, or -1
+ * after saying why (P freed).
+ */
+static int
+open_workers(struct engine *e, struct proxy_config *pc, struct policy *p)
+{
+	struct workers_config wc = {0};
+	struct proxy_policy_share *sh;
+	unsigned n = e->cf.workers;
+
+	if ((e->group = proxy_group_new(
+	         n, pc->max_sessions, pc->max_per_client)) == NULL ||
+	    (sh = proxy_policy_share_new(p, n)) == NULL)
+		fatalx("%s: out of memory", e->name);
+	pc->group = e->group;
+	pc->policy = NULL;
+	pc->policy_share = sh;
+	pc->reuseport = 1;
+	wc.n = n;
+	wc.dns = e->cf.dns;
+	wc.dns_timeout_ms = policy_timeout(p, POLICY_TIMEOUT_CONNECT);
+	wc.pc = *pc;
+	wc.shard = e->cf.metrics_shard;
+	wc.base_new = engine_base_new;
+	wc.applied = on_applied;
+	wc.arg = e;
+	wc.stopped = loop_stopped;
+	if ((e->ws = workers_new(e->base, &wc, sh)) == NULL) {
+		proxy_policy_share_drop(sh); /* the caller's loop's */
+		return -1;
+	}
+	pc->handoff = workers_handoff;
+	pc->handoff_arg = e->ws;
+	return 0;
 }
 
 /* The resolver and the proxy; 0 or -1 after saying why. */
@@ -189,6 +305,15 @@ open_all(struct engine *e, struct policy *p)
 	pc.max_sessions =
 	    e->cf.max_sessions ? e->cf.max_sessions : proxy_fd_budget();
 	/*
+	 * Each further loop holds about 8 descriptors of its own (epoll, its
+	 * eventfd, its listeners, its resolver's sockets): the sessions' two
+	 * each make room for them.
+	 */
+	if (e->cf.max_sessions == 0 && e->cf.workers > 1)
+		pc.max_sessions = pc.max_sessions > 4 * e->cf.workers + 16
+		    ? pc.max_sessions - 4 * (e->cf.workers - 1)
+		    : 16;
+	/*
 	 * A quarter: one client (or four together) cannot hold every slot
 	 * with slow heads, and a busy one still gets many; at least 1.
 	 */
@@ -206,6 +331,8 @@ open_all(struct engine *e, struct policy *p)
 	pc.standins = engine_load_standins(e->load);
 	pc.synth = e->synth;
 	pc.metrics = e->cf.metrics;
+	if (e->cf.workers > 1 && open_workers(e, &pc, p) != 0)
+		return -1;
 	if ((e->px = proxy_new(e->base, &pc)) == NULL)
 		fatalx("%s: out of memory", e->name);
 	e->policy = p;
@@ -270,7 +397,7 @@ engine_new(struct event_base *base, const struct engine_config *cf,
 	if (cf->capture && (e->synth = synth_new()) == NULL)
 		fatalx("%s: out of memory", e->name);
 	if (open_all(e, p) != 0) {
-		if (e->px == NULL)
+		if (e->px == NULL && e->group == NULL) /* else shared, gone */
 			policy_free(p);
 		engine_free(e);
 		e = NULL;
@@ -354,6 +481,27 @@ engine_proxy(struct engine *e)
 	return e->px;
 }
 
+int
+engine_listen(
+    struct engine *e, const char *spec, enum proxy_via via, unsigned *port)
+{
+	if (proxy_listen(e->px, spec, via, port) != 0)
+		return -1;
+	return e->ws != NULL ? workers_listen(e->ws, spec, via, *port) : 0;
+}
+
+int
+engine_start(struct engine *e)
+{
+	return e->ws != NULL ? workers_start(e->ws) : 0;
+}
+
+size_t
+engine_sessions(struct engine *e)
+{
+	return proxy_group_sessions_of(e->px);
+}
+
 void
 engine_free(struct engine *e)
 {
@@ -372,7 +520,10 @@ engine_free(struct engine *e)
 		if (e->cancel_pipe[i] >= 0)
 			close(e->cancel_pipe[i]);
 	}
+	workers_free(e->ws); /* joins the threads first */
 	proxy_free(e->px);
+	proxy_group_free(e->group); /* after every proxy of the group */
+	policy_free(e->queued);
 	dnsstub_free(e->stub); /* logs the names past its table */
 	refused_free(e->refused); /* logs the refusals past its table */
 	refused_notes_free(e->notes);

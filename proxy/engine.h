@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proxy/via.h"
+
 struct event_base;
 struct engine;
 struct engine_load;
@@ -56,6 +58,14 @@ struct engine_config {
 	 * after saying why.  NULL: no reloads. */
 	struct policy *(*parse)(void *arg);
 	void *parse_arg;
+	/*
+	 * Event loops (workers.h): 0 or 1, the caller's alone, no thread;
+	 * N > 1 (at most PROXY_GROUP_MAX): N - 1 threads beside it, for a
+	 * daemon without a sandbox (no DNS stub, no refusals, no capture).
+	 */
+	unsigned workers;
+	/* With workers and metrics: each thread's shard of METRICS. */
+	struct metrics *(*metrics_shard)(struct metrics *root);
 };
 
 /*
@@ -73,8 +83,22 @@ struct event_base *engine_base_new(void);
 struct engine *engine_new(struct event_base *base, const struct engine_config *,
     struct engine_load *l);
 
-/* The proxy, to give listeners to. */
+/* The proxy of the caller's loop, to give listeners to. */
 struct proxy *engine_proxy(struct engine *);
+
+/*
+ * Listens on SPEC (proxy_listen) in every loop: an IP:PORT in each (the
+ * port the first bound, SO_REUSEPORT), a unix:PATH in the caller's,
+ * whose connections go round the loops.  Returns 0, or -1 said.
+ */
+int engine_listen(
+    struct engine *, const char *spec, enum proxy_via via, unsigned *port);
+
+/* Starts the workers' threads (none for one loop): 0, or -1 said. */
+int engine_start(struct engine *);
+
+/* Sessions open in every loop. */
+size_t engine_sessions(struct engine *);
 
 /*
  * Serves FD, a socket of the sandbox's DNS stub (dnsstub_is_stub_fd),
@@ -100,7 +124,10 @@ int engine_listen_refused(struct engine *, int fd);
  */
 int engine_listen_notes(struct engine *, int fd);
 
-/* Starts a reload (SIGHUP); one asked for while one is pending follows it. */
+/*
+ * Starts a reload (SIGHUP); one asked for while one is pending follows it.
+ * "reload: policy reloaded" is said once every loop has the new policy.
+ */
 void engine_reload(struct engine *);
 
 /*

@@ -11,6 +11,16 @@
  * stderr), so the table holds about max_sessions entries whatever
  * clients do.  A client over its limit is not paused (that would stall
  * everyone) but answered 503 at once and closed, with no session.
+ *
+ * Both limits belong to a group (proxy.h) that the proxies of several
+ * event loops may share, each in its own thread (workers.h): the session
+ * count is an atomic reserved at accept and given back at close, the
+ * client table is kept under the group's mutex, taken at accept and close
+ * only.  A proxy that finds the group full parks the one connection it
+ * accepted, stops accepting and waits; a session that ends anywhere wakes
+ * the waiting proxies (their own loop's eventfd), which take their parked
+ * connection if a slot is free and accept again.  Alone in its group, a
+ * proxy stops accepting when it takes the last slot, so it parks nothing.
  */
 #include <sys/queue.h>
 #include <sys/resource.h>
@@ -21,8 +31,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <sys/eventfd.h>
+
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +70,8 @@
 #define FD_RESERVE 64 /* descriptors kept for all but sessions and pipes */
 #define POOL_IDLE 32 /* empty splice pipes kept for the next tunnel */
 
-static struct pipepool *pool_new(void);
-static struct uppool *upool_new(struct event_base *base);
+static struct pipepool *pool_new(unsigned loops);
+static struct uppool *upool_new(struct event_base *base, unsigned loops);
 #define FLUSH_S 1 /* folded denials are counted in the log this often */
 #define CLIENT_SAY_S 10 /* a client's refusals on stderr at most this often */
 #define DRAIN_MAX 65536 /* bytes of a refused client's request read first */
@@ -87,22 +101,18 @@ struct listener {
 	struct proxy *px;
 	struct evconnlistener *lev;
 	enum proxy_via via;
+	int spread; /* its connections may be handed to other loops */
 };
 
-struct proxy {
-	struct session_ctx ctx;
-	LIST_HEAD(, listener) listeners;
-	struct event *resume; /* re-enables accept after EMFILE */
+struct proxy_group {
+	unsigned n; /* proxies that divide the process's budgets */
 	unsigned max_sessions;
-	int full; /* paused at the session limit */
-	int starved; /* accept failed: said so once */
-	int stopping;
-	struct event *grace;
-	struct event *flush; /* writes the count of folded denials */
-	void (*done)(void *);
-	void *done_arg;
-	uint64_t next_conn;
 	unsigned max_per_client; /* 0: no limit */
+	atomic_uint sessions; /* reserved at accept, given back at close */
+	atomic_ullong next_conn;
+	atomic_uint nwaiting; /* proxies paused at the limit */
+	pthread_mutex_t lock; /* all below; at accept and close only */
+	struct proxy *members[PROXY_GROUP_MAX];
 	struct hmap *clients; /* NULL without a per-client limit */
 	/*
 	 * Clients with no session left that were told about on stderr less
@@ -110,6 +120,37 @@ struct proxy {
 	 * coming back at once is not told about again.
 	 */
 	TAILQ_HEAD(, client) lingering;
+};
+
+/* A connection accepted while the group was full, served when it is not. */
+struct parked {
+	int fd; /* -1: none */
+	struct sockaddr_storage sa;
+	int len;
+	enum proxy_via via;
+	int spread; /* from a listener whose connections are handed off */
+};
+
+struct proxy {
+	struct session_ctx ctx;
+	LIST_HEAD(, listener) listeners;
+	struct event *resume; /* re-enables accept after EMFILE */
+	struct proxy_group *g;
+	int own_group; /* G is this proxy's alone, freed with it */
+	int full; /* paused at the session limit */
+	atomic_int waiting; /* ...and counted in g->nwaiting */
+	struct parked parked;
+	int bell; /* eventfd: woken from another loop; -1 alone */
+	struct event *bell_ev;
+	int starved; /* accept failed: said so once */
+	int stopping;
+	int reuseport;
+	int (*handoff)(void *arg, const struct proxy_handoff *h);
+	void *handoff_arg;
+	struct event *grace;
+	struct event *flush; /* writes the count of folded denials */
+	void (*done)(void *);
+	void *done_arg;
 };
 
 /* --- the per-client limit -------------------------------------------------- */
@@ -160,7 +201,7 @@ proxy_client_name(
 
 /* Says a client's refusals not said yet: once per CLIENT_SAY_S at most. */
 static void
-client_say(struct proxy *px, struct client *c, int force)
+client_say(struct proxy_group *g, struct client *c, int force)
 {
 	struct timespec now;
 
@@ -173,7 +214,7 @@ client_say(struct proxy *px, struct client *c, int force)
 		log_warnx("proxy: client %s reached its limit of %u "
 		          "connections (--max-per-client); refusing more with "
 		          "503",
-		    c->name, px->max_per_client);
+		    c->name, g->max_per_client);
 	else
 		log_warnx("proxy: client %s: %llu more connections refused "
 		          "with 503 (--max-per-client)",
@@ -189,23 +230,23 @@ said_lately(const struct client *c, const struct timespec *now)
 	return c->have_said && now->tv_sec - c->said.tv_sec < CLIENT_SAY_S;
 }
 
-/* C goes: what was not said yet is said now. */
+/* C goes: what was not said yet is said now.  Under G's lock. */
 static void
-client_drop(struct proxy *px, struct client *c)
+client_drop(struct proxy_group *g, struct client *c)
 {
-	client_say(px, c, 1);
-	hmap_remove(px->clients, &c->link);
+	client_say(g, c, 1);
+	hmap_remove(g->clients, &c->link);
 	if (c->lingering)
-		TAILQ_REMOVE(&px->lingering, c, linger);
+		TAILQ_REMOVE(&g->lingering, c, linger);
 	free(c);
 }
 
 /*
  * One of C's sessions ended: C goes with its last one, or lingers if it
- * was told about lately.
+ * was told about lately.  Under G's lock.
  */
 static void
-client_release(struct proxy *px, struct client *c)
+client_release_locked(struct proxy_group *g, struct client *c)
 {
 	struct timespec now;
 
@@ -214,25 +255,37 @@ client_release(struct proxy *px, struct client *c)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (said_lately(c, &now)) {
 		c->lingering = 1;
-		TAILQ_INSERT_TAIL(&px->lingering, c, linger);
+		TAILQ_INSERT_TAIL(&g->lingering, c, linger);
 	} else {
-		client_drop(px, c);
+		client_drop(g, c);
 	}
+}
+
+static void
+client_release(struct proxy_group *g, struct client *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&g->lock);
+	client_release_locked(g, c);
+	pthread_mutex_unlock(&g->lock);
 }
 
 /* Lets go of the lingering clients told about over CLIENT_SAY_S ago. */
 static void
-clients_sweep(struct proxy *px, int all)
+clients_sweep(struct proxy_group *g, int all)
 {
 	struct client *c, *next;
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	for (c = TAILQ_FIRST(&px->lingering); c != NULL; c = next) {
+	pthread_mutex_lock(&g->lock);
+	for (c = TAILQ_FIRST(&g->lingering); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, linger);
 		if (all || !said_lately(c, &now))
-			client_drop(px, c);
+			client_drop(g, c);
 	}
+	pthread_mutex_unlock(&g->lock);
 }
 
 /*
@@ -241,19 +294,16 @@ clients_sweep(struct proxy *px, int all)
  * connection, and the client might never see why.
  */
 static void
-refuse(struct proxy *px, struct client *c, int fd, uint64_t conn,
+refuse(struct proxy *px, const char *why, int fd, uint64_t conn,
     enum proxy_via via)
 {
-	char why[160], buf[4096], reply[512];
+	char buf[4096], reply[512];
 	size_t got = 0;
 	ssize_t n;
 	int len;
 	struct audit_rec r;
 	struct linger lg = {1, 0};
 
-	snprintf(why, sizeof(why),
-	    "per-client limit: client %s has %u connections open", c->name,
-	    c->n);
 	while (got < DRAIN_MAX &&
 	    (n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
 		got += (size_t)n;
@@ -285,52 +335,112 @@ refuse(struct proxy *px, struct client *c, int fd, uint64_t conn,
 	    &(struct metrics_req){.decision = "deny",
 	        .via = session_via_name(via),
 	        .decision_us = -1});
-	c->unsaid++;
-	client_say(px, c, 0);
 }
 
 /*
- * The client entry a new connection from SA counts against; NULL when it
- * is not counted, or (*OVER set) when the client is at its limit or no
- * entry could be made.
+ * The client entry a new connection from SA counts against, its count
+ * taken; NULL when it is not counted.  -1 when the client is at its limit
+ * (WHY says so, for the 503) or no entry could be made (WHY empty).
  */
-static struct client *
-client_get(struct proxy *px, const struct sockaddr *sa, int len, int *over)
+static int
+client_get(struct proxy_group *g, const struct sockaddr *sa, int len,
+    struct client **out, char *why, size_t whylen)
 {
 	uint8_t key[9];
 	char name[INET6_ADDRSTRLEN + 4] = "";
 	struct client *c;
+	int r = 0;
 
-	*over = 0;
-	if (px->clients == NULL || client_key(sa, len, key, name, sizeof(name)))
-		return NULL;
+	*out = NULL;
+	why[0] = '\0';
+	if (g->clients == NULL || client_key(sa, len, key, name, sizeof(name)))
+		return 0;
+	pthread_mutex_lock(&g->lock);
 	c = HMAP_ITEM(
-	    hmap_find(px->clients, key, sizeof(key)), struct client, link);
-	if (c == NULL) {
-		if ((c = calloc(1, sizeof(*c))) == NULL) {
-			*over = 1;
-			return NULL;
-		}
+	    hmap_find(g->clients, key, sizeof(key)), struct client, link);
+	if (c == NULL && (c = calloc(1, sizeof(*c))) != NULL) {
 		memcpy(c->key, key, sizeof(c->key));
 		memcpy(c->name, name, sizeof(c->name));
-		hmap_insert(px->clients, &c->link, c->key, sizeof(c->key));
-	} else if (c->lingering) {
+		hmap_insert(g->clients, &c->link, c->key, sizeof(c->key));
+	} else if (c != NULL && c->lingering) {
 		c->lingering = 0;
-		TAILQ_REMOVE(&px->lingering, c, linger);
+		TAILQ_REMOVE(&g->lingering, c, linger);
 	}
-	*over = c->n >= px->max_per_client;
-	return c;
+	if (c == NULL) {
+		r = -1; /* no entry for its client: fail closed */
+	} else if (c->n >= g->max_per_client) {
+		snprintf(why, whylen,
+		    "per-client limit: client %s has %u connections open",
+		    c->name, c->n);
+		c->unsaid++;
+		client_say(g, c, 0);
+		r = -1;
+	} else {
+		c->n++;
+		*out = c;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return r;
+}
+
+struct proxy_group *
+proxy_group_new(unsigned n, unsigned max_sessions, unsigned max_per_client)
+{
+	struct proxy_group *g = calloc(1, sizeof(*g));
+	size_t want;
+
+	if (g == NULL)
+		return NULL;
+	g->n = n > 0 ? n : 1;
+	g->max_sessions = max_sessions ? max_sessions : SESSIONS_DEFAULT;
+	g->max_per_client = max_per_client;
+	want = g->max_sessions / 2 > 16 ? g->max_sessions / 2 : 16;
+	pthread_mutex_init(&g->lock, NULL);
+	TAILQ_INIT(&g->lingering);
+	/* Seeded per map: clients choose their addresses. */
+	if (max_per_client > 0 &&
+	    (g->clients = hmap_new(want < 65536 ? want : 65536)) == NULL) {
+		proxy_group_free(g);
+		g = NULL;
+	}
+	return g;
+}
+
+void
+proxy_group_free(struct proxy_group *g)
+{
+	if (g == NULL)
+		return;
+	if (g->clients != NULL)
+		clients_sweep(g, 1);
+	hmap_free(g->clients); /* empty: every session is closed */
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
+size_t
+proxy_group_sessions(struct proxy_group *g)
+{
+	return atomic_load(&g->sessions);
+}
+
+/* A session slot of G, or -1 when all are taken. */
+static int
+slot_reserve(struct proxy_group *g)
+{
+	unsigned n = atomic_load(&g->sessions);
+
+	do {
+		if (n >= g->max_sessions)
+			return -1;
+	} while (!atomic_compare_exchange_weak(&g->sessions, &n, n + 1));
+	return 0;
 }
 
 static int
-clients_new(struct proxy *px, unsigned max_sessions)
+group_full(struct proxy_group *g)
 {
-	size_t want = max_sessions / 2 > 16 ? max_sessions / 2 : 16;
-
-	/* Seeded per map: clients choose their addresses. */
-	TAILQ_INIT(&px->lingering);
-	px->clients = hmap_new(want < 65536 ? want : 65536);
-	return px->clients != NULL ? 0 : -1;
+	return atomic_load(&g->sessions) >= g->max_sessions;
 }
 
 static void
@@ -389,58 +499,223 @@ finish_stop(struct proxy *px)
 		done(px->done_arg);
 }
 
+/* Wakes PX, waiting in its group at the limit; from any loop. */
+static void
+ring(struct proxy *px)
+{
+	uint64_t one = 1;
+
+	(void)!write(px->bell, &one, sizeof(one));
+}
+
+/*
+ * PX waits at its group's limit: a session that ends in any proxy of the
+ * group wakes it.  A slot freed before it was counted as waiting must
+ * not be missed: it looks once more after.
+ */
+static void
+wait_slot(struct proxy *px)
+{
+	struct proxy_group *g = px->g;
+
+	if (!atomic_exchange(&px->waiting, 1))
+		atomic_fetch_add(&g->nwaiting, 1);
+	if (!group_full(g) && px->bell >= 0)
+		ring(px);
+}
+
+/* Wakes the proxies of G waiting for a slot (SELF is the caller's). */
+static void resume_full(struct proxy *px);
+
+static void
+wake_waiting(struct proxy_group *g, struct proxy *self)
+{
+	struct proxy *m;
+	unsigned i;
+
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->n; i++) {
+		if ((m = g->members[i]) == NULL ||
+		    !atomic_exchange(&m->waiting, 0))
+			continue;
+		atomic_fetch_sub(&g->nwaiting, 1);
+		if (m == self)
+			m->full = -1; /* resumed below, outside the lock */
+		else
+			ring(m);
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (self->full == -1)
+		resume_full(self);
+}
+
+/* A slot of PX's group is given back (a session or a reservation). */
+static void
+slot_release(struct proxy *px)
+{
+	atomic_fetch_sub(&px->g->sessions, 1);
+	if (atomic_load(&px->g->nwaiting) > 0)
+		wake_waiting(px->g, px);
+}
+
+/* PX's session count reached the group's limit: it stops accepting. */
+static void
+check_full(struct proxy *px)
+{
+	if (!px->full && group_full(px->g)) {
+		px->full = 1;
+		accepting(px, 0);
+		wait_slot(px);
+	}
+}
+
 /* A session ended: there is room again, or the shutdown is over. */
 static void
 session_ended(void *arg, void *owner)
 {
 	struct proxy *px = arg;
 
-	client_release(px, owner);
-	if (px->stopping) {
-		if (px->ctx.nsessions == 0 && px->done != NULL)
-			finish_stop(px);
-		return;
-	}
-	if (px->full && px->ctx.nsessions < px->max_sessions) {
-		px->full = 0;
-		accepting(px, 1);
-	}
+	client_release(px->g, owner);
+	slot_release(px);
+	if (px->stopping && px->ctx.nsessions == 0 && px->done != NULL)
+		finish_stop(px);
 }
 
-/* FD, arrived from SA as VIA, becomes a session (or is refused). */
+/*
+ * FD, arrived as VIA, with its slot and its client's count taken (OWNER),
+ * becomes a session here; on failure both are given back.
+ */
 static void
-take(struct proxy *px, int fd, const struct sockaddr *sa, int len,
-    enum proxy_via via)
+serve(struct proxy *px, int fd, uint64_t conn, enum proxy_via via, void *owner)
 {
-	uint64_t conn = ++px->next_conn;
-	struct client *c;
 	struct session *s;
-	int over;
 
-	c = client_get(px, sa, len, &over);
-	if (over && c != NULL) {
-		refuse(px, c, fd, conn, via);
-		return;
-	}
-	if (over || (s = front_start(px, fd, conn, via)) == NULL) {
-		if (over) /* no entry for its client: fail closed */
-			close(fd);
+	if (px->stopping) {
+		close(fd);
+		s = NULL;
+	} else if ((s = front_start(px, fd, conn, via)) == NULL) {
 		log_warnx(
 		    "connection %llu: out of memory", (unsigned long long)conn);
-		if (c != NULL && c->n == 0) {
-			c->n = 1;
-			client_release(px, c);
-		}
+	}
+	if (s == NULL) {
+		client_release(px->g, owner);
+		slot_release(px);
 		return;
 	}
-	if (c != NULL) {
-		c->n++;
-		session_set_owner(s, c);
+	session_set_owner(s, owner);
+	check_full(px);
+}
+
+/*
+ * FD, arrived from SA as VIA with a slot of the group reserved, is
+ * counted against its client and served here, or handed to another loop
+ * (SPREAD), or refused.
+ */
+static void
+take_reserved(struct proxy *px, int fd, const struct sockaddr *sa, int len,
+    enum proxy_via via, int spread)
+{
+	uint64_t conn = atomic_fetch_add(&px->g->next_conn, 1) + 1;
+	struct proxy_handoff h = {fd, via, conn, NULL};
+	struct client *c;
+	char why[160];
+
+	if (client_get(px->g, sa, len, &c, why, sizeof(why)) != 0) {
+		slot_release(px);
+		if (why[0] != '\0') {
+			refuse(px, why, fd, conn, via);
+			return;
+		}
+		close(fd); /* no entry for its client: fail closed */
+		log_warnx(
+		    "connection %llu: out of memory", (unsigned long long)conn);
+		return;
 	}
-	if (px->ctx.nsessions >= px->max_sessions && !px->full) {
+	h.client = c;
+	if (spread && px->handoff != NULL &&
+	    px->handoff(px->handoff_arg, &h) == 0) {
+		check_full(px);
+		return;
+	}
+	serve(px, fd, conn, via, c);
+}
+
+/*
+ * FD, arrived from SA as VIA, becomes a session (or is refused); with the
+ * group full, it waits parked until a slot is free.
+ */
+static void
+take(struct proxy *px, int fd, const struct sockaddr *sa, int len,
+    enum proxy_via via, int spread)
+{
+	struct parked *pk = &px->parked;
+
+	if (slot_reserve(px->g) == 0) {
+		take_reserved(px, fd, sa, len, via, spread);
+		return;
+	}
+	if (pk->fd >= 0) { /* cannot be: accepting stops with the first */
+		close(fd);
+		return;
+	}
+	pk->fd = fd;
+	memcpy(&pk->sa, sa,
+	    (size_t)len < sizeof(pk->sa) ? (size_t)len : sizeof(pk->sa));
+	pk->len = len;
+	pk->via = via;
+	pk->spread = spread;
+	px->full = 1;
+	accepting(px, 0);
+	wait_slot(px);
+}
+
+/* Woken: a slot may be free for the parked connection, and for more. */
+static void
+resume_full(struct proxy *px)
+{
+	struct parked *pk = &px->parked;
+	int fd = pk->fd;
+
+	px->full = 0;
+	if (px->stopping)
+		return;
+	if (fd >= 0) {
+		if (slot_reserve(px->g) != 0) {
+			px->full = 1;
+			wait_slot(px);
+			return;
+		}
+		pk->fd = -1;
+		take_reserved(px, fd, (struct sockaddr *)&pk->sa, pk->len,
+		    pk->via, pk->spread);
+	}
+	if (px->full)
+		return;
+	if (group_full(px->g)) {
 		px->full = 1;
-		accepting(px, 0);
+		wait_slot(px);
+		return;
 	}
+	accepting(px, 1);
+}
+
+static void
+on_bell(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+	uint64_t n;
+
+	(void)what;
+	(void)!read(fd, &n, sizeof(n));
+	if (px->full)
+		resume_full(px);
+}
+
+void
+proxy_serve_handoff(struct proxy *px, const struct proxy_handoff *h)
+{
+	/* Accepted non-blocking by the listener of another loop. */
+	serve(px, h->fd, h->conn, h->via, h->client);
 }
 
 static void
@@ -451,7 +726,7 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
 
 	(void)lev;
 	l->px->starved = 0;
-	take(l->px, fd, sa, len, l->via);
+	take(l->px, fd, sa, len, l->via, l->spread);
 }
 
 int
@@ -459,10 +734,10 @@ proxy_take_fd(struct proxy *px, int fd, enum proxy_via via,
     const struct sockaddr *sa, int len)
 {
 	/* Past its session limit or stopping, it is the caller's to refuse. */
-	if (px->stopping || px->ctx.nsessions >= px->max_sessions ||
-	    evutil_make_socket_nonblocking(fd) != 0)
+	if (px->stopping || evutil_make_socket_nonblocking(fd) != 0 ||
+	    slot_reserve(px->g) != 0)
 		return -1;
-	take(px, fd, sa, len, via);
+	take_reserved(px, fd, sa, len, via, 0);
 	return 0;
 }
 
@@ -511,20 +786,96 @@ on_flush(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)audit_flush(px->ctx.audit);
-	if (px->clients != NULL)
-		clients_sweep(px, 0);
+	if (px->g->clients != NULL && px->g->members[0] == px)
+		clients_sweep(px->g, 0);
 }
 
+/* P's wrapper for this proxy (SHARE: held with other loops). */
 static struct proxy_policy *
-wrap_policy(struct policy *p)
+wrap_policy(struct policy *p, struct proxy_policy_share *share)
 {
 	struct proxy_policy *pp = calloc(1, sizeof(*pp));
 
 	if (pp == NULL)
 		return NULL;
-	pp->p = p;
+	pp->p = share != NULL ? share->p : p;
+	pp->share = share;
 	pp->refs = 1; /* the proxy's own */
 	return pp;
+}
+
+struct proxy_policy_share *
+proxy_policy_share_new(struct policy *p, unsigned n)
+{
+	struct proxy_policy_share *sh = calloc(1, sizeof(*sh));
+
+	if (sh == NULL) {
+		policy_free(p);
+		return NULL;
+	}
+	sh->p = p;
+	atomic_init(&sh->refs, n);
+	return sh;
+}
+
+void
+proxy_policy_share_drop(struct proxy_policy_share *sh)
+{
+	if (sh != NULL && atomic_fetch_sub(&sh->refs, 1) == 1) {
+		policy_free(sh->p);
+		free(sh);
+	}
+}
+
+/* PX joins its group (G's own, or CF's): 0, or -1 (ENOMEM, full). */
+static int
+join_group(struct proxy *px, const struct proxy_config *cf)
+{
+	struct proxy_group *g = cf->group;
+	unsigned i;
+	int r = -1;
+
+	if (g == NULL) {
+		g = proxy_group_new(1, cf->max_sessions, cf->max_per_client);
+		px->own_group = 1;
+	}
+	if ((px->g = g) == NULL)
+		return -1;
+	/* Alone, it wakes itself by a call; with others, by its eventfd. */
+	if (g->n > 1 &&
+	    ((px->bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+	        (px->bell_ev = event_new(px->ctx.base, px->bell,
+	             EV_READ | EV_PERSIST, on_bell, px)) == NULL ||
+	        event_add(px->bell_ev, NULL) != 0))
+		return -1;
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->n && r != 0; i++)
+		if (g->members[i] == NULL) {
+			g->members[i] = px;
+			r = 0;
+		}
+	pthread_mutex_unlock(&g->lock);
+	return r;
+}
+
+static void
+leave_group(struct proxy *px)
+{
+	unsigned i;
+
+	if (px->g == NULL)
+		return;
+	pthread_mutex_lock(&px->g->lock);
+	for (i = 0; i < px->g->n; i++)
+		if (px->g->members[i] == px)
+			px->g->members[i] = NULL;
+	pthread_mutex_unlock(&px->g->lock);
+	if (px->bell_ev != NULL)
+		event_free(px->bell_ev);
+	if (px->bell >= 0)
+		close(px->bell);
+	if (px->own_group)
+		proxy_group_free(px->g);
 }
 
 struct proxy *
@@ -532,9 +883,13 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 {
 	static const struct timeval flush_tv = {FLUSH_S, 0};
 	struct proxy *px;
+	unsigned n;
 
-	if ((px = calloc(1, sizeof(*px))) == NULL)
+	if ((px = calloc(1, sizeof(*px))) == NULL) {
+		policy_free(cf->policy);
+		proxy_policy_share_drop(cf->policy_share);
 		return NULL;
+	}
 	px->ctx.base = base;
 	px->ctx.dns = cf->dns;
 	px->ctx.audit = cf->audit;
@@ -550,30 +905,35 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 	px->ctx.ended = session_ended;
 	px->ctx.ended_arg = px;
 	TAILQ_INIT(&px->ctx.sessions);
-	px->max_sessions =
-	    cf->max_sessions ? cf->max_sessions : SESSIONS_DEFAULT;
-	px->max_per_client = cf->max_per_client;
-	if (px->max_per_client > 0 && clients_new(px, px->max_sessions) != 0) {
+	px->parked.fd = -1;
+	px->bell = -1;
+	px->reuseport = cf->reuseport;
+	px->handoff = cf->handoff;
+	px->handoff_arg = cf->handoff_arg;
+	px->ctx.policy = wrap_policy(cf->policy, cf->policy_share);
+	if (px->ctx.policy == NULL) {
 		policy_free(cf->policy);
-		free(px);
-		return NULL;
+		proxy_policy_share_drop(cf->policy_share);
 	}
-	px->ctx.head_budget = cf->head_memory ? cf->head_memory : HEADS_DEFAULT;
-	px->ctx.buf_budget =
-	    cf->buffer_memory ? cf->buffer_memory : BUFFERS_DEFAULT;
 	px->resume = evtimer_new(base, on_resume, px);
 	px->flush = event_new(base, -1, EV_PERSIST, on_flush, px);
-	px->ctx.policy = wrap_policy(cf->policy);
-	px->ctx.pipes = pool_new();
-	px->ctx.upool = upool_new(base);
-	if (px->resume == NULL || px->flush == NULL || px->ctx.policy == NULL ||
-	    px->ctx.pipes == NULL || px->ctx.upool == NULL) {
-		if (px->ctx.policy == NULL)
-			policy_free(cf->policy);
+	if (px->ctx.policy == NULL || px->resume == NULL || px->flush == NULL ||
+	    join_group(px, cf) != 0) {
 		proxy_free(px);
 		return NULL;
 	}
-	if (px->ctx.audit != NULL || px->clients != NULL)
+	/* The process's budgets, divided among the loops that share them. */
+	n = px->g->n;
+	px->ctx.head_budget =
+	    (cf->head_memory ? cf->head_memory : HEADS_DEFAULT) / n;
+	px->ctx.buf_budget =
+	    (cf->buffer_memory ? cf->buffer_memory : BUFFERS_DEFAULT) / n;
+	if ((px->ctx.pipes = pool_new(n)) == NULL ||
+	    (px->ctx.upool = upool_new(base, n)) == NULL) {
+		proxy_free(px);
+		return NULL;
+	}
+	if (px->ctx.audit != NULL || px->g->clients != NULL)
 		evtimer_add(px->flush, &flush_tv);
 	return px;
 }
@@ -618,6 +978,7 @@ proxy_listen_fd(struct proxy *px, int fd, enum proxy_via via)
 	if (evutil_make_socket_nonblocking(fd) != 0 ||
 	    (l = listener_new(px, via)) == NULL)
 		return -1;
+	l->spread = 1; /* one socket: its connections go round the loops */
 	/* Backlog 0: the socket is listening already (maybe made elsewhere). */
 	return add_listener(px, l,
 	    evconnlistener_new(px->ctx.base, on_accept, l,
@@ -656,6 +1017,7 @@ bind_unix(struct listener *l, const char *path)
 	strcpy(sun.sun_path, path);
 	if (lstat(path, &sb) == 0 && S_ISSOCK(sb.st_mode))
 		unlink(path);
+	l->spread = 1; /* one socket: its connections go round the loops */
 	lev = evconnlistener_new_bind(l->px->ctx.base, on_accept, l,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, LISTEN_BACKLOG,
 	    (struct sockaddr *)&sun, sizeof(sun));
@@ -689,8 +1051,10 @@ bind_inet(struct listener *l, const char *spec, unsigned *port)
 		errno = EINVAL;
 		return NULL;
 	}
+	/* One socket per loop on the same port: the kernel spreads them. */
 	lev = evconnlistener_new_bind(l->px->ctx.base, on_accept, l,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE |
+	        (l->px->reuseport ? LEV_OPT_REUSEABLE_PORT : 0),
 	    LISTEN_BACKLOG, (struct sockaddr *)&ss, len);
 	slen = sizeof(ss);
 	if (lev != NULL &&
@@ -730,25 +1094,51 @@ proxy_listen(
 	return r;
 }
 
-void
-proxy_set_policy(struct proxy *px, struct policy *p)
+/* The new policy PP (NULL: out of memory) replaces the old one. */
+static void
+set_policy(struct proxy *px, struct proxy_policy *pp)
 {
-	struct proxy_policy *old = px->ctx.policy, *pp = wrap_policy(p);
+	struct proxy_policy *old = px->ctx.policy;
 
 	if (pp == NULL) {
 		log_warnx("reload: out of memory; the old policy stays");
-		policy_free(p);
 		return;
 	}
 	px->ctx.policy = pp;
 	/* Connections made under the old policy serve none under the new. */
 	uppool_flush(px->ctx.upool);
-	if (--old->refs == 0) {
-		scan_free(old->scan);
-		policy_free(old->p);
-		free(old);
-	}
+	if (--old->refs == 0)
+		session_policy_free(old);
 	request_policy_reloaded(&px->ctx);
+}
+
+void
+proxy_set_policy(struct proxy *px, struct policy *p)
+{
+	struct proxy_policy *pp = wrap_policy(p, NULL);
+
+	if (pp == NULL)
+		policy_free(p);
+	set_policy(px, pp);
+}
+
+void
+proxy_set_policy_shared(struct proxy *px, struct proxy_policy_share *sh)
+{
+	struct proxy_policy *pp = wrap_policy(NULL, sh);
+
+	if (pp == NULL)
+		proxy_policy_share_drop(sh);
+	set_policy(px, pp);
+}
+
+/* A connection parked at the limit is closed unserved (stopping). */
+static void
+unpark(struct proxy *px)
+{
+	if (px->parked.fd >= 0)
+		close(px->parked.fd);
+	px->parked.fd = -1;
 }
 
 static void
@@ -772,6 +1162,7 @@ proxy_shutdown(
 	/* Nothing is parked from now on: the loop may end. */
 	uppool_free(px->ctx.upool);
 	px->ctx.upool = NULL;
+	unpark(px);
 	if (px->ctx.nsessions == 0) {
 		finish_stop(px);
 		return;
@@ -790,6 +1181,12 @@ proxy_session_count(const struct proxy *px)
 	return px->ctx.nsessions;
 }
 
+size_t
+proxy_group_sessions_of(const struct proxy *px)
+{
+	return proxy_group_sessions(px->g);
+}
+
 void
 proxy_free(struct proxy *px)
 {
@@ -800,21 +1197,17 @@ proxy_free(struct proxy *px)
 	listeners_free(px);
 	uppool_free(px->ctx.upool); /* first: closing sessions park no more */
 	px->ctx.upool = NULL;
+	unpark(px);
 	session_close_all(&px->ctx);
-	if (px->ctx.policy != NULL && --px->ctx.policy->refs == 0) {
-		scan_free(px->ctx.policy->scan);
-		policy_free(px->ctx.policy->p);
-		free(px->ctx.policy);
-	}
+	if (px->ctx.policy != NULL && --px->ctx.policy->refs == 0)
+		session_policy_free(px->ctx.policy);
 	if (px->resume != NULL)
 		event_free(px->resume);
 	if (px->grace != NULL)
 		event_free(px->grace);
 	if (px->flush != NULL)
 		event_free(px->flush);
-	if (px->clients != NULL)
-		clients_sweep(px, 1);
-	hmap_free(px->clients); /* empty: every session is closed */
+	leave_group(px); /* its own group's clients: none, all closed */
 	pipepool_free(px->ctx.pipes); /* after the sessions: none is out */
 	free(px);
 }
@@ -866,26 +1259,31 @@ proxy_fd_budget(void)
 	return sessions;
 }
 
-/* A proxy's pipe pool, bounded by the pipes' share of the limit. */
+/*
+ * A proxy's pipe pool, bounded by its share of the pipes' share of the
+ * limit: the process's pipes are divided among its LOOPS.
+ */
 static struct pipepool *
-pool_new(void)
+pool_new(unsigned loops)
 {
 	struct rlimit rl;
-	unsigned sessions, pipes = 16, kept;
+	unsigned sessions, pipes = 16, kept, idle = POOL_IDLE / loops;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
 		fd_share(rl.rlim_cur, &sessions, &pipes, &kept);
-	return pipepool_new(pipes, POOL_IDLE);
+	pipes = pipes / loops > 0 ? pipes / loops : 1;
+	return pipepool_new(pipes, idle > 0 ? idle : 1);
 }
 
 /* A proxy's idle upstream connections, bounded by their share too. */
 static struct uppool *
-upool_new(struct event_base *base)
+upool_new(struct event_base *base, unsigned loops)
 {
 	struct rlimit rl;
 	unsigned sessions, pipes, kept = 4;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
 		fd_share(rl.rlim_cur, &sessions, &pipes, &kept);
+	kept = kept / loops > 0 ? kept / loops : 1;
 	return uppool_new(base, kept, UPPOOL_PER_KEY, UPPOOL_IDLE_MS);
 }

@@ -12,6 +12,7 @@
 #define PH_PROXY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "proxy/via.h"
 
@@ -24,6 +25,19 @@ struct tls;
 struct inject_standins;
 struct synth;
 struct metrics;
+struct proxy_group;
+struct proxy_policy_share;
+
+/*
+ * A connection one proxy of a group accepted and counted (session limit,
+ * client) for another proxy of the group to serve (proxy_serve_handoff).
+ */
+struct proxy_handoff {
+	int fd;
+	enum proxy_via via;
+	uint64_t conn;
+	void *client; /* the group's entry it counts against, or NULL */
+};
 
 /* enum proxy_via: how a listener's connections arrive (via.h). */
 
@@ -58,7 +72,65 @@ struct proxy_config {
 	struct synth *synth;
 	/* borrowed; counts for --metrics (metrics.h); NULL: none kept */
 	struct metrics *metrics;
+	/*
+	 * borrowed; the limits this proxy shares with the proxies of other
+	 * loops (proxy_group_new); NULL: a group of its own, made from
+	 * max_sessions and max_per_client.
+	 */
+	struct proxy_group *group;
+	/* Instead of POLICY: one held with other loops (taken over). */
+	struct proxy_policy_share *policy_share;
+	/* Binds IP:PORT listeners with SO_REUSEPORT (one per loop). */
+	int reuseport;
+	/*
+	 * Called for each connection accepted on a Unix-socket listener or
+	 * one given with proxy_listen_fd: 0 when another loop will serve H
+	 * (taken over), -1 to serve it here.  NULL: served here.
+	 */
+	int (*handoff)(void *arg, const struct proxy_handoff *h);
+	void *handoff_arg;
 };
+
+/* The most proxies one group may have. */
+#define PROXY_GROUP_MAX 256
+
+/*
+ * The limits shared by N proxies (at most PROXY_GROUP_MAX), one per event
+ * loop of a process (workers.h), each maybe in a thread of its own:
+ * MAX_SESSIONS (0: 4096) sessions in all, MAX_PER_CLIENT (0: none) per
+ * client in all, one series of connection numbers; and the memory
+ * budgets and splice pipes of the process, which each proxy divides by
+ * N.  The session count is an atomic taken at accept and given back at
+ * close; the client table has a mutex taken at accept and close only,
+ * never per request.  A proxy that finds the group full stops accepting
+ * (holding at most one accepted connection) until a session ends in any
+ * of them.  Returns NULL (ENOMEM).  Freed after its proxies.
+ */
+struct proxy_group *
+proxy_group_new(unsigned n, unsigned max_sessions, unsigned max_per_client);
+void proxy_group_free(struct proxy_group *);
+
+/* Sessions open in all the group's proxies (exact). */
+size_t proxy_group_sessions(struct proxy_group *);
+
+/*
+ * A policy for N proxies of different loops, P taken over (freed when the
+ * last lets go); NULL (P freed) when out of memory.
+ */
+struct proxy_policy_share *proxy_policy_share_new(struct policy *p, unsigned n);
+
+/* Lets go of one reference of SH that no proxy was given.  NULL: none. */
+void proxy_policy_share_drop(struct proxy_policy_share *sh);
+
+/* proxy_set_policy with a policy shared by several loops (taken over). */
+void proxy_set_policy_shared(struct proxy *, struct proxy_policy_share *);
+
+/*
+ * Serves H, handed over by another proxy of PX's group, on PX's loop (the
+ * caller's thread).  If PX stops, H's connection is closed and its counts
+ * given back.
+ */
+void proxy_serve_handoff(struct proxy *, const struct proxy_handoff *h);
 
 /* Returns a proxy on BASE, not yet listening, or NULL (ENOMEM). */
 struct proxy *proxy_new(struct event_base *base, const struct proxy_config *);
@@ -104,8 +176,11 @@ void proxy_set_policy(struct proxy *, struct policy *p);
 void proxy_shutdown(
     struct proxy *, unsigned grace_ms, void (*done)(void *), void *arg);
 
-/* Number of open sessions. */
+/* Number of open sessions (this proxy's). */
 size_t proxy_session_count(const struct proxy *);
+
+/* Number of open sessions in PX's whole group (every loop's). */
+size_t proxy_group_sessions_of(const struct proxy *);
 
 /*
  * Raises the descriptor limit to the hard one and returns the number of

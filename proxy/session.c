@@ -272,14 +272,24 @@ fail:
 	return NULL;
 }
 
+void
+session_policy_free(struct proxy_policy *pp)
+{
+	scan_free(pp->scan);
+	if (pp->share == NULL)
+		policy_free(pp->p);
+	else if (atomic_fetch_sub(&pp->share->refs, 1) == 1) {
+		policy_free(pp->share->p);
+		free(pp->share);
+	}
+	free(pp);
+}
+
 static void
 policy_unref(struct session_ctx *ctx, struct proxy_policy *pp)
 {
-	if (--pp->refs == 0 && pp != ctx->policy) {
-		scan_free(pp->scan);
-		policy_free(pp->p);
-		free(pp);
-	}
+	if (--pp->refs == 0 && pp != ctx->policy)
+		session_policy_free(pp);
 }
 
 void

@@ -15,6 +15,7 @@
 #ifndef PH_SESSION_H
 #define PH_SESSION_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -36,12 +37,31 @@ struct metrics;
 struct pipepool;
 struct uppool;
 
+/*
+ * One policy held by the proxies of several event loops (workers.h): each
+ * loop's struct proxy_policy holds one reference; the last let go frees
+ * P.  Atomic: the loops are threads.  Touched at a reload and when a
+ * loop lets a policy go, never per request.
+ */
+struct proxy_policy_share {
+	atomic_uint refs;
+	struct policy *p;
+};
+
 /* A policy shared by the sessions that started under it. */
 struct proxy_policy {
 	struct policy *p;
 	unsigned refs;
 	struct scan *scan; /* its secrets' values, for responses (forward.c) */
+	/* P's holder across loops; NULL: P is this loop's alone. */
+	struct proxy_policy_share *share;
 };
+
+/*
+ * Frees PP (no session and not the context's any more): its scan, and P
+ * unless another loop still holds it.
+ */
+void session_policy_free(struct proxy_policy *pp);
 
 /* Opaque outside the session's own files (see session_int.h). */
 struct session;

@@ -44,6 +44,7 @@ struct tls {
 	size_t ncafiles;
 	struct saved_session sessions[SESSIONS_MAX];
 	size_t next_session;
+	int owns_ca; /* a clone's own copy of the CA (tls_clone) */
 };
 
 /* Per SSL. */
@@ -296,6 +297,36 @@ fail:
 	return NULL;
 }
 
+struct tls *
+tls_clone(struct tls *t, char *err, size_t errlen)
+{
+	struct tls *c;
+	struct ca *ca;
+	size_t i;
+
+	if ((ca = ca_clone(t->ca)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if ((c = tls_new(ca, err, errlen)) == NULL) {
+		ca_free(ca);
+		return NULL;
+	}
+	c->owns_ca = 1;
+	for (i = 0; i < t->ncafiles; i++) {
+		/* Their sessions are kept by the SSL's state: C's cache. */
+		if ((c->cafiles[i].path = strdup(t->cafiles[i].path)) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			tls_free(c);
+			return NULL;
+		}
+		SSL_CTX_up_ref(t->cafiles[i].ctx);
+		c->cafiles[i].ctx = t->cafiles[i].ctx;
+		c->ncafiles++;
+	}
+	return c;
+}
+
 void
 tls_free(struct tls *t)
 {
@@ -303,6 +334,8 @@ tls_free(struct tls *t)
 
 	if (t == NULL)
 		return;
+	if (t->owns_ca)
+		ca_free(t->ca);
 	SSL_CTX_free(t->server);
 	SSL_CTX_free(t->client);
 	for (i = 0; i < t->ncafiles; i++) {

@@ -28,6 +28,15 @@ struct tls *tls_new(struct ca *ca, char *err, size_t errlen);
 void tls_free(struct tls *);
 
 /*
+ * Contexts for another event loop's thread: T's CA cloned (ca_clone: a
+ * leaf cache of its own), T's upstream-ca trust stores shared (read
+ * only), a session cache of its own, the system trust store read at its
+ * own first use.  No lock is shared with T on any connection.  T must
+ * outlive it.  Returns NULL with the reason in ERR.
+ */
+struct tls *tls_clone(struct tls *t, char *err, size_t errlen);
+
+/*
  * A server-side SSL for a tunnel to HOST (canonical, as CONNECT named
  * it): the handshake fails with an alert when the SNI is absent (for a
  * name) or differs.  Returns NULL with the reason in ERR.
