@@ -73,6 +73,10 @@ PINHOLE=$1
 # shellcheck source=../tests/integration/tls_lib.sh
 . "$ROOT/tests/integration/tls_lib.sh"
 ph_begin bench_intercept nginx curl openssl
+# lib.sh's cleanup is written for scripts without errexit: under set -e
+# its first kill of a process group already gone ended it, leaving the
+# other servers running and $T (256 MiB) behind.
+trap 'set +e; ph_cleanup' EXIT
 gen_certs >/dev/null
 head -c $((256 << 20)) /dev/zero >"$T/www_big"
 mkdir -p "$T/www"
