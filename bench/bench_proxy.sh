@@ -100,12 +100,20 @@ trap 'exit 130' INT TERM
 
 # --- setup ------------------------------------------------------------------
 
+pkg_installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"
+}
+
 install_deps() {
 	local p missing=() sudo=
 	"$ROOT/scripts/deps.sh"
-	for p in squid tinyproxy nginx curl util-linux; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
-			grep -q "ok installed" || missing+=("$p")
+	# squid-openssl (the same squid with TLS interception, which
+	# bench_intercept.sh's ssl-bump peer needs) conflicts with squid and
+	# serves here as well: either will do; squid-openssl when neither.
+	pkg_installed squid || pkg_installed squid-openssl ||
+		missing+=(squid-openssl)
+	for p in tinyproxy nginx curl util-linux; do
+		pkg_installed "$p" || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	[ "$(id -u)" -ne 0 ] && sudo=sudo
@@ -540,6 +548,14 @@ run_all() {
 # --- the report -------------------------------------------------------------
 
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo '?'; }
+# squid or squid-openssl, whichever is installed, and its version.
+squid_version() {
+	local p
+	for p in squid squid-openssl; do
+		pkg_installed "$p" && { echo "$p $(pkg_version "$p")"; return; }
+	done
+	echo 'squid ?'
+}
 
 header() {
 	local rev
@@ -550,7 +566,7 @@ header() {
 	echo "bench_proxy $(date -u +%Y-%m-%d) $(uname -sr) $(uname -m)," \
 		"$(nproc) x $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
 	echo "pinhole $rev (build-bench, Release); nginx $(pkg_version nginx)," \
-		"squid $(pkg_version squid), tinyproxy $(pkg_version tinyproxy)," \
+		"$(squid_version), tinyproxy $(pkg_version tinyproxy)," \
 		"curl $(pkg_version curl)"
 	echo "placement: proxy on CPU $PROXY_CPU; client and nginx on CPU" \
 		"$LOAD_CPU (direct-split: nginx on CPU $PROXY_CPU); logs on tmpfs;" \

@@ -10,7 +10,11 @@
  *
  * HOST is the name sent (SNI, Host); the TCP connection goes to
  * TLSLOAD_ADDR (default 127.0.0.1), or, if TLSLOAD_PROXY is set
- * (ADDR:PORT), through an HTTP proxy's CONNECT.  Certificates are not
+ * (ADDR:PORT), through an HTTP proxy's CONNECT, for HOST:PORT or for
+ * TLSLOAD_CONNECT (an authority such as 127.0.0.1:PORT, for a proxy
+ * that has no name for HOST: the bench's peers).  Each line ends with
+ * cpu=MICROSECONDS, the process's own user + system time, so that the
+ * client's share of the machine is known too.  Certificates are not
  * verified: the figure is the server's (or proxy's) cost, and both rows
  * of a comparison skip the same work.  One thread per connection,
  * blocking I/O: simple, and at 16 connections on 2 cores good enough.
@@ -24,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +61,7 @@ dial(void)
 {
 	const char *proxy = getenv("TLSLOAD_PROXY");
 	const char *addr = getenv("TLSLOAD_ADDR");
+	const char *authority = getenv("TLSLOAD_CONNECT");
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	char buf[1024], a[64];
 	int fd, one = 1, n, got = 0;
@@ -81,9 +87,16 @@ dial(void)
 		goto fail;
 	if (proxy == NULL)
 		return fd;
-	n = snprintf(buf, sizeof(buf),
-	    "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n", host, port, host,
-	    port);
+	if (authority != NULL)
+		n = snprintf(buf, sizeof(buf),
+		    "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", authority,
+		    authority);
+	else
+		n = snprintf(buf, sizeof(buf),
+		    "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n", host, port,
+		    host, port);
+	if (n < 0 || n >= (int)sizeof(buf))
+		goto fail;
 	if (write(fd, buf, n) != n)
 		goto fail;
 	/* Read the reply byte by byte up to the blank line: nothing more. */
@@ -193,6 +206,8 @@ int
 main(int argc, char **argv)
 {
 	pthread_t th[1024];
+	struct rusage ru;
+	long long cpu;
 	int conc, i;
 	double t0, t;
 
@@ -219,11 +234,15 @@ main(int argc, char **argv)
 	for (i = 0; i < conc; i++)
 		pthread_join(th[i], NULL);
 	t = now() - t0;
+	getrusage(RUSAGE_SELF, &ru);
+	cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
+	    ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
 	if (strcmp(argv[1], "bulk") == 0)
-		printf(
-		    "%.1f MB/s errors=%ld\n", total_bytes / t / 1e6, total_err);
+		printf("%.1f MB/s errors=%ld bytes=%llu cpu=%lld\n",
+		    total_bytes / t / 1e6, total_err, total_bytes, cpu);
 	else
-		printf("%.0f req/s requests=%ld errors=%ld secs=%.2f\n",
-		    total_req / t, total_req, total_err, t);
+		printf(
+		    "%.0f req/s requests=%ld errors=%ld secs=%.2f cpu=%lld\n",
+		    total_req / t, total_req, total_err, t, cpu);
 	return total_err != 0;
 }
