@@ -128,12 +128,20 @@ trap 'exit 130' INT TERM
 
 # --- setup ------------------------------------------------------------------
 
+pkg_installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"
+}
+
 install_deps() {
 	local p missing=() sudo=
 	"$ROOT/scripts/deps.sh"
-	for p in squid tinyproxy nginx curl util-linux; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
-			grep -q "ok installed" || missing+=("$p")
+	# squid-openssl (the same squid with TLS interception, which
+	# bench_intercept.sh's ssl-bump peer needs) conflicts with squid and
+	# serves here as well: either will do; squid-openssl when neither.
+	pkg_installed squid || pkg_installed squid-openssl ||
+		missing+=(squid-openssl)
+	for p in tinyproxy nginx curl util-linux; do
+		pkg_installed "$p" || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	[ "$(id -u)" -ne 0 ] && sudo=sudo
@@ -145,7 +153,9 @@ install_deps() {
 }
 
 build() {
+	PINHOLE_BUILT=0
 	if [ -z "${PINHOLE:-}" ]; then
+		PINHOLE_BUILT=1
 		cmake -S "$ROOT" -B "$ROOT/build-bench" \
 			-DCMAKE_BUILD_TYPE=Release >/dev/null
 		cmake --build "$ROOT/build-bench" -j2 --target pinhole >/dev/null
@@ -471,8 +481,8 @@ rate_once() {
 # proxy's core is at most QUIET; prints the quietest output.  The other
 # engineers' builds share these 2 cores.
 quietest() {
-	local out other best="" best_other=9
-	for _ in $(seq "$TRIES"); do
+	local out other best="" best_other=9 try
+	for try in $(seq "$TRIES"); do
 		out=$("$@")
 		other=$(echo "$out" | sed -n 's/.*other=\([-0-9.]*\).*/\1/p')
 		[ -n "$other" ] || other=$(echo "$out" | awk '{ print $2 }')
@@ -480,6 +490,7 @@ quietest() {
 			best=$out best_other=$other
 		fi
 		awk -v a="$other" -v q="$QUIET" 'BEGIN { exit !(a <= q) }' && break
+		[ "$try" -lt "$TRIES" ] || break # the last: keep the quietest
 		say "  ($* : other load $other on $(watching), again)"
 		sleep 2
 	done
@@ -628,6 +639,14 @@ run_all() {
 # --- the report -------------------------------------------------------------
 
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo '?'; }
+# squid or squid-openssl, whichever is installed, and its version.
+squid_version() {
+	local p
+	for p in squid squid-openssl; do
+		pkg_installed "$p" && { echo "$p $(pkg_version "$p")"; return; }
+	done
+	echo 'squid ?'
+}
 
 header() {
 	local rev
@@ -637,8 +656,10 @@ header() {
 		':!bench' 2>/dev/null || rev="$rev+local changes"
 	echo "bench_proxy $(date -u +%Y-%m-%d) $(uname -sr) $(uname -m)," \
 		"$(nproc) x $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
-	echo "pinhole $rev (build-bench, Release); nginx $(pkg_version nginx)," \
-		"squid $(pkg_version squid), tinyproxy $(pkg_version tinyproxy)," \
+	local what="pinhole $rev (build-bench, Release)"
+	[ "$PINHOLE_BUILT" = 1 ] || what="pinhole $PINHOLE (prebuilt; tree $rev)"
+	echo "$what; nginx $(pkg_version nginx)," \
+		"$(squid_version), tinyproxy $(pkg_version tinyproxy)," \
 		"curl $(pkg_version curl)"
 	case " $PROXIES " in *" pinhole "*)
 		echo "pinhole: $PINHOLE ${PH_ARGS[*]}" ;;
