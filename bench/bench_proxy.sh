@@ -37,8 +37,9 @@
 # TRIES (3) times, and the quietest is kept; "other" in the table says how
 # quiet it was.  PIN=0 watches every core: "other" is then the busy time,
 # in cores, that went neither to the proxy, nor to nginx, nor to the
-# client (curl or loadgen, counted as this shell's reaped children).  Bulk runs are interleaved (run 1 of every configuration,
-# then run 2...); rate rows go concurrency by concurrency.
+# client (curl or loadgen, counted as this shell's reaped children).
+# Bulk runs are interleaved (run 1 of every configuration, then run 2...);
+# rate rows go concurrency by concurrency.
 #
 # Environment: RUNS (5), RATE_SECS (10), CONCS ("1 16 256"),
 # HOLDS ("1000 9000"), BULK_MIB (1024), NOFILE (20000), LIMIT_N (10000),
@@ -189,7 +190,6 @@ make_files() {
 }
 
 free_port() { "$W/loadgen" port; }
-
 
 # Waits until URL answers through PROXY (or directly: PROXY empty).
 wait_http() {
