@@ -7,6 +7,7 @@
 #
 #   bench/bench_proxy.sh            # full run, 6 to 10 minutes
 #   bench/bench_proxy.sh -q         # quick: 1 run, 2 s, 256 MiB, 1,000 tunnels
+#   PIN=0 bench/bench_proxy.sh      # unpinned: as users run it, no taskset
 #
 # 1. bulk  1 GiB through a CONNECT tunnel (curl -p, plain HTTP inside),
 #          MB/s (10^6 bytes), median of RUNS runs.
@@ -25,6 +26,8 @@
 # nginx on CPU 0 (LOAD_CPU).  "direct" (no proxy) keeps that placement, so
 # that a proxy's ratio to it is what putting the proxy in the path costs;
 # "direct-split" moves nginx to CPU 1, both cores for client and server.
+# PIN=0: no taskset at all, the scheduler places everything on every core
+# (as users run a proxy); there is no direct-split row then.
 # Traffic stays on 127.0.0.0/8.
 # Logs: pinhole's audit log, squid's access log and tinyproxy's log
 # (LogLevel Info) are real files in the work directory, on tmpfs.
@@ -32,8 +35,11 @@
 # Noise: the proxy's core is watched (/proc/stat); a run during which more
 # than QUIET (0.08) of it went to other processes is tried again, up to
 # TRIES (3) times, and the quietest is kept; "other" in the table says how
-# quiet it was.  Bulk runs are interleaved (run 1 of every configuration,
-# then run 2...); rate rows go concurrency by concurrency.
+# quiet it was.  PIN=0 watches every core: "other" is then the busy time,
+# in cores, that went neither to the proxy, nor to nginx, nor to the
+# client (curl or loadgen, counted as this shell's reaped children).
+# Bulk runs are interleaved (run 1 of every configuration, then run 2...);
+# rate rows go concurrency by concurrency.
 #
 # Environment: RUNS (5), RATE_SECS (10), CONCS ("1 16 256"),
 # HOLDS ("1000 9000"), BULK_MIB (1024), NOFILE (20000), LIMIT_N (10000),
@@ -42,8 +48,13 @@
 # refrelay.c, the floor of what a relay costs, not peers),
 # TESTS ("bulk rate idle limit"), TRIES, QUIET, PROXY_CPU (1), LOAD_CPU (0),
 # PINHOLE (a prebuilt binary), PINHOLE_BASE (another, for the "base"
-# entry of PROXIES: before and after a change in one sitting), KEEP=1 (keep the work directory), OUT (also
-# write the report to this file).
+# entry of PROXIES: before and after a change in one sitting), PINHOLE2
+# (the "pinhole2" entry: default PINHOLE, run with PINHOLE2_ARGS, so that
+# two settings of one binary are rows side by side), PINHOLE_ARGS,
+# PINHOLE_BASE_ARGS, PINHOLE2_ARGS ("--workers 2"): extra arguments of
+# "pinhole proxy" for those rows, split on blanks; PIN (1; 0: unpinned),
+# KEEP=1 (keep the work directory), OUT (also write the report to this
+# file).
 set -euo pipefail
 
 RUNS=${RUNS:-5}
@@ -60,6 +71,19 @@ PH_SESSIONS=(--max-sessions 20000) # the limit test: none (the default)
 LIMITED=()                         # the limit test: prlimit --nofile
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
+PIN=${PIN:-1}
+read -ra PH_ARGS <<<"${PINHOLE_ARGS:-}"
+read -ra PH_BASE_ARGS <<<"${PINHOLE_BASE_ARGS:-}"
+read -ra PH2_ARGS <<<"${PINHOLE2_ARGS---workers 2}"
+NCPU=$(grep -c '^cpu[0-9]' /proc/stat)
+# Command prefixes: "${ON_PROXY[@]}" COMMAND runs COMMAND on the proxy's
+# core, "${ON_LOAD[@]}" on the client's; empty when unpinned.  Prefixes
+# that exec (never a shell function), so that $! is the process itself.
+ON_PROXY=(taskset -c "$PROXY_CPU")
+ON_LOAD=(taskset -c "$LOAD_CPU")
+if [ "$PIN" = 0 ]; then
+	ON_PROXY=() ON_LOAD=()
+fi
 TRIES=${TRIES:-3}
 QUIET=${QUIET:-0.08}
 NSRC=8 # client source addresses 127.0.0.1-8 (loadgen -s)
@@ -70,6 +94,11 @@ elif [ $# -gt 0 ]; then
 	sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2
 	exit 2
 fi
+
+case $PIN in
+0 | 1) ;;
+*) echo "bench_proxy: PIN is 0 or 1" >&2 && exit 2 ;;
+esac
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY \
@@ -125,7 +154,9 @@ install_deps() {
 }
 
 build() {
+	PINHOLE_BUILT=0
 	if [ -z "${PINHOLE:-}" ]; then
+		PINHOLE_BUILT=1
 		cmake -S "$ROOT" -B "$ROOT/build-bench" \
 			-DCMAKE_BUILD_TYPE=Release >/dev/null
 		cmake --build "$ROOT/build-bench" -j2 --target pinhole >/dev/null
@@ -148,7 +179,12 @@ make_files() {
 	chmod 755 "$W" "$W/www"
 	chmod 777 "$W/logs" "$W/squid" "$W/tinyproxy" # proxy, nobody
 	# Random bytes, in the page cache: nothing compresses or skips them.
-	head -c "$((BULK_MIB * 1024 * 1024))" /dev/urandom >"$W/www/1g"
+	# Only the bulk test reads them.
+	if has_test bulk; then
+		head -c "$((BULK_MIB * 1024 * 1024))" /dev/urandom >"$W/www/1g"
+	else
+		: >"$W/www/1g"
+	fi
 	printf 'pinhole bench: a tiny file\n' >"$W/www/tiny"
 	chmod 644 "$W/www/1g" "$W/www/tiny"
 }
@@ -190,7 +226,7 @@ http {
 	}
 }
 EOF
-	taskset -c "$LOAD_CPU" nginx -p "$W/" -c "$W/nginx.conf" \
+	"${ON_LOAD[@]}" nginx -p "$W/" -c "$W/nginx.conf" \
 		-e "$W/logs/nginx-error.log" &
 	NGINX_PID=$!
 	PIDS+=("$NGINX_PID")
@@ -198,9 +234,10 @@ EOF
 	wait_http "http://$TARGET/tiny"
 }
 
-# Puts every nginx process on CPU.
+# Puts every nginx process on CPU (PIN=0: leaves them where they are).
 nginx_cpu() {
 	local p
+	[ "$PIN" = 1 ] || return 0
 	for p in "$NGINX_PID" $(pgrep -P "$NGINX_PID"); do
 		taskset -acp "$1" "$p" >/dev/null
 	done
@@ -209,18 +246,22 @@ nginx_cpu() {
 nginx_worker() { pgrep -P "$NGINX_PID" | head -1; }
 
 # start_NAME sets PROXY_PID and PROXY_PORT; stop_proxy ends it.
-# run_pinhole NAME BINARY: "pinhole" is $PINHOLE, "base" $PINHOLE_BASE (an
-# older build, to compare in the same sitting).
+# run_pinhole NAME BINARY [ARG...]: "pinhole" is $PINHOLE, "base"
+# $PINHOLE_BASE (an older build, to compare in the same sitting),
+# "pinhole2" $PINHOLE2; ARGs are added to "pinhole proxy" (PINHOLE_ARGS...).
 run_pinhole() {
+	local name=$1 bin=$2
+	shift 2
+	set -- "$name" "$bin" "$@"
 	cat >"$W/$1.conf" <<EOF
 allow 127.0.0.1:$NGINX_PORT
 timeout idle 10m
 EOF
 	: >"$W/logs/$1.err"
-	"${LIMITED[@]}" taskset -c "$PROXY_CPU" "$2" proxy \
+	"${LIMITED[@]}" "${ON_PROXY[@]}" "$2" proxy \
 		-p "$W/$1.conf" --listen 127.0.0.1:0 \
 		--log "$W/logs/$1-audit.jsonl" "${PH_SESSIONS[@]}" \
-		--dns 127.0.0.1 2>"$W/logs/$1.err" &
+		--dns 127.0.0.1 "${@:3}" 2>"$W/logs/$1.err" &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
 	local i
@@ -232,13 +273,17 @@ EOF
 	done
 	[ -n "$PROXY_PORT" ] || die "$1 did not start: $(cat "$W/logs/$1.err")"
 }
-start_pinhole() { run_pinhole pinhole "$PINHOLE"; }
-start_base() { run_pinhole base "${PINHOLE_BASE:?PROXIES has base: set PINHOLE_BASE}"; }
+start_pinhole() { run_pinhole pinhole "$PINHOLE" "${PH_ARGS[@]}"; }
+start_base() {
+	run_pinhole base "${PINHOLE_BASE:?PROXIES has base: set PINHOLE_BASE}" \
+		"${PH_BASE_ARGS[@]}"
+}
+start_pinhole2() { run_pinhole pinhole2 "${PINHOLE2:-$PINHOLE}" "${PH2_ARGS[@]}"; }
 
 # The reference relays (refrelay.c): the floor of what a relay costs.
 start_ref() {
 	: >"$W/logs/$1.err"
-	"${LIMITED[@]}" taskset -c "$PROXY_CPU" "$W/refrelay" -m "$2" \
+	"${LIMITED[@]}" "${ON_PROXY[@]}" "$W/refrelay" -m "$2" \
 		2>"$W/logs/$1.err" &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
@@ -286,7 +331,7 @@ coredump_dir $W/squid
 max_filedescriptors 65536
 shutdown_lifetime 0 seconds
 EOF
-	"${LIMITED[@]}" taskset -c "$PROXY_CPU" squid -N -f "$W/squid/squid.conf" \
+	"${LIMITED[@]}" "${ON_PROXY[@]}" squid -N -f "$W/squid/squid.conf" \
 		>"$W/squid/stderr" 2>&1 &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
@@ -308,7 +353,7 @@ LogLevel Info
 PidFile "$W/tinyproxy/tinyproxy.pid"
 DisableViaHeader Yes
 EOF
-	"${LIMITED[@]}" taskset -c "$PROXY_CPU" tinyproxy -d -c "$W/tinyproxy/tinyproxy.conf" \
+	"${LIMITED[@]}" "${ON_PROXY[@]}" tinyproxy -d -c "$W/tinyproxy/tinyproxy.conf" \
 		>"$W/tinyproxy/stderr" 2>&1 &
 	PROXY_PID=$!
 	PIDS+=("$PROXY_PID")
@@ -341,26 +386,36 @@ stop_proxy() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# Clock ticks of /proc/stat: "BUSY TOTAL" of core $1, then the CPU time of
-# process $2 (utime + stime, every thread; 0 without $2).
+# Clock ticks, "BUSY TOTAL OWN": busy and total of /proc/stat for core
+# PROXY_CPU (PIN=0: the sum of every core), then the CPU time of the
+# processes PID... (utime + stime of /proc/PID/stat: that of the whole
+# thread group, threads that have exited included) plus, if SHELL is not
+# "-", the children that shell has reaped (cutime + cstime: the client).
+# ticks SHELL [PID...]
 ticks() {
-	awk -v c="cpu$1" '$1 == c {
+	local shell=$1 line=cpu p own=0
+	shift
+	[ "$PIN" = 1 ] && line=cpu$PROXY_CPU
+	awk -v c="$line" '$1 == c {
 		t = 0; for (i = 2; i <= 9; i++) t += $i
 		printf "%d %d ", t - $5 - $6, t; exit }' /proc/stat
-	if [ -n "${2:-}" ]; then
-		sed 's/.*) //' "/proc/$2/stat" | awk '{ print $12 + $13 }'
-	else
-		echo 0
+	for p in "$@"; do
+		own=$((own + $(sed 's/.*) //' "/proc/$p/stat" | awk '{ print $12 + $13 }')))
+	done
+	if [ "$shell" != - ]; then
+		own=$((own + $(sed 's/.*) //' "/proc/$shell/stat" | awk '{ print $14 + $15 }')))
 	fi
+	echo "$own"
 }
 
-# The share of core $PROXY_CPU that went to neither the measured process
-# nor idling between two ticks outputs: other load, noise.
+# The busy time between two ticks outputs that went to none of the
+# measured processes: other load, noise.  Pinned: a share of core
+# PROXY_CPU; unpinned: in cores (0 to NCPU).
 other_load() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
+	awk -v a="$1" -v b="$2" -v n="$([ "$PIN" = 1 ] && echo 1 || echo "$NCPU")" 'BEGIN {
 		split(a, x, " "); split(b, y, " ")
 		t = y[2] - x[2]
-		printf "%.2f\n", (t > 0 ? ((y[1] - x[1]) - (y[3] - x[3])) / t : 0) }'
+		printf "%.2f\n", (t > 0 ? n * ((y[1] - x[1]) - (y[3] - x[3])) / t : 0) }'
 }
 
 # CONFIG NAME: the proxy port (empty: direct), the process whose CPU time
@@ -369,26 +424,56 @@ other_load() {
 port_of() { case $1 in direct*) ;; *) echo "${PORT[$1]}" ;; esac; }
 pid_of() { case $1 in direct*) nginx_worker ;; *) echo "${PID[$1]}" ;; esac; }
 core_pid_of() { [ "$1" = direct ] || pid_of "$1"; }
+# Unpinned, every process of the test counts as its own: the proxy and nginx.
+own_pids_of() {
+	case $1 in
+	direct*) nginx_worker ;;
+	*) echo "${PID[$1]} $(nginx_worker)" ;;
+	esac
+}
+
+# The arguments of ticks for CONFIG $1 in the shell $2 that runs the client.
+watched() {
+	if [ "$PIN" = 1 ]; then
+		echo "- $(core_pid_of "$1")"
+	else
+		echo "$2 $(own_pids_of "$1")"
+	fi
+}
 
 # One bulk download through CONFIG $1; prints "MB/s OTHER".
 bulk_once() {
-	local port out t0 t1 pid
+	local port out t0 t1 w me
 	port=$(port_of "$1")
-	pid=$(core_pid_of "$1")
-	t0=$(ticks "$PROXY_CPU" "$pid")
-	out=$(taskset -c "$LOAD_CPU" curl -sf ${port:+-p -x "http://127.0.0.1:$port"} \
+	me=$BASHPID # here: inside $(), it would be that subshell's
+	read -ra w <<<"$(watched "$1" "$me")"
+	t0=$(ticks "${w[@]}")
+	out=$("${ON_LOAD[@]}" curl -sf ${port:+-p -x "http://127.0.0.1:$port"} \
 		-o /dev/null -w '%{size_download} %{speed_download}' \
 		"http://$TARGET/1g") || die "bulk download failed ($1)"
-	t1=$(ticks "$PROXY_CPU" "$pid")
+	t1=$(ticks "${w[@]}")
 	set -- $out
 	[ "$1" -eq "$((BULK_MIB * 1024 * 1024))" ] || die "short download: $1"
 	echo "$(awk -v s="$2" 'BEGIN { printf "%.1f", s / 1e6 }') $(other_load "$t0" "$t1")"
 }
 
 # One rate run: CONFIG $1, concurrency $2; prints loadgen's line + other=.
+# Pinned, loadgen watches the proxy's core itself (-C); unpinned, the
+# script watches every core around it.
 rate_once() {
-	local port line
+	local port line t0 t1 w me
 	port=$(port_of "$1")
+	if [ "$PIN" = 0 ]; then
+		me=$BASHPID # here: inside $(), it would be that subshell's
+		read -ra w <<<"$(watched "$1" "$me")"
+		t0=$(ticks "${w[@]}")
+		line=$("$W/loadgen" rate ${port:+-x 127.0.0.1:$port} \
+			-t "$TARGET" -g /tiny -c "$2" -d "$RATE_SECS" \
+			-p "$(pid_of "$1")" -s "$NSRC")
+		t1=$(ticks "${w[@]}")
+		echo "$line other=$(other_load "$t0" "$t1")"
+		return 0
+	fi
 	line=$(taskset -c "$LOAD_CPU" "$W/loadgen" rate ${port:+-x 127.0.0.1:$port} \
 		-t "$TARGET" -g /tiny -c "$2" -d "$RATE_SECS" -p "$(pid_of "$1")" \
 		-s "$NSRC" -C "$PROXY_CPU")
@@ -401,8 +486,8 @@ rate_once() {
 # proxy's core is at most QUIET; prints the quietest output.  The other
 # engineers' builds share these 2 cores.
 quietest() {
-	local out other best="" best_other=9
-	for _ in $(seq "$TRIES"); do
+	local out other best="" best_other=9 try
+	for try in $(seq "$TRIES"); do
 		out=$("$@")
 		other=$(echo "$out" | sed -n 's/.*other=\([-0-9.]*\).*/\1/p')
 		[ -n "$other" ] || other=$(echo "$out" | awk '{ print $2 }')
@@ -410,14 +495,24 @@ quietest() {
 			best=$out best_other=$other
 		fi
 		awk -v a="$other" -v q="$QUIET" 'BEGIN { exit !(a <= q) }' && break
-		say "  ($* : other load $other on CPU $PROXY_CPU, again)"
+		[ "$try" -lt "$TRIES" ] || break # the last: keep the quietest
+		say "  ($* : other load $other on $(watching), again)"
 		sleep 2
 	done
 	echo "$best"
 }
 
+# What "other" is measured on.
+watching() {
+	if [ "$PIN" = 1 ]; then
+		echo "CPU $PROXY_CPU"
+	else
+		echo "$NCPU cores, in cores"
+	fi
+}
+
 # Sets CPU placement for CONFIG $1: for direct-split, nginx takes the
-# proxy's core; everywhere else it shares the client's.
+# proxy's core; everywhere else it shares the client's (PIN=0: nothing).
 place() {
 	if [ "$1" = direct-split ]; then
 		nginx_cpu "$PROXY_CPU"
@@ -427,6 +522,7 @@ place() {
 }
 
 CONFIGS="direct direct-split" # then $PROXIES
+[ "$PIN" = 1 ] || CONFIGS=direct # no placement to split
 
 declare -A PORT PID
 
@@ -486,7 +582,7 @@ idle() {
 	for n in $HOLDS; do
 		start_proxy "$1"
 		sleep 0.5
-		line=$(taskset -c "$LOAD_CPU" "$W/loadgen" hold \
+		line=$("${ON_LOAD[@]}" "$W/loadgen" hold \
 			-x "127.0.0.1:$PROXY_PORT" -t "$TARGET" -n "$n" \
 			-p "$PROXY_PID" -s "$NSRC" -w 120)
 		say "  idle $1 n=$n: $line"
@@ -504,7 +600,7 @@ limit() {
 	PH_SESSIONS=()
 	start_proxy "$1"
 	sleep 0.5
-	line=$(taskset -c "$LOAD_CPU" "$W/loadgen" hold \
+	line=$("${ON_LOAD[@]}" "$W/loadgen" hold \
 		-x "127.0.0.1:$PROXY_PORT" -t "$TARGET" -n "$LIMIT_N" \
 		-p "$PROXY_PID" -s "$NSRC" -w "$LIMIT_WAIT")
 	say "  limit $1 nofile=$NOFILE: $line"
@@ -565,20 +661,37 @@ header() {
 		':!bench' 2>/dev/null || rev="$rev+local changes"
 	echo "bench_proxy $(date -u +%Y-%m-%d) $(uname -sr) $(uname -m)," \
 		"$(nproc) x $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
-	echo "pinhole $rev (build-bench, Release); nginx $(pkg_version nginx)," \
+	local what="pinhole $rev (build-bench, Release)"
+	[ "$PINHOLE_BUILT" = 1 ] || what="pinhole $PINHOLE (prebuilt; tree $rev)"
+	echo "$what; nginx $(pkg_version nginx)," \
 		"$(squid_version), tinyproxy $(pkg_version tinyproxy)," \
 		"curl $(pkg_version curl)"
-	echo "placement: proxy on CPU $PROXY_CPU; client and nginx on CPU" \
-		"$LOAD_CPU (direct-split: nginx on CPU $PROXY_CPU); logs on tmpfs;" \
-		"tcp_tw_reuse=$(cat /proc/sys/net/ipv4/tcp_tw_reuse);" \
-		"load before: $LOAD_BEFORE"
+	case " $PROXIES " in *" pinhole "*)
+		echo "pinhole: $PINHOLE ${PH_ARGS[*]}" ;;
+	esac
+	case " $PROXIES " in *" pinhole2 "*)
+		echo "pinhole2: ${PINHOLE2:-$PINHOLE} ${PH2_ARGS[*]}" ;;
+	esac
+	case " $PROXIES " in *" base "*)
+		echo "base: $PINHOLE_BASE ${PH_BASE_ARGS[*]}" ;;
+	esac
+	if [ "$PIN" = 1 ]; then
+		echo "placement: pinned (PIN=1): proxy on CPU $PROXY_CPU; client and" \
+			"nginx on CPU $LOAD_CPU (direct-split: nginx on CPU $PROXY_CPU);"
+	else
+		echo "placement: unpinned (PIN=0): no taskset, proxy, client and" \
+			"nginx wherever the scheduler puts them on the $NCPU cores;"
+	fi
+	echo "logs on tmpfs; tcp_tw_reuse=$(cat /proc/sys/net/ipv4/tcp_tw_reuse);" \
+		"load before: $LOAD_BEFORE; after: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 # Prints the table from $W/results (see report.awk below).
 report() {
 	header
 	awk -v runs="$RUNS" -v secs="$RATE_SECS" -v mib="$BULK_MIB" \
-		-v core="$PROXY_CPU" -v limn="$LIMIT_N" -v nofile="$NOFILE" '
+		-v core="$PROXY_CPU" -v limn="$LIMIT_N" -v nofile="$NOFILE" \
+		-v pin="$PIN" -v ncpu="$NCPU" '
 	function kv(line, key,   m) {
 		if (match(line, " " key "=[^ ]*")) {
 			m = substr(line, RSTART + length(key) + 2, RLENGTH - length(key) - 2)
@@ -610,7 +723,8 @@ report() {
 	END {
 		if (nb) {
 			printf "\n1. bulk: %d MiB through a CONNECT tunnel, median of %d, MB/s\n", mib, runs
-			printf "   other: the largest other load on the proxy'"'"'s core in the kept runs\n"
+			if (pin) printf "   other: the largest other load on the proxy'"'"'s core in the kept runs\n"
+			else printf "   other: the largest other load in the kept runs, cores of %d (unpinned)\n", ncpu
 			printf "%-12s %8s %8s %8s %8s %8s %6s\n", "", "MB/s", "/direct", "/d-split", "/squid",
 			    "/tinyprx", "other"
 			for (i = 1; i <= nb; i++) {
@@ -619,13 +733,18 @@ report() {
 				    ratio(bulk[p], bulk["direct-split"]), ratio(bulk[p], bulk["squid"]),
 				    ratio(bulk[p], bulk["tinyproxy"]), bother[p]
 			}
-			printf "target: pinhole >= 0.80x direct and >= 2x squid\n"
+			printf "target: pinhole >= 0.90x direct (issue 15) and >= 2x squid\n"
 		}
 		if (nr) {
 			printf "\n2. rate: new connection + CONNECT + GET /tiny, %s s per row\n", secs
-			printf "   cpu: proxy utime+stime per connection, us (direct*: the nginx worker);\n"
-			printf "   util: proxy CPU time / wall time (1.00 = its core is saturated);\n"
-			printf "   other: the rest of the proxy core'"'"'s busy time (noise if > 0.05)\n"
+			printf "   cpu: proxy utime+stime per connection, us, all its threads (direct: the nginx worker);\n"
+			if (pin) {
+				printf "   util: proxy CPU time / wall time (1.00 = its core is saturated);\n"
+				printf "   other: the rest of the proxy core'"'"'s busy time (noise if > 0.05)\n"
+			} else {
+				printf "   util: proxy CPU time / wall time, in cores (unpinned, %d cores);\n", ncpu
+				printf "   other: busy time of the %d cores, in cores, not the proxy'"'"'s, nginx'"'"'s or loadgen'"'"'s\n", ncpu
+			}
 			printf "%-12s %5s %8s %8s %8s %8s %7s %7s %5s %5s %5s\n", "", "conc", "conn/s", "p50 ms", "p99 ms",
 			    "cpu us", "user", "sys", "util", "other", "errs"
 			for (j = 1; j <= nc; j++) for (i = 1; i <= nr; i++) {
@@ -634,9 +753,12 @@ report() {
 				printf "%-12s %5s %8s %8.2f %8.2f %8s %7s %7s %5s %5s %5s\n", p, corder[j], rate[k],
 				    p50[k] / 1000, p99[k] / 1000, cpu[k], usr[k], sys[k], util[k], other[k], err[k]
 			}
-			printf "pinhole conn/s against:\n"
+			for (m = 1; m <= nr; m++) {
+			me = rorder[m]
+			if (me != "pinhole" && me != "pinhole2" && me != "base") continue
+			printf "%s conn/s against:\n", me
 			for (j = 1; j <= nc; j++) {
-				c = corder[j]; k = "pinhole" SUBSEP c
+				c = corder[j]; k = me SUBSEP c
 				best = 0; bname = "-"
 				for (i = 1; i <= nr; i++) {
 					p = rorder[i]
@@ -647,6 +769,7 @@ report() {
 				    ratio(rate[k], rate["direct" SUBSEP c]), ratio(rate[k], rate["direct-split" SUBSEP c]),
 				    bname, ratio(rate[k], best),
 				    ratio(cpu[k], cpu[bname SUBSEP c]), bname
+			}
 			}
 			printf "target: >= 1.5x the better peer at every concurrency, < 40 us CPU per connection\n"
 		}
