@@ -881,6 +881,7 @@ up_key(const struct session *s, struct uppool_key *k)
 	k->allow_private = fw->up_private;
 	k->ca = fw->up_ca;
 	k->gen = fw->up_gen;
+	k->client = s->client_id;
 }
 
 /* Records what S's new upstream connection was made for (the key). */
@@ -932,7 +933,8 @@ up_take(struct session *s, const struct target_url *u)
 	    .tls = s->reach == SESSION_REACH_INTERCEPT,
 	    .allow_private = s->dec.allow_private,
 	    .ca = s->dec.upstream_ca,
-	    .gen = s->fwd->up_gen};
+	    .gen = s->fwd->up_gen,
+	    .client = s->client_id};
 
 	if (s->ctx->upool == NULL ||
 	    (s->up.bev = uppool_take(

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
@@ -233,6 +234,37 @@ session_via_name(enum proxy_via via)
 	}
 }
 
+/*
+ * Names the peer of FD into ID: "4:ADDR" or "6:ADDR", or "u:UID" on a
+ * Unix socket (a sandbox's listener, or a local client); "" otherwise.
+ * An upstream connection kept for reuse is handed only to a request of
+ * the same client (forward.c, uppool.h).
+ */
+static void
+client_id(int fd, char *id, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct ucred uc;
+	socklen_t ul = sizeof(uc);
+	char a[INET6_ADDRSTRLEN] = "";
+
+	id[0] = '\0';
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return;
+	if (ss.ss_family == AF_INET &&
+	    inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a,
+	        sizeof(a)) != NULL)
+		snprintf(id, len, "4:%s", a);
+	else if (ss.ss_family == AF_INET6 &&
+	    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, a,
+	        sizeof(a)) != NULL)
+		snprintf(id, len, "6:%s", a);
+	else if (ss.ss_family == AF_UNIX &&
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0)
+		snprintf(id, len, "u:%u", (unsigned)uc.uid);
+}
+
 struct session *
 session_new(struct session_ctx *ctx, int fd, uint64_t conn, enum proxy_via via)
 {
@@ -246,6 +278,7 @@ session_new(struct session_ctx *ctx, int fd, uint64_t conn, enum proxy_via via)
 	s->front_done = via == PROXY_VIA_PROXY;
 	s->client.dst = &s->up;
 	s->up.dst = &s->client;
+	client_id(fd, s->client_id, sizeof(s->client_id));
 	s->client.bev =
 	    bufferevent_socket_new(ctx->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	s->idle = evtimer_new(ctx->base, NULL, NULL);

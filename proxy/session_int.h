@@ -92,6 +92,11 @@ struct session {
 	 */
 	int front_done;
 	int up_refused; /* the upstream answered a reset (SOCKS reply 5) */
+	/*
+	 * Who the client is, for the upstream pool's key (uppool.h): its
+	 * address, or its uid on a Unix socket; "" when unknown.
+	 */
+	char client_id[64];
 };
 
 #endif /* PH_SESSION_INT_H */

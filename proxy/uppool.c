@@ -38,6 +38,7 @@ struct parked {
 	int tls, allow_private;
 	char *ca; /* NULL: the system store */
 	char addr[64];
+	char client[UPPOOL_CLIENT_MAX];
 };
 
 TAILQ_HEAD(parked_list, parked);
@@ -119,12 +120,20 @@ same_ca(const char *a, const char *b)
 	return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
 }
 
+/* The key's client; a key without one is "". */
+static const char *
+client_of(const struct uppool_key *k)
+{
+	return k->client != NULL ? k->client : "";
+}
+
 static int
 matches(const struct parked *e, const struct uppool_key *k)
 {
 	return e->port == k->port && e->tls == k->tls &&
 	    e->allow_private == k->allow_private &&
-	    strcmp(e->host, k->host) == 0 && same_ca(e->ca, k->ca);
+	    strcmp(e->host, k->host) == 0 && same_ca(e->ca, k->ca) &&
+	    strcmp(e->client, client_of(k)) == 0;
 }
 
 /* Nothing buffered either way, in BEV or what it is built on. */
@@ -227,6 +236,7 @@ parked_new(struct uppool *p, const struct uppool_key *key,
 	e->tls = key->tls;
 	e->allow_private = key->allow_private;
 	snprintf(e->addr, sizeof(e->addr), "%s", addr);
+	snprintf(e->client, sizeof(e->client), "%s", client_of(key));
 	return e;
 }
 
@@ -237,7 +247,8 @@ uppool_put(struct uppool *p, const struct uppool_key *key,
 	struct parked *e = NULL;
 
 	if (p != NULL && key->gen == p->gen && p->max > 0 && p->per_key > 0 &&
-	    strlen(key->host) < HOST_MAX && quiet(bev)) {
+	    strlen(key->host) < HOST_MAX &&
+	    strlen(client_of(key)) < UPPOOL_CLIENT_MAX && quiet(bev)) {
 		make_room(p, key);
 		e = parked_new(p, key, bev, addr);
 	}

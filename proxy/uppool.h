@@ -30,12 +30,19 @@ struct uppool_key {
 	int allow_private; /* checked under a rule with "private" */
 	const char *ca; /* the rule's upstream-ca; NULL: the system store */
 	uint64_t gen; /* uppool_gen() when the connection was decided */
+	/*
+	 * Whose it is (session.h: session_client): a connection made for one
+	 * client is never handed to another, so two sandboxes served by one
+	 * proxy never share one.  "" only for tests.
+	 */
+	const char *client;
 };
 
 /* Bounds of a pool: the idle time, per key, and in all. */
 #define UPPOOL_IDLE_MS 4000
 #define UPPOOL_PER_KEY 4
 #define UPPOOL_MAX 64
+#define UPPOOL_CLIENT_MAX 64 /* bytes of a key's client, its NUL included */
 
 /*
  * A pool on BASE holding at most MAX connections, PER_KEY of one key,

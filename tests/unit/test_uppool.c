@@ -87,8 +87,11 @@ conn_done(struct conn *c, int free_bev)
 	close(c->peer);
 }
 
-static const struct uppool_key key_a = {
-    .host = "a.test", .port = 443, .tls = 1, .ca = "/ca.pem"};
+static const struct uppool_key key_a = {.host = "a.test",
+    .port = 443,
+    .tls = 1,
+    .ca = "/ca.pem",
+    .client = "4:192.0.2.1"};
 
 /* Each field of the key alone keeps a connection from another key. */
 static void
@@ -102,7 +105,7 @@ test_keys(void **state)
 
 	(void)state;
 	assert_int_equal(uppool_put(p, &key_a, c.bev, "127.0.0.1:443"), 1);
-	for (i = 0; i < 7; i++) {
+	for (i = 0; i < 9; i++) {
 		k = key_a;
 		switch (i) {
 		case 0:
@@ -122,6 +125,12 @@ test_keys(void **state)
 			break;
 		case 5:
 			k.ca = "/other.pem";
+			break;
+		case 6: /* another client: another sandbox */
+			k.client = "4:192.0.2.2";
+			break;
+		case 7:
+			k.client = NULL;
 			break;
 		default:
 			k.gen = 1;
