@@ -60,6 +60,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include "i386abi.h"
+#endif
+
 #ifndef TIOCLINUX
 #define TIOCLINUX 0x541C
 #endif
@@ -547,6 +551,8 @@ a_syscalls32(char **av)
 	long p = (long)(uintptr_t)(low + 1024);
 
 	(void)av;
+	if (!i386_abi())
+		return;
 	report_neg("i386:unshare-user",
 	    i386_call(I386_UNSHARE, CLONE_NEWUSER, 0, 0, 0, 0));
 	memset(low + 2048, 0, 64);
@@ -578,6 +584,16 @@ a_syscalls32(char **av)
 	        p, (long)(uintptr_t)(low + 3000), 0));
 	report_neg("i386:open-by-handle-at",
 	    i386_call(I386_OPEN_BY_HANDLE_AT, AT_FDCWD, p, O_RDONLY, 0, 0));
+}
+#endif
+
+#ifdef HAVE_I386_CALL
+/* Only says whether there is an i386 ABI (the scenarios ask outside). */
+static void
+a_i386_abi(char **av)
+{
+	(void)av;
+	i386_abi();
 }
 #endif
 
@@ -617,6 +633,8 @@ a_raw32(char **av)
 	long r;
 
 	(void)av;
+	if (!i386_abi())
+		return;
 	r = i386_call(I386_SOCKET, AF_INET, SOCK_RAW, IPPROTO_ICMP, 0, 0);
 	report_neg("i386:raw-inet", r);
 	if (r >= 0)
@@ -891,8 +909,10 @@ tty_calls(const char *what, int fd, unsigned long req, void *arg)
 #endif
 #ifdef HAVE_I386_CALL
 	snprintf(name, sizeof(name), "i386:%s", what);
-	report_neg(name,
-	    i386_call(I386_IOCTL, fd, (long)req, (long)(uintptr_t)arg, 0, 0));
+	if (i386_abi())
+		report_neg(name,
+		    i386_call(
+		        I386_IOCTL, fd, (long)req, (long)(uintptr_t)arg, 0, 0));
 	snprintf(name, sizeof(name), "x32:%s", what);
 	report(name, syscall(X32_BIT | X32_IOCTL, fd, req, arg));
 #endif
@@ -1028,6 +1048,7 @@ static const struct attempt attempts[] = {
     {"syscalls", 0, a_syscalls},
 #ifdef HAVE_I386_CALL
     {"syscalls32", 0, a_syscalls32},
+    {"i386-abi", 0, a_i386_abi},
 #endif
     {"raw", 0, a_raw},
 #ifdef HAVE_I386_CALL

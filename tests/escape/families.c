@@ -78,6 +78,8 @@ native(int family, int type, int proto)
 }
 
 #if defined(__x86_64__) && defined(__LP64__)
+#include "i386abi.h"
+
 static long
 int80(long nr, long a, long b, long c)
 {
@@ -110,11 +112,12 @@ other_abis(void)
 {
 	size_t i;
 
-	/* Is there an i386 ABI at all?  getpid is 20 there. */
-	if (int80(20, 0, 0, 0) != getpid()) {
-		printf("i386: absent\n");
+	/* x32 (bit 30): often compiled out; the filter answers first. */
+	report("x32 ", "vsock",
+	    syscall(0x40000000L | 41, AF_VSOCK, SOCK_STREAM, 0) < 0 ? -errno
+	                                                            : 0);
+	if (!i386_abi())
 		return;
-	}
 	for (i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
 		report("i386 ", tries[i].name,
 		    int80(359, tries[i].family, tries[i].type, tries[i].proto));
@@ -122,10 +125,6 @@ other_abis(void)
 		    i386_socketcall(
 		        tries[i].family, tries[i].type, tries[i].proto));
 	}
-	/* x32 (bit 30): often compiled out; the filter answers first. */
-	report("x32 ", "vsock",
-	    syscall(0x40000000L | 41, AF_VSOCK, SOCK_STREAM, 0) < 0 ? -errno
-	                                                            : 0);
 }
 #else
 static void

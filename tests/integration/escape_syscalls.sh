@@ -13,6 +13,7 @@
 ph_begin escape_syscalls unshare
 W=$T/work
 probe_init "$W"
+i386_abi_host
 
 filtered="keyctl add-key request-key bpf perf-event-open userfaultfd
 	io-uring-setup io-uring-enter io-uring-register name-to-handle-at
@@ -38,21 +39,30 @@ for a in clone-newuser unshare-user unshare-user-mount unshare-net \
 done
 refused clone3-newuser ENOSYS
 for a in $filtered; do refused "$a" EPERM; done
-for a in unshare-user keyctl bpf perf-event-open userfaultfd \
-	io-uring-setup name-to-handle-at open-by-handle-at; do
-	refused "i386:$a" EPERM
-done
-refused i386:clone3 ENOSYS
+if [ "$I386_ABI" = absent ]; then
+	i386_absent_checked "int \$0x80 calls"
+else
+	i386_present_checked "int \$0x80 calls"
+	for a in unshare-user keyctl bpf perf-event-open userfaultfd \
+		io-uring-setup name-to-handle-at open-by-handle-at; do
+		refused "i386:$a" EPERM
+	done
+	refused i386:clone3 ENOSYS
+fi
 none_through "refused calls"
 
 if probe32_built; then
 	prun -- "$PROBE32" newuser syscalls handles /
-	equal "i386 program: status" "$RC" 0
-	refused clone-newuser EPERM
-	refused unshare-user EPERM
-	refused clone3-newuser ENOSYS
-	for a in $filtered; do refused "$a" EPERM; done
-	none_through "i386 program"
+	if [ "$I386_ABI" = absent ]; then
+		i386_program_absent_checked "i386 program"
+	else
+		equal "i386 program: status" "$RC" 0
+		refused clone-newuser EPERM
+		refused unshare-user EPERM
+		refused clone3-newuser ENOSYS
+		for a in $filtered; do refused "$a" EPERM; done
+		none_through "i386 program"
+	fi
 fi
 
 ph_end

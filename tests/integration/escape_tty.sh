@@ -14,6 +14,10 @@
 ph_begin escape_tty script
 W=$T/work
 probe_init "$W"
+i386_abi_host
+# Four ABIs per request (native, high bits, i386, x32); three without i386.
+abis=4
+[ "$I386_ABI" = absent ] && abis=3
 
 # tty_refused TEXT WHAT: every TIOCSTI/TIOCLINUX attempt of WHAT in TEXT
 # refused with EPERM, and N of them made.
@@ -33,26 +37,40 @@ refuse "own pty: set up" "$OUT" '^tty-setup:'
 for a in tiocsti tioclinux; do
 	refused "$a" EPERM
 	refused "$a-high-bits" EPERM
-	refused "i386:$a" EPERM
+	[ "$I386_ABI" = absent ] || refused "i386:$a" EPERM
 	refused "x32:$a" EPERM
 done
-tty_refused "$OUT" "own pty" 8
+if [ "$I386_ABI" = absent ]; then
+	i386_absent_checked "own pty"
+else
+	i386_present_checked "own pty"
+fi
+tty_refused "$OUT" "own pty" $((2 * abis))
 
 # The host's terminal as stdin: script(1) gives pinhole run a pty.
 (cd "$W" && script -qec "'$PINHOLE' run --log '$T/audit.jsonl' -- \
 	'$PROBE' tty 0" /dev/null) </dev/null >"$T/script.out" 2>&1
 out=$(tr -d '\r' <"$T/script.out")
-tty_refused "$out" "host terminal" 16
+tty_refused "$out" "host terminal" $((4 * abis))
 refused stdin-tiocsti EPERM "$out"
-refused i386:stdin-tiocsti EPERM "$out"
+if [ "$I386_ABI" = absent ]; then
+	i386_absent_checked "host terminal" "$out"
+else
+	i386_present_checked "host terminal" "$out"
+	refused i386:stdin-tiocsti EPERM "$out"
+fi
 
 # An i386 program: the filter's i386 rules, as a 32-bit program meets them.
 if probe32_built; then
 	prun -- "$PROBE32" tty -
-	equal "i386 program: status" "$RC" 0
-	refused tiocsti EPERM
-	refused tioclinux EPERM
-	tty_refused "$OUT" "i386 program" 2
+	if [ "$I386_ABI" = absent ]; then
+		i386_program_absent_checked "i386 program"
+	else
+		equal "i386 program: status" "$RC" 0
+		refused tiocsti EPERM
+		refused tioclinux EPERM
+		tty_refused "$OUT" "i386 program" 2
+	fi
 fi
 
 ph_end

@@ -51,6 +51,60 @@ probe32_built() {
 	return 1
 }
 
+# i386_abi_host: sets I386_ABI to "present" or "absent": whether this
+# kernel has an i386 system call ABI at all, asked outside the sandbox
+# (probe_escape i386-abi; see tests/escape/i386abi.h).  Without IA32
+# emulation int $0x80 kills the caller with SIGSEGV: there is no i386 ABI
+# to escape through, and the i386 checks become i386_absent_checked.
+# Anything but a clear answer is a counted failure (and "present").
+i386_abi_host() {
+	local line
+	line=$("$(dirname "$PINHOLE")/probe_escape" i386-abi 2>&1)
+	case $line in
+	"i386 ABI: present") I386_ABI=present ;;
+	"i386 ABI: absent (the kernel has no IA32 emulation): int \$0x80 kills the caller")
+		I386_ABI=absent ;;
+	*)
+		bad "i386 ABI on the host: no clear answer: $line"
+		I386_ABI=present
+		;;
+	esac
+}
+
+# i386_present_checked WHAT [TEXT]: the prober inside found the i386 ABI
+# the host has (it made its i386 calls; the caller checks their refusals).
+i386_present_checked() {
+	expect "$1: i386 ABI present inside too" "${2-$OUT}" '^i386 ABI: present$'
+}
+
+# i386_absent_checked WHAT [TEXT]: on a kernel with no i386 ABI, the
+# prober inside found int $0x80 killing its caller too (the ABI is as
+# unreachable inside as outside) and made no i386 call; said, not skipped.
+i386_absent_checked() {
+	expect "$1: int \$0x80 kills the caller inside too" "${2-$OUT}" \
+		'^i386 ABI: absent \(the kernel has no IA32 emulation\): int \$0x80 kills the caller$'
+	refuse "$1: no i386 call made" "$(grep -v '^i386 ABI: ' <<<"${2-$OUT}")" \
+		'^i386'
+	echo "$PH_NAME: NOTE: $1: i386 ABI absent (the kernel has no IA32" \
+		"emulation): checked that int \$0x80 kills the caller inside the" \
+		"sandbox too, instead of the per-call i386 refusals"
+}
+
+# i386_program_absent_checked WHAT: with no i386 ABI an i386 program
+# cannot even start: its exec fails inside (nonzero status, no attempt
+# line) as it does outside.  Said, not skipped.
+i386_program_absent_checked() {
+	local host
+	host=$("$PROBE32" newuser 2>&1)
+	check "$1: the i386 program does not start outside" test $? -ne 0
+	refuse "$1: no attempt outside" "$host" ': (got through|refused )'
+	check "$1: the i386 program does not start inside (status $RC)" \
+		test "$RC" -ne 0
+	refuse "$1: no attempt inside" "$OUT" ': (got through|refused )'
+	echo "$PH_NAME: NOTE: $1: i386 ABI absent: checked that an i386" \
+		"program cannot run, outside or inside the sandbox"
+}
+
 # re TEXT: TEXT with the characters of an extended regex escaped.
 re() { sed 's/[][\.*^$+?(){}|/]/\\&/g' <<<"$1"; }
 

@@ -1,6 +1,7 @@
 /*
  * fixture.c: the shared helpers of the unit tests (see fixture.h).
  */
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -148,6 +150,16 @@ fixture_cert_pem(const char *cn, long serial)
 
 /* --- children -------------------------------------------------------------- */
 
+void
+fixture_child_signals(void)
+{
+	static const int crash[] = {SIGFPE, SIGILL, SIGSEGV, SIGBUS, SIGSYS};
+	size_t i;
+
+	for (i = 0; i < sizeof(crash) / sizeof(crash[0]); i++)
+		signal(crash[i], SIG_DFL);
+}
+
 int
 fixture_in_child(void (*fn)(void))
 {
@@ -158,6 +170,7 @@ fixture_in_child(void (*fn)(void))
 	if ((pid = fork()) < 0)
 		return -1;
 	if (pid == 0) {
+		fixture_child_signals();
 		fn();
 		_exit(0);
 	}
@@ -187,6 +200,33 @@ fixture_int80(long nr, long a, long b, long c)
 	                 : "a"(nr), "b"(a), "c"(b), "d"(c)
 	                 : "memory", "r8", "r9", "r10", "r11");
 	return ret;
+}
+
+/* The child of fixture_i386_abi: getpid (20) the i386 way, no core file. */
+static void
+i386_abi_child(void)
+{
+	struct rlimit nocore = {0, 0};
+
+	fixture_child_signals();
+	setrlimit(RLIMIT_CORE, &nocore);
+	_exit(fixture_int80(20, 0, 0, 0) == (long)getpid() ? 0 : 1);
+}
+
+int
+fixture_i386_abi(void)
+{
+	pid_t pid;
+	int st = 0;
+
+	fflush(NULL);
+	if ((pid = fork()) == 0)
+		i386_abi_child();
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV)
+		return 0;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 1 : -1;
 }
 #endif
 

@@ -36,6 +36,14 @@ struct policy;
 		}                                                              \
 	} while (0)
 
+/*
+ * In a forked child: crash signals back to their default action.  The
+ * test's process has cmocka's handlers, which would otherwise take the
+ * child back into the test runner (running the next tests and the
+ * group's teardown there, which removes the shared directory).
+ */
+void fixture_child_signals(void);
+
 /* Runs FN in a forked child; returns its wait status, or -1. */
 int fixture_in_child(void (*fn)(void));
 
@@ -196,6 +204,19 @@ void fixture_doctor_yes(const struct doctor_result *r);
 #if defined(__x86_64__) && defined(__LP64__)
 /* An i386 system call from this 64-bit process.  Returns -errno or >= 0. */
 long fixture_int80(long nr, long a, long b, long c);
+
+/*
+ * Is there an i386 ABI?  Asked in a child (getpid through int $0x80): 1 it
+ * works, 0 it kills the caller with SIGSEGV (a kernel without IA32
+ * emulation, where no i386 call can escape anything), -1 neither (an
+ * unexpected answer: the caller fails).  Under a filter, the child has it.
+ */
+int fixture_i386_abi(void);
+
+#define FIXTURE_I386_ABSENT                                                    \
+	"i386 ABI: absent (the kernel has no IA32 emulation): int $0x80 "      \
+	"kills "                                                               \
+	"the caller"
 #endif
 
 #endif /* PH_TEST_FIXTURE_H */

@@ -281,6 +281,7 @@ guarded_notes(int (*fn)(const char *), const char *arg,
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
 	fflush(NULL);
 	if ((pid = fork()) == 0) {
+		fixture_child_signals();
 		close(sv[0]);
 		if (sc_apply_guarded(&n, err, sizeof(err)) != 0 ||
 		    send(sv[1], &n, sizeof(n), 0) != sizeof(n) ||
@@ -745,6 +746,14 @@ child_i386(const char *path)
 		return 14;
 	return 0;
 }
+
+/* 0 when int $0x80 kills the caller here too (no i386 ABI). */
+static int
+child_i386_absent(const char *unused)
+{
+	(void)unused;
+	return fixture_i386_abi() == 0 ? 0 : 1;
+}
 #endif
 
 static void
@@ -753,8 +762,20 @@ test_i386(void **state)
 	(void)state;
 #if defined(__x86_64__) && defined(__LP64__)
 	char p[128];
-	int fd;
+	int fd, abi = fixture_i386_abi();
 
+	assert_int_not_equal(abi, -1);
+	if (abi == 0) {
+		/* No i386 ABI: check it is as absent under the guarded
+		 * filter, and say so. */
+		assert_int_equal(guarded(child_i386_absent, NULL, NULL, 0), 0);
+		fprintf(stderr,
+		    "%s: " FIXTURE_I386_ABSENT "; checked that it kills the "
+		    "caller under the guarded filter too, instead of the "
+		    "i386 calls\n",
+		    __func__);
+		return;
+	}
 	path_in(p, sizeof(p), "i386.sock");
 	assert_true((fd = bound(SOCK_STREAM, p)) >= 0);
 	assert_int_equal(guarded(child_i386, p, NULL, 0), 0);
