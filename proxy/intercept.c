@@ -29,7 +29,6 @@ struct intercept {
 	int ready; /* the client's handshake is done */
 	int cut; /* end with no close_notify: the client sees a truncation */
 	struct bufferevent *raw; /* the client's socket, under the filter */
-	int direct; /* the client's TLS is on its socket itself */
 	intercept_up_cb *up_cb;
 };
 
@@ -114,7 +113,6 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 	char why[256];
 	int sock_err = EVUTIL_SOCKET_ERROR();
-	unsigned long e;
 
 	if (what & BEV_EVENT_CONNECTED) {
 		/* The CONNECT's record: 200, handshake done. */
@@ -123,58 +121,11 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 		session_next_request(s);
 		return;
 	}
-	e = handshake_error(bev);
-	if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
-	    ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
-		/* On the socket itself, a hangup is OpenSSL's error. */
-		e = 0;
-		what |= BEV_EVENT_EOF;
-	}
-	if (handshake_why(ssl, e, what, sock_err, why, sizeof(why)) &&
+	if (handshake_why(
+	        ssl, handshake_error(bev), what, sock_err, why, sizeof(why)) &&
 	    s->ctx->distrust != NULL)
 		s->ctx->distrust(s->ctx->denied_arg, s->host, s->port);
 	session_close(s, why); /* the CONNECT's record: 200, then this */
-}
-
-/*
- * The client's TLS on its socket itself: one bufferevent whose SSL reads
- * and writes the socket, a record (up to 16 KiB) per read, no plain
- * bufferevent under it.  Only when the plain one holds nothing of the
- * tunnel: the 200 is written out here, and bytes read past the CONNECT
- * head (a hello sent before the 200 came, a captured connection's peek)
- * keep the filter over it, which reads them first.  Returns 0 with
- * *TLS_BEV set (the plain bufferevent freed, its socket kept), 1 to use
- * the filter, -1 when out of memory (SSL freed).
- */
-static int
-direct_start(struct session *s, SSL *ssl, struct bufferevent **tls_bev)
-{
-	struct bufferevent *raw = s->client.bev;
-	struct evbuffer *out = bufferevent_get_output(raw);
-	evutil_socket_t fd = bufferevent_getfd(raw);
-	int r = 1;
-
-	if (evbuffer_get_length(bufferevent_get_input(raw)) != 0)
-		goto out;
-	/* Its start is frozen but while the bufferevent itself writes. */
-	evbuffer_unfreeze(out, 1);
-	while (evbuffer_get_length(out) > 0 && evbuffer_write(out, fd) > 0)
-		;
-	evbuffer_freeze(out, 1);
-	if (evbuffer_get_length(out) != 0)
-		goto out; /* the filter sends the rest, then the TLS */
-	*tls_bev = bufferevent_openssl_socket_new(s->ctx->base, fd, ssl,
-	    BUFFEREVENT_SSL_ACCEPTING,
-	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (*tls_bev == NULL) {
-		r = -1; /* libevent freed SSL */
-		goto out;
-	}
-	bufferevent_setfd(raw, -1); /* the socket is the TLS's now */
-	bufferevent_free(raw);
-	r = 0;
-out:
-	return r;
 }
 
 /* The filter over the plain bufferevent, which keeps the socket. */
@@ -200,10 +151,9 @@ filter_start(struct session *s, SSL *ssl)
 void
 intercept_start(struct session *s)
 {
-	struct bufferevent *tls_bev = NULL;
+	struct bufferevent *tls_bev;
 	char err[256];
 	SSL *ssl;
-	int r;
 
 	if ((s->icpt = calloc(1, sizeof(*s->icpt))) == NULL) {
 		session_close(s, "out of memory");
@@ -214,14 +164,17 @@ intercept_start(struct session *s)
 		session_reply_close(s, 502, err);
 		return;
 	}
-	/* A client gone with no close_notify: an end, as on the filter. */
-	SSL_set_options(ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
 	s->status = 200;
 	/* The 200 (or SOCKS reply) goes out in the clear, ahead of TLS. */
 	session_established(s);
-	if ((r = direct_start(s, ssl, &tls_bev)) > 0)
-		tls_bev = filter_start(s, ssl);
-	s->icpt->direct = r == 0;
+	/*
+	 * The client's TLS is a filter over its plain bufferevent, which
+	 * also reads a hello sent before the 200.  On the socket itself
+	 * (bufferevent_openssl_socket_new, as the upstream side is) it cost
+	 * 20-30 us more of the engine per keep-alive request and gained no
+	 * bulk (bench/README.md, "The merged tree").
+	 */
+	tls_bev = filter_start(s, ssl);
 	if (tls_bev == NULL) {
 		session_close(s, "out of memory");
 		return;
@@ -300,12 +253,10 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
 
 /* --- the end -------------------------------------------------------------- */
 
-/* Sent: a close_notify after it when ARG is the SSL under BEV, and the end. */
 static void
 linger_written(struct bufferevent *bev, void *arg)
 {
-	if (arg != NULL)
-		(void)SSL_shutdown(arg);
+	(void)arg;
 	bufferevent_free(bev);
 }
 
@@ -317,26 +268,21 @@ linger_event(struct bufferevent *bev, short what, void *arg)
 	bufferevent_free(bev);
 }
 
-/*
- * BEV outlives the session until what it holds is sent (or 5 s pass),
- * then NOTIFY's close_notify (none when NULL); freeing it closes the
- * socket.  BEV is the plain one under a filter, or the TLS one on the
- * socket itself: its SSL is NOTIFY.
- */
+/* RAW outlives the session until what it holds is sent (or 5 s pass). */
 static void
-linger(struct bufferevent *bev, SSL *notify)
+linger(struct bufferevent *raw)
 {
 	struct timeval tv = {5, 0};
 
-	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-		linger_written(bev, notify);
+	if (evbuffer_get_length(bufferevent_get_output(raw)) == 0) {
+		bufferevent_free(raw);
 		return;
 	}
-	bufferevent_setcb(bev, NULL, linger_written, linger_event, notify);
-	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
-	bufferevent_set_timeouts(bev, NULL, &tv);
-	bufferevent_disable(bev, EV_READ);
-	bufferevent_enable(bev, EV_WRITE);
+	bufferevent_setcb(raw, NULL, linger_written, linger_event, NULL);
+	bufferevent_setwatermark(raw, EV_WRITE, 0, 0);
+	bufferevent_set_timeouts(raw, NULL, &tv);
+	bufferevent_disable(raw, EV_READ);
+	bufferevent_enable(raw, EV_WRITE);
 }
 
 void
@@ -366,11 +312,7 @@ intercept_free(struct session *s)
 		bufferevent_free(tls_bev);
 		SSL_free(ssl);
 		s->client.bev = NULL;
-		linger(s->icpt->raw, NULL);
-	} else if (tls_bev != NULL && s->icpt->direct) {
-		s->client.bev = NULL;
-		linger(tls_bev,
-		    notify ? bufferevent_openssl_get_ssl(tls_bev) : NULL);
+		linger(s->icpt->raw);
 	}
 	free(s->icpt);
 	s->icpt = NULL;
