@@ -30,8 +30,18 @@ bk_skip() {
 	echo "SKIP ($1 checks): $2"
 }
 
-# bk_end: ph_end, with the skipped checks counted on their own line.
+# bk_end: ph_end, with the skipped checks counted on their own line;
+# after a failure, the brokers' stderr first (why an engine's setup
+# failed is said there, and the scratch directory goes with ph_end).
 bk_end() {
+	local f
+	if [ "$failed" -ne 0 ]; then
+		for f in "$T"/*.err; do
+			[ -f "$f" ] || continue
+			echo "--- $f (last 20 lines)"
+			tail -20 "$f"
+		done
+	fi
 	[ "$skipped" -eq 0 ] || echo "$PH_NAME: $skipped checks skipped (see SKIP lines)"
 	ph_end
 }
