@@ -196,14 +196,29 @@ on_stopped(void *arg)
 }
 
 static void
+on_limit(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	*(int *)arg = 1;
+}
+
+/*
+ * Runs BASE until FLAG is set by the threads' answer (its eventfd wakes
+ * the loop), or 5 s have passed.
+ */
+static void
 run_until(struct event_base *base, const int *flag)
 {
-	int i;
+	struct timeval tv = {5, 0};
+	int expired = 0;
+	struct event *limit = evtimer_new(base, on_limit, &expired);
 
-	for (i = 0; i < 500 && *flag == 0; i++) {
-		event_base_loop(base, EVLOOP_NONBLOCK);
-		usleep(10000);
-	}
+	assert_non_null(limit);
+	evtimer_add(limit, &tv);
+	while (*flag == 0 && !expired)
+		event_base_loop(base, EVLOOP_ONCE);
+	event_free(limit);
 }
 
 static void
