@@ -541,15 +541,16 @@ static int
 gateway(const struct daemon *d, struct engine_load *l)
 {
 	struct proxy_gateway_opts go = {0};
+	const char *why = NULL;
 
-	if (d->o.npolicies != 1 || d->o.workers > 1) {
-		log_warnx("proxy: %s",
-		    d->o.npolicies != 1
-		        ? "a gateway's configuration (broker blocks) is the "
-		          "one "
-		          "-p file"
-		        : "--workers does not go with a gateway (broker "
-		          "blocks): it runs one event loop");
+	if (d->o.npolicies != 1)
+		why = "a gateway's configuration (broker blocks) is the one -p "
+		      "file";
+	else if (d->o.workers > 1)
+		why = "--workers does not go with a gateway (broker blocks): "
+		      "it runs one event loop";
+	if (why != NULL) {
+		log_warnx("proxy: %s", why);
 		engine_load_free(l);
 		return 1;
 	}
