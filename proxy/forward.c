@@ -850,6 +850,7 @@ check_done(struct session *s)
 	if (!fw->resp.done || s->state != SESSION_FORWARD)
 		return;
 	session_audit_end(s, NULL);
+	session_send_now(s->client.bev); /* the response's end, logged first */
 	fw->up_idle = fw->req.done && fw->up_keep && s->up.bev != NULL;
 	if (!fw->req.done || !fw->client_keep) {
 		up_park(s); /* another client connection may use it now */
@@ -1049,6 +1050,7 @@ send_request(struct session *s)
 	evbuffer_add_buffer(bufferevent_get_output(s->up.bev), s->fwd->head);
 	bufferevent_enable(s->up.bev, EV_READ | EV_WRITE);
 	bufferevent_enable(s->client.bev, EV_READ | EV_WRITE);
+	session_send_now(s->up.bev);
 	session_start_idle(s);
 	pump_request(s);
 }
