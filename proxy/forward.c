@@ -684,7 +684,9 @@ head_searched(struct rscan *rs, const char *buf, size_t len)
  * The response head for the client: status line as sent, our fields.
  * Built aside in fw->rhead and handed over whole: every addition to a
  * TLS filter's output is an SSL_write, so a field at a time made a TLS
- * record, with its allocations, per field (bench/README.md).
+ * record, with its allocations, per field (bench/README.md).  An interim
+ * head (1xx) goes at once; a final one waits there for the body's first
+ * bytes (head_out).
  */
 static void
 send_head(struct session *s, const char *buf, const struct http_head *h)
@@ -710,8 +712,27 @@ send_head(struct session *s, const char *buf, const struct http_head *h)
 	else if (!s->fwd->client_keep)
 		add_str(out, "Connection: close\r\n");
 	evbuffer_add(out, "\r\n", 2);
-	if (out != cout)
+	if (out != cout && h->status / 100 == 1)
 		evbuffer_add_buffer(cout, out);
+}
+
+/* The most of a response's start that goes as one TLS record. */
+#define ONE_RECORD (16 * 1024)
+
+/*
+ * The final head, with what of the body came with it, to the client:
+ * one chain when small, so one SSL_write and one TLS record where the
+ * head and the body made two (libevent writes each chain of an output
+ * as its own record), and one fewer for the client to open.
+ */
+static void
+head_out(struct session *s)
+{
+	struct evbuffer *rhead = s->fwd->rhead;
+
+	if (evbuffer_get_length(rhead) <= ONE_RECORD)
+		(void)evbuffer_pullup(rhead, -1); /* if not: as it is */
+	evbuffer_add_buffer(bufferevent_get_output(s->client.bev), rhead);
 }
 
 /* Takes one response head off the upstream input; 0 when none yet. */
@@ -774,10 +795,15 @@ pump_response(struct session *s)
 	const char *why = NULL;
 	int r;
 
+	/* The head not sent yet (send_head) takes the body's first bytes. */
+	if (fw->rhead != NULL && evbuffer_get_length(fw->rhead) > 0)
+		out = fw->rhead;
 	r = fw->rs.sc != NULL
 	    ? body_move_searched(
 	          &fw->resp, &fw->rs, in, out, &s->up.bytes, &why)
 	    : body_move(&fw->resp, in, out, &s->up.bytes, &why);
+	if (out == fw->rhead)
+		head_out(s); /* also before a cut: the client has the head */
 	if (r > 0) {
 		cut_leak(s);
 		return;
