@@ -413,8 +413,14 @@ pump_request(struct session *s)
 		return;
 	}
 	session_touch(s);
+	/*
+	 * Done: what comes next (a pipelined request) waits in the input,
+	 * read up to a head's worth, for head_wait().  Reading stays on: off
+	 * and on again cost two epoll_ctl calls a request.
+	 */
 	if (fw->req.done)
-		bufferevent_disable(s->client.bev, EV_READ);
+		bufferevent_setwatermark(
+		    s->client.bev, EV_READ, 0, HTTP_HEAD_MAX);
 	else
 		backpressure(s, s->client.bev, s->up.bev);
 }
@@ -1210,7 +1216,6 @@ forward_start(struct session *s, const struct http_head *h)
 	fw->upgrade = h->upgrade;
 
 	evbuffer_drain(bufferevent_get_input(s->client.bev), h->head_len);
-	bufferevent_disable(s->client.bev, EV_READ);
 	/*
 	 * Reuse the idle upstream connection when it goes to the same place
 	 * and was checked under the same rule about private addresses.
@@ -1232,6 +1237,8 @@ forward_start(struct session *s, const struct http_head *h)
 	fw->up_gen = s->ctx->upool != NULL ? uppool_gen(s->ctx->upool) : 0;
 	if (up_take(s, &u))
 		return;
+	/* Not before: on an upstream at hand, send_request reads on. */
+	bufferevent_disable(s->client.bev, EV_READ);
 	s->state = SESSION_CONNECTING;
 	s->connecting = upstream_open(
 	    s->ctx, s->policy->p, &s->dec, &u.host, u.port, connected, s);
