@@ -385,8 +385,8 @@ engine_base_new(void)
  * up to 64 KiB reserves a chain of 128 KiB (libevent rounds up to a power
  * of two), freed when its response has gone: with glibc's defaults each
  * free above the trim threshold shrank the heap with brk() and the next
- * read grew it again, its pages faulted in and zeroed anew, about 12% of
- * the engine's CPU a keep-alive request (bench/README.md).  Setting the
+ * read grew it again, its pages faulted in and zeroed anew (bench/
+ * README.md, "CPU per intercepted keep-alive request").  Setting the
  * trim threshold fixes the mmap threshold too (no more dynamic one): both
  * are set, so chains up to 1 MiB come from the heap and up to 8 MiB of
  * free heap stays mapped, per arena.
