@@ -413,8 +413,14 @@ pump_request(struct session *s)
 		return;
 	}
 	session_touch(s);
+	/*
+	 * Done: what comes next (a pipelined request) waits in the input,
+	 * read up to a head's worth, for head_wait().  Reading stays on: off
+	 * and on again cost two epoll_ctl calls a request.
+	 */
 	if (fw->req.done)
-		bufferevent_disable(s->client.bev, EV_READ);
+		bufferevent_setwatermark(
+		    s->client.bev, EV_READ, 0, HTTP_HEAD_MAX);
 	else
 		backpressure(s, s->client.bev, s->up.bev);
 }
@@ -684,7 +690,9 @@ head_searched(struct rscan *rs, const char *buf, size_t len)
  * The response head for the client: status line as sent, our fields.
  * Built aside in fw->rhead and handed over whole: every addition to a
  * TLS filter's output is an SSL_write, so a field at a time made a TLS
- * record, with its allocations, per field (bench/README.md).
+ * record, with its allocations, per field (bench/README.md).  An interim
+ * head (1xx) goes at once; a final one waits there for the body's first
+ * bytes (head_out).
  */
 static void
 send_head(struct session *s, const char *buf, const struct http_head *h)
@@ -710,8 +718,27 @@ send_head(struct session *s, const char *buf, const struct http_head *h)
 	else if (!s->fwd->client_keep)
 		add_str(out, "Connection: close\r\n");
 	evbuffer_add(out, "\r\n", 2);
-	if (out != cout)
+	if (out != cout && h->status / 100 == 1)
 		evbuffer_add_buffer(cout, out);
+}
+
+/* The most of a response's start that goes as one TLS record. */
+#define ONE_RECORD (16 * 1024)
+
+/*
+ * The final head, with what of the body came with it, to the client:
+ * one chain when small, so one SSL_write and one TLS record where the
+ * head and the body made two (libevent writes each chain of an output
+ * as its own record), and one fewer for the client to open.
+ */
+static void
+head_out(struct session *s)
+{
+	struct evbuffer *rhead = s->fwd->rhead;
+
+	if (evbuffer_get_length(rhead) <= ONE_RECORD)
+		(void)evbuffer_pullup(rhead, -1); /* if not: as it is */
+	evbuffer_add_buffer(bufferevent_get_output(s->client.bev), rhead);
 }
 
 /* Takes one response head off the upstream input; 0 when none yet. */
@@ -774,10 +801,15 @@ pump_response(struct session *s)
 	const char *why = NULL;
 	int r;
 
+	/* The head not sent yet (send_head) takes the body's first bytes. */
+	if (fw->rhead != NULL && evbuffer_get_length(fw->rhead) > 0)
+		out = fw->rhead;
 	r = fw->rs.sc != NULL
 	    ? body_move_searched(
 	          &fw->resp, &fw->rs, in, out, &s->up.bytes, &why)
 	    : body_move(&fw->resp, in, out, &s->up.bytes, &why);
+	if (out == fw->rhead)
+		head_out(s); /* also before a cut: the client has the head */
 	if (r > 0) {
 		cut_leak(s);
 		return;
@@ -850,6 +882,7 @@ check_done(struct session *s)
 	if (!fw->resp.done || s->state != SESSION_FORWARD)
 		return;
 	session_audit_end(s, NULL);
+	session_send_now(s->client.bev); /* the response's end, logged first */
 	fw->up_idle = fw->req.done && fw->up_keep && s->up.bev != NULL;
 	if (!fw->req.done || !fw->client_keep) {
 		up_park(s); /* another client connection may use it now */
@@ -1049,6 +1082,7 @@ send_request(struct session *s)
 	evbuffer_add_buffer(bufferevent_get_output(s->up.bev), s->fwd->head);
 	bufferevent_enable(s->up.bev, EV_READ | EV_WRITE);
 	bufferevent_enable(s->client.bev, EV_READ | EV_WRITE);
+	session_send_now(s->up.bev);
 	session_start_idle(s);
 	pump_request(s);
 }
@@ -1182,7 +1216,6 @@ forward_start(struct session *s, const struct http_head *h)
 	fw->upgrade = h->upgrade;
 
 	evbuffer_drain(bufferevent_get_input(s->client.bev), h->head_len);
-	bufferevent_disable(s->client.bev, EV_READ);
 	/*
 	 * Reuse the idle upstream connection when it goes to the same place
 	 * and was checked under the same rule about private addresses.
@@ -1204,6 +1237,8 @@ forward_start(struct session *s, const struct http_head *h)
 	fw->up_gen = s->ctx->upool != NULL ? uppool_gen(s->ctx->upool) : 0;
 	if (up_take(s, &u))
 		return;
+	/* Not before: on an upstream at hand, send_request reads on. */
+	bufferevent_disable(s->client.bev, EV_READ);
 	s->state = SESSION_CONNECTING;
 	s->connecting = upstream_open(
 	    s->ctx, s->policy->p, &s->dec, &u.host, u.port, connected, s);

@@ -22,6 +22,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_struct.h>
 #include <event2/event.h>
 
 #include "common/log.h"
@@ -572,6 +573,19 @@ session_start_idle(struct session *s)
 }
 
 /* --- relays and requests --------------------------------------------------- */
+
+void
+session_send_now(struct bufferevent *bev)
+{
+	struct bufferevent *sock = bufferevent_get_underlying(bev);
+
+	if (sock == NULL)
+		sock = bev;
+	/* ev_write is the bufferevent's own (bufferevent_struct.h). */
+	if ((bufferevent_get_enabled(sock) & EV_WRITE) &&
+	    evbuffer_get_length(bufferevent_get_output(sock)) > 0)
+		event_active(&sock->ev_write, EV_WRITE, 1);
+}
 
 size_t
 session_buf_high(const struct session_ctx *ctx)

@@ -241,6 +241,19 @@ int session_head_ready(struct evbuffer *in, size_t *seen);
  */
 size_t session_buf_high(const struct session_ctx *);
 
+/*
+ * Writes what BEV's output holds to its socket now, in this turn of the
+ * loop, rather than after the next epoll_wait reports the socket
+ * writable: libevent 2.1 adds EPOLLOUT for every write and takes it off
+ * again once sent, two epoll_ctl calls per response and per request
+ * head.  Activated in this turn, the write comes before the loop applies
+ * its changes, the addition and the removal cancel out, and no system
+ * call is made for them.  BEV is a socket or TLS bufferevent, or a TLS
+ * filter (its socket's is written).  A socket that takes less leaves the
+ * rest to the usual EPOLLOUT.
+ */
+void session_send_now(struct bufferevent *bev);
+
 /* Status reason phrase for proxy-made responses. */
 const char *session_status_text(int status);
 

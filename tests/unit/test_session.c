@@ -3,7 +3,7 @@
  * request path does to a session: proxy-made answers (one printable
  * reason line, the 403 told to the context), the close path and the
  * context's callbacks, the relay budget, and when a head is worth
- * parsing again.
+ * parsing again, and writes made in the turn that asks for them.
  *
  * The session comes from request_new() on one end of a socketpair (see
  * fixture_proxy in fixture.h); the tests then act on it directly.
@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "policy/policy.h"
@@ -132,6 +133,47 @@ test_head_ready(void **state)
 	evbuffer_free(in);
 }
 
+/*
+ * session_send_now: the socket's write runs in this turn of the loop (an
+ * active event, no EPOLLOUT waited for), and only with something to send
+ * on a bufferevent that writes.
+ */
+static void
+test_send_now(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct bufferevent *bev;
+	char got[8] = "";
+	int sv[2];
+
+	(void)state;
+	assert_non_null(base);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	bev = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+	assert_non_null(bev);
+	bufferevent_enable(bev, EV_WRITE);
+	session_send_now(bev); /* nothing to send */
+	assert_int_equal(
+	    event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE), 0);
+	bufferevent_disable(bev, EV_WRITE);
+	evbuffer_add(bufferevent_get_output(bev), "hello", 5);
+	session_send_now(bev); /* not writing */
+	assert_int_equal(
+	    event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE), 0);
+	bufferevent_enable(bev, EV_WRITE);
+	session_send_now(bev);
+	assert_int_equal(
+	    event_base_get_num_events(base, EVENT_BASE_COUNT_ACTIVE), 1);
+	/* 1: nothing is left registered once the write is done. */
+	assert_int_equal(event_base_loop(base, EVLOOP_NONBLOCK), 1);
+	assert_int_equal(evbuffer_get_length(bufferevent_get_output(bev)), 0);
+	assert_int_equal(read(sv[1], got, sizeof(got)), 5);
+	assert_memory_equal(got, "hello", 5);
+	bufferevent_free(bev);
+	close(sv[1]);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -141,6 +183,7 @@ main(void)
 	    FIXTURE_PROXY_TEST(test_close),
 	    FIXTURE_PROXY_TEST(test_buf_high),
 	    cmocka_unit_test(test_head_ready),
+	    cmocka_unit_test(test_send_now),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
