@@ -128,6 +128,9 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 	session_close(s, why); /* the CONNECT's record: 200, then this */
 }
 
+/* The most one write(2) of the client's socket takes. */
+#define CLIENT_WRITE (256 * 1024)
+
 /* The filter over the plain bufferevent, which keeps the socket. */
 static struct bufferevent *
 filter_start(struct session *s, SSL *ssl)
@@ -145,6 +148,12 @@ filter_start(struct session *s, SSL *ssl)
 		return NULL;
 	}
 	s->icpt->raw = s->client.bev;
+	/*
+	 * What the filter encrypts goes out in writes of up to CLIENT_WRITE:
+	 * libevent's default of 16,384 bytes a write cut each full record
+	 * (16,406 bytes with its header and tag) across two writev(2)s.
+	 */
+	bufferevent_set_max_single_write(s->icpt->raw, CLIENT_WRITE);
 	return tls_bev;
 }
 
@@ -249,6 +258,50 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
 	s->up.bev = tls_bev;
 	bufferevent_setcb(tls_bev, NULL, NULL, up_handshake, s);
 	bufferevent_enable(tls_bev, EV_READ | EV_WRITE);
+}
+
+/* The plaintext of one TLS record at most (RFC 8446 5.1). */
+#define UP_RECORD (16 * 1024)
+
+/* The event of BEV's callback for SSL_read's error ERR. */
+static short
+read_end(int err)
+{
+	if (err == SSL_ERROR_ZERO_RETURN)
+		return BEV_EVENT_EOF | BEV_EVENT_READING;
+	return BEV_EVENT_ERROR | BEV_EVENT_READING;
+}
+
+void
+intercept_up_drain(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_iovec v;
+	int n = 1, err = SSL_ERROR_NONE;
+
+	if (ssl == NULL || !(bufferevent_get_enabled(bev) & EV_READ))
+		return;
+	/* A reservation of a whole record: each SSL_read takes one. */
+	while (n > 0 && evbuffer_get_length(in) < UP_READ &&
+	    evbuffer_reserve_space(in, UP_RECORD, &v, 1) == 1) {
+		ERR_clear_error();
+		if ((n = SSL_read(ssl, v.iov_base, (int)v.iov_len)) > 0) {
+			v.iov_len = (size_t)n;
+			evbuffer_commit_space(in, &v, 1);
+		} else
+			err = SSL_get_error(ssl, n);
+	}
+	if (n <= 0 && err != SSL_ERROR_WANT_READ) {
+		/*
+		 * The end (a close_notify, or EOF: SSL_OP_IGNORE_UNEXPECTED_EOF)
+		 * or a failure, which libevent would only meet at the socket's
+		 * next readable event: said now, as it says it.
+		 */
+		ERR_clear_error();
+		bufferevent_disable(bev, EV_READ);
+		bufferevent_trigger_event(bev, read_end(err), 0);
+	}
 }
 
 /* --- the end -------------------------------------------------------------- */
