@@ -154,6 +154,12 @@ filter_start(struct session *s, SSL *ssl)
 	 * (16,406 bytes with its header and tag) across two writev(2)s.
 	 */
 	bufferevent_set_max_single_write(s->icpt->raw, CLIENT_WRITE);
+	/*
+	 * And no more than that waits under the filter: past it, what is
+	 * left stays in the filter's output, where the relay's backpressure
+	 * looks (forward.c); the socket's buffer had no bound of its own.
+	 */
+	bufferevent_setwatermark(s->icpt->raw, EV_WRITE, 0, CLIENT_WRITE);
 	return tls_bev;
 }
 
