@@ -286,7 +286,12 @@ intercept_up_drain(struct bufferevent *bev)
 	struct evbuffer_iovec v;
 	int n = 1, err = SSL_ERROR_NONE;
 
-	if (ssl == NULL || !(bufferevent_get_enabled(bev) & EV_READ))
+	/*
+	 * Not after a small read: a small response (keep-alive) would pay a
+	 * read(2) that finds nothing for each.
+	 */
+	if (ssl == NULL || !(bufferevent_get_enabled(bev) & EV_READ) ||
+	    evbuffer_get_length(in) < UP_RECORD / 4)
 		return;
 	/* A reservation of a whole record: each SSL_read takes one. */
 	while (n > 0 && evbuffer_get_length(in) < UP_READ &&

@@ -35,7 +35,7 @@ void intercept_upstream(struct session *s, struct bufferevent *plain,
  * takes the rest in the same turn of the loop, so the client gets them
  * in one write.  An end or error met on the way is BEV's event callback's
  * (deferred), as if libevent had met it.  Does nothing for a bufferevent
- * without TLS or not reading.
+ * without TLS or not reading, or after a read of under 4 KiB.
  */
 void intercept_up_drain(struct bufferevent *bev);
 
