@@ -371,6 +371,8 @@ intercept_free(struct session *s)
 		return;
 	if (tls_bev != NULL && s->icpt->raw != NULL) {
 		ssl = bufferevent_openssl_get_ssl(tls_bev);
+		/* The close_notify whole, however full the socket's buffer. */
+		bufferevent_setwatermark(s->icpt->raw, EV_WRITE, 0, 0);
 		if (notify)
 			(void)SSL_shutdown(ssl);
 		bufferevent_free(tls_bev);
