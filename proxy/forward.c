@@ -834,7 +834,9 @@ up_read(struct bufferevent *bev, void *arg)
 	struct http_head h;
 	int r = 1;
 
-	(void)bev;
+	/* More records now, while the response wants them: one write on. */
+	if (!s->fwd->head_sent || !s->fwd->resp.done)
+		intercept_up_drain(bev);
 	if (s->fwd->head_sent) {
 		pump_response(s);
 		return;

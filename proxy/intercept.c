@@ -128,6 +128,9 @@ handshake_event(struct bufferevent *bev, short what, void *arg)
 	session_close(s, why); /* the CONNECT's record: 200, then this */
 }
 
+/* The most one write(2) of the client's socket takes. */
+#define CLIENT_WRITE (256 * 1024)
+
 /* The filter over the plain bufferevent, which keeps the socket. */
 static struct bufferevent *
 filter_start(struct session *s, SSL *ssl)
@@ -145,6 +148,18 @@ filter_start(struct session *s, SSL *ssl)
 		return NULL;
 	}
 	s->icpt->raw = s->client.bev;
+	/*
+	 * What the filter encrypts goes out in writes of up to CLIENT_WRITE:
+	 * libevent's default of 16,384 bytes a write cut each full record
+	 * (16,406 bytes with its header and tag) across two writev(2)s.
+	 */
+	bufferevent_set_max_single_write(s->icpt->raw, CLIENT_WRITE);
+	/*
+	 * And no more than that waits under the filter: past it, what is
+	 * left stays in the filter's output, where the relay's backpressure
+	 * looks (forward.c); the socket's buffer had no bound of its own.
+	 */
+	bufferevent_setwatermark(s->icpt->raw, EV_WRITE, 0, CLIENT_WRITE);
 	return tls_bev;
 }
 
@@ -251,6 +266,55 @@ intercept_upstream(struct session *s, struct bufferevent *plain,
 	bufferevent_enable(tls_bev, EV_READ | EV_WRITE);
 }
 
+/* The plaintext of one TLS record at most (RFC 8446 5.1). */
+#define UP_RECORD (16 * 1024)
+
+/* The event of BEV's callback for SSL_read's error ERR. */
+static short
+read_end(int err)
+{
+	if (err == SSL_ERROR_ZERO_RETURN)
+		return BEV_EVENT_EOF | BEV_EVENT_READING;
+	return BEV_EVENT_ERROR | BEV_EVENT_READING;
+}
+
+void
+intercept_up_drain(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_iovec v;
+	int n = 1, err = SSL_ERROR_NONE;
+
+	/*
+	 * Not after a small read: a small response (keep-alive) would pay a
+	 * read(2) that finds nothing for each.
+	 */
+	if (ssl == NULL || !(bufferevent_get_enabled(bev) & EV_READ) ||
+	    evbuffer_get_length(in) < UP_RECORD / 4)
+		return;
+	/* A reservation of a whole record: each SSL_read takes one. */
+	while (n > 0 && evbuffer_get_length(in) < UP_READ &&
+	    evbuffer_reserve_space(in, UP_RECORD, &v, 1) == 1) {
+		ERR_clear_error();
+		if ((n = SSL_read(ssl, v.iov_base, (int)v.iov_len)) > 0) {
+			v.iov_len = (size_t)n;
+			evbuffer_commit_space(in, &v, 1);
+		} else
+			err = SSL_get_error(ssl, n);
+	}
+	if (n <= 0 && err != SSL_ERROR_WANT_READ) {
+		/*
+		 * The end (a close_notify, or EOF: SSL_OP_IGNORE_UNEXPECTED_EOF)
+		 * or a failure, which libevent would only meet at the socket's
+		 * next readable event: said now, as it says it.
+		 */
+		ERR_clear_error();
+		bufferevent_disable(bev, EV_READ);
+		bufferevent_trigger_event(bev, read_end(err), 0);
+	}
+}
+
 /* --- the end -------------------------------------------------------------- */
 
 static void
@@ -307,6 +371,8 @@ intercept_free(struct session *s)
 		return;
 	if (tls_bev != NULL && s->icpt->raw != NULL) {
 		ssl = bufferevent_openssl_get_ssl(tls_bev);
+		/* The close_notify whole, however full the socket's buffer. */
+		bufferevent_setwatermark(s->icpt->raw, EV_WRITE, 0, 0);
 		if (notify)
 			(void)SSL_shutdown(ssl);
 		bufferevent_free(tls_bev);

@@ -28,6 +28,17 @@ void intercept_start(struct session *s);
 void intercept_upstream(struct session *s, struct bufferevent *plain,
     const char *cafile, intercept_up_cb *cb);
 
+/*
+ * Reads what BEV, an upstream TLS bufferevent of intercept_upstream(),
+ * can read without waiting, into its input, until the input holds a few
+ * records' worth.  libevent 2.1 takes one record a readable event; this
+ * takes the rest in the same turn of the loop, so the client gets them
+ * in one write.  An end or error met on the way is BEV's event callback's
+ * (deferred), as if libevent had met it.  Does nothing for a bufferevent
+ * without TLS or not reading, or after a read of under 4 KiB.
+ */
+void intercept_up_drain(struct bufferevent *bev);
+
 /* A response was cut: the tunnel ends with no close_notify (a truncation). */
 void intercept_cut(struct session *s);
 

@@ -7,6 +7,8 @@
  * does.  Requests the policy refuses inside the tunnel are answered
  * there, so no upstream is needed; one loopback listener stands for the
  * real server in the policy's "resolve" line and is never connected to.
+ * intercept_up_drain() is tried on an upstream bufferevent of its own, a
+ * socketpair whose other end is a TLS server with a leaf of the run CA.
  */
 #include <sys/socket.h>
 
@@ -23,7 +25,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -31,6 +35,7 @@
 
 #include "policy/policy.h"
 #include "proxy/ca.h"
+#include "proxy/intercept.h"
 #include "proxy/request.h"
 #include "proxy/session.h"
 #include "proxy/session_int.h"
@@ -395,6 +400,157 @@ test_inner_refused(void **state)
 	}
 }
 
+/* --- intercept_up_drain ---------------------------------------------------- */
+
+/* What an upstream bufferevent's callbacks saw. */
+struct drain {
+	int reads;
+	size_t first; /* the input after the first read callback's drain */
+	short what; /* the event callback's, 0 before */
+};
+
+static void
+drain_read(struct bufferevent *bev, void *arg)
+{
+	struct drain *d = arg;
+
+	intercept_up_drain(bev);
+	if (d->reads++ == 0)
+		d->first = evbuffer_get_length(bufferevent_get_input(bev));
+}
+
+static void
+drain_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct drain *d = arg;
+
+	(void)bev;
+	d->what = what;
+}
+
+/* Runs both ends of a TLS handshake over a socketpair; 1 when done. */
+static int
+pair_handshake(SSL *c, SSL *srv)
+{
+	int64_t end = fixture_now_ms() + 3000;
+	int rc = 0, rs = 0;
+
+	while ((rc != 1 || rs != 1) && fixture_now_ms() < end) {
+		if (rc != 1)
+			rc = SSL_connect(c);
+		if (rs != 1)
+			rs = SSL_accept(srv);
+	}
+	return rc == 1 && rs == 1;
+}
+
+/*
+ * An upstream TLS bufferevent as intercept_upstream() makes it, open,
+ * whose server (f->ssl, a leaf of the run CA) has already sent N records
+ * of LEN bytes and, if END, its close_notify and FIN.
+ */
+static struct bufferevent *
+drain_pair(struct fixture *f, struct drain *d, int n, int len, int end)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	static char buf[16384];
+	struct bufferevent *bev;
+	SSL *c;
+	int sv[2], i;
+
+	assert_non_null(ctx);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	f->cfd = sv[1];
+	assert_non_null(f->ssl = tls_server_ssl(
+	                    f->ctx.tls, "up.test", f->err, sizeof(f->err)));
+	assert_int_equal(SSL_set_fd(f->ssl, sv[1]), 1);
+	assert_non_null(c = SSL_new(ctx));
+	SSL_CTX_free(ctx);
+	SSL_set_options(c, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	assert_int_equal(SSL_set_tlsext_host_name(c, "up.test"), 1);
+	assert_int_equal(SSL_set_fd(c, sv[0]), 1);
+	assert_true(pair_handshake(c, f->ssl));
+	memset(buf, 'x', sizeof(buf));
+	for (i = 0; i < n; i++)
+		assert_int_equal(SSL_write(f->ssl, buf, len), len);
+	if (end) {
+		(void)SSL_shutdown(f->ssl);
+		shutdown(sv[1], SHUT_WR);
+	}
+	bev = bufferevent_openssl_socket_new(f->base, sv[0], c,
+	    BUFFEREVENT_SSL_OPEN,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	assert_non_null(bev);
+	bufferevent_setcb(bev, drain_read, NULL, drain_event, d);
+	bufferevent_enable(bev, EV_READ);
+	return bev;
+}
+
+/* Turns the loop until BEV's input holds WANT bytes and D saw an event. */
+static void
+drain_run(
+    struct fixture *f, struct bufferevent *bev, struct drain *d, size_t want)
+{
+	int64_t end = fixture_now_ms() + 3000;
+
+	while ((d->what == 0 ||
+	           evbuffer_get_length(bufferevent_get_input(bev)) < want) &&
+	    fixture_now_ms() < end)
+		turn(f);
+}
+
+/*
+ * libevent reads one record a readable event; the drain takes the rest
+ * in the same callback, and the close_notify after them is the event
+ * callback's EOF, as libevent says it.
+ */
+static void
+test_drain_end(void **state)
+{
+	struct fixture *f = *state;
+	struct drain d = {0};
+	struct bufferevent *bev = drain_pair(f, &d, 3, 10000, 1);
+
+	drain_run(f, bev, &d, 30000);
+	assert_int_equal(d.reads, 1);
+	assert_int_equal(d.first, 30000);
+	assert_int_equal(d.what, BEV_EVENT_EOF | BEV_EVENT_READING);
+	bufferevent_free(bev);
+}
+
+/* No more than 64 KiB a callback; the rest on later turns, then the end. */
+static void
+test_drain_limit(void **state)
+{
+	struct fixture *f = *state;
+	struct drain d = {0};
+	struct bufferevent *bev = drain_pair(f, &d, 6, 16384, 1);
+
+	drain_run(f, bev, &d, 6 * 16384);
+	assert_int_equal(d.first, 4 * 16384);
+	assert_int_equal(
+	    evbuffer_get_length(bufferevent_get_input(bev)), 6 * 16384);
+	assert_int_equal(d.what, BEV_EVENT_EOF | BEV_EVENT_READING);
+	bufferevent_free(bev);
+}
+
+/* After a small read, nothing more: a keep-alive response pays no read. */
+static void
+test_drain_small(void **state)
+{
+	struct fixture *f = *state;
+	struct drain d = {0};
+	struct bufferevent *bev = drain_pair(f, &d, 3, 1000, 1);
+
+	drain_run(f, bev, &d, 3000);
+	assert_int_equal(d.first, 1000);
+	assert_int_equal(d.reads, 3);
+	assert_int_equal(d.what, BEV_EVENT_EOF | BEV_EVENT_READING);
+	bufferevent_free(bev);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int
@@ -407,6 +563,9 @@ main(void)
 	    T(test_distrust),
 	    T(test_clean_end),
 	    T(test_inner_refused),
+	    T(test_drain_end),
+	    T(test_drain_limit),
+	    T(test_drain_small),
 	};
 
 	/* As the engine: a write to a client gone is an error, not a signal. */
