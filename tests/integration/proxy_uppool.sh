@@ -142,10 +142,11 @@ run "other upstream-ca" /y
 Y=$SEEN
 at_most "other upstream-ca: connections of its own, kept" "$W" "$Y"
 disjoint "other upstream-ca: never the first's connections" "$X" "$Y"
+# (A kept connection idle for UPPOOL_IDLE_MS, 4 s, goes: on a busy
+# machine the step before may take that long, so no check against X.)
 run "first upstream-ca again" /x
 disjoint "first upstream-ca again: never the other's connections" "$SEEN" "$Y"
-X=$(printf '%s\n' $X $SEEN | sort -n -u | tr '\n' ' ')
-at_most "first upstream-ca again: still one per loop" "$W" "$X"
+at_most "first upstream-ca again: one per loop" "$W" "$SEEN"
 
 # --- an origin that closes a kept connection ---------------------------------
 get /close
