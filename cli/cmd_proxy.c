@@ -121,7 +121,8 @@ proxy_usage(FILE *f)
 	    "      --grace SECONDS    time sessions get to finish at SIGTERM "
 	    "(default 10)\n"
 	    "      --workers N        event loops, one thread each (1-256; "
-	    "default 1)\n"
+	    "default: the\n"
+	    "                         CPUs the process may use)\n"
 	    "      --metrics ADDR     serve Prometheus metrics (GET /metrics) "
 	    "on\n"
 	    "                         127.0.0.1:PORT, [::1]:PORT or "
@@ -591,12 +592,17 @@ cmd_proxy(int argc, char **argv)
 	if (proxy_gateway_is(l))
 		return gateway(&d, l);
 	/*
-	 * One loop unless asked: the existing scenarios do not all pass with
-	 * two yet (the head budget is divided among the loops), so the
-	 * default of the CPUs this process may use (workers_cpus) waits.
+	 * Unless asked, one loop per CPU this process may use (its affinity:
+	 * taskset, a cgroup's cpuset), at most PROXY_GROUP_MAX.  The limits
+	 * and budgets are the process's whatever the number (proxy.h), so
+	 * the default changes how fast, not what is served.  A gateway
+	 * (above) and a broker run one.
 	 */
-	if (d.o.workers == 0)
-		d.o.workers = 1;
+	if (d.o.workers == 0) {
+		unsigned cpus = workers_cpus();
+
+		d.o.workers = cpus < PROXY_GROUP_MAX ? cpus : PROXY_GROUP_MAX;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if ((d.base = engine_base_new()) == NULL)
 		fatalx("proxy: cannot create the event loop");

@@ -260,8 +260,7 @@ open_workers(struct engine *e, struct proxy_config *pc, struct policy *p)
 	struct proxy_policy_share *sh;
 	unsigned n = e->cf.workers;
 
-	if ((e->group = proxy_group_new(
-	         n, pc->max_sessions, pc->max_per_client)) == NULL ||
+	if ((e->group = proxy_group_new(n, pc)) == NULL ||
 	    (sh = proxy_policy_share_new(p, n)) == NULL)
 		fatalx("%s: out of memory", e->name);
 	pc->group = e->group;

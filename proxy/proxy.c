@@ -105,10 +105,15 @@ struct listener {
 };
 
 struct proxy_group {
-	unsigned n; /* proxies that divide the process's budgets */
+	unsigned n; /* proxies that divide the process's descriptors */
 	unsigned max_sessions;
 	unsigned max_per_client; /* 0: no limit */
-	atomic_uint sessions; /* reserved at accept, given back at close */
+	/*
+	 * The session count (shared.sessions: reserved at accept, given
+	 * back at close) and the memory budgets of the process, which every
+	 * proxy's sessions use as they are (session.h).
+	 */
+	struct session_shared shared;
 	atomic_ullong next_conn;
 	atomic_uint nwaiting; /* proxies paused at the limit */
 	pthread_mutex_t lock; /* all below; at accept and close only */
@@ -384,7 +389,7 @@ client_get(struct proxy_group *g, const struct sockaddr *sa, int len,
 }
 
 struct proxy_group *
-proxy_group_new(unsigned n, unsigned max_sessions, unsigned max_per_client)
+proxy_group_new(unsigned n, const struct proxy_config *cf)
 {
 	struct proxy_group *g = calloc(1, sizeof(*g));
 	size_t want;
@@ -392,13 +397,17 @@ proxy_group_new(unsigned n, unsigned max_sessions, unsigned max_per_client)
 	if (g == NULL)
 		return NULL;
 	g->n = n > 0 ? n : 1;
-	g->max_sessions = max_sessions ? max_sessions : SESSIONS_DEFAULT;
-	g->max_per_client = max_per_client;
+	g->max_sessions =
+	    cf->max_sessions ? cf->max_sessions : SESSIONS_DEFAULT;
+	g->max_per_client = cf->max_per_client;
+	session_shared_init(&g->shared,
+	    cf->head_memory ? cf->head_memory : HEADS_DEFAULT,
+	    cf->buffer_memory ? cf->buffer_memory : BUFFERS_DEFAULT);
 	want = g->max_sessions / 2 > 16 ? g->max_sessions / 2 : 16;
 	pthread_mutex_init(&g->lock, NULL);
 	TAILQ_INIT(&g->lingering);
 	/* Seeded per map: clients choose their addresses. */
-	if (max_per_client > 0 &&
+	if (g->max_per_client > 0 &&
 	    (g->clients = hmap_new(want < 65536 ? want : 65536)) == NULL) {
 		proxy_group_free(g);
 		g = NULL;
@@ -421,26 +430,26 @@ proxy_group_free(struct proxy_group *g)
 size_t
 proxy_group_sessions(struct proxy_group *g)
 {
-	return atomic_load(&g->sessions);
+	return atomic_load(&g->shared.sessions);
 }
 
 /* A session slot of G, or -1 when all are taken. */
 static int
 slot_reserve(struct proxy_group *g)
 {
-	unsigned n = atomic_load(&g->sessions);
+	unsigned n = atomic_load(&g->shared.sessions);
 
 	do {
 		if (n >= g->max_sessions)
 			return -1;
-	} while (!atomic_compare_exchange_weak(&g->sessions, &n, n + 1));
+	} while (!atomic_compare_exchange_weak(&g->shared.sessions, &n, n + 1));
 	return 0;
 }
 
 static int
 group_full(struct proxy_group *g)
 {
-	return atomic_load(&g->sessions) >= g->max_sessions;
+	return atomic_load(&g->shared.sessions) >= g->max_sessions;
 }
 
 static void
@@ -553,7 +562,7 @@ wake_waiting(struct proxy_group *g, struct proxy *self)
 static void
 slot_release(struct proxy *px)
 {
-	atomic_fetch_sub(&px->g->sessions, 1);
+	atomic_fetch_sub(&px->g->shared.sessions, 1);
 	if (atomic_load(&px->g->nwaiting) > 0)
 		wake_waiting(px->g, px);
 }
@@ -836,7 +845,7 @@ join_group(struct proxy *px, const struct proxy_config *cf)
 	int r = -1;
 
 	if (g == NULL) {
-		g = proxy_group_new(1, cf->max_sessions, cf->max_per_client);
+		g = proxy_group_new(1, cf);
 		px->own_group = 1;
 	}
 	if ((px->g = g) == NULL)
@@ -922,12 +931,9 @@ proxy_new(struct event_base *base, const struct proxy_config *cf)
 		proxy_free(px);
 		return NULL;
 	}
-	/* The process's budgets, divided among the loops that share them. */
+	/* The process's budgets, whole; its descriptors, divided. */
+	px->ctx.shared = &px->g->shared;
 	n = px->g->n;
-	px->ctx.head_budget =
-	    (cf->head_memory ? cf->head_memory : HEADS_DEFAULT) / n;
-	px->ctx.buf_budget =
-	    (cf->buffer_memory ? cf->buffer_memory : BUFFERS_DEFAULT) / n;
 	if ((px->ctx.pipes = pool_new(n)) == NULL ||
 	    (px->ctx.upool = upool_new(base, n)) == NULL) {
 		proxy_free(px);

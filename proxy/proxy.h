@@ -56,9 +56,12 @@ struct proxy_config {
 	 * stderr at most every 10 s per client.
 	 */
 	unsigned max_per_client;
-	/* Bytes of unfinished request heads, all sessions together; 0: 16M. */
+	/*
+	 * Bytes of unfinished request heads, all sessions together (every
+	 * loop's of the group); 0: 16M.
+	 */
 	size_t head_memory;
-	/* Bytes queued between clients and upstreams, about; 0: 64M. */
+	/* Bytes queued between clients and upstreams, about, the same; 0: 64M. */
 	size_t buffer_memory;
 	/* Called for each request refused with 403 (policy or address). */
 	void (*denied)(void *arg, const char *host, unsigned port);
@@ -96,18 +99,22 @@ struct proxy_config {
 
 /*
  * The limits shared by N proxies (at most PROXY_GROUP_MAX), one per event
- * loop of a process (workers.h), each maybe in a thread of its own:
- * MAX_SESSIONS (0: 4096) sessions in all, MAX_PER_CLIENT (0: none) per
- * client in all, one series of connection numbers; and the memory
- * budgets and splice pipes of the process, which each proxy divides by
- * N.  The session count is an atomic taken at accept and given back at
- * close; the client table has a mutex taken at accept and close only,
- * never per request.  A proxy that finds the group full stops accepting
- * (holding at most one accepted connection) until a session ends in any
- * of them.  Returns NULL (ENOMEM).  Freed after its proxies.
+ * loop of a process (workers.h), each maybe in a thread of its own, from
+ * CF's: max_sessions (0: 4096) sessions in all, max_per_client (0: none)
+ * per client in all, one series of connection numbers; head_memory and
+ * buffer_memory (0: 16M and 64M) for the whole process, every proxy's
+ * sessions together, never divided (session.h, struct session_shared:
+ * one relaxed atomic add per change of an unfinished head); and the
+ * splice pipes and kept upstream connections of the process, which each
+ * proxy divides by N.  The session count is an atomic taken at accept
+ * and given back at close; the client table has a mutex taken at accept
+ * and close only, never per request.  A proxy that finds the group full
+ * stops accepting (holding at most one accepted connection) until a
+ * session ends in any of them.  Returns NULL (ENOMEM).  Freed after its
+ * proxies.
  */
-struct proxy_group *
-proxy_group_new(unsigned n, unsigned max_sessions, unsigned max_per_client);
+struct proxy_config;
+struct proxy_group *proxy_group_new(unsigned n, const struct proxy_config *cf);
 void proxy_group_free(struct proxy_group *);
 
 /* Sessions open in all the group's proxies (exact). */

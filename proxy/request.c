@@ -172,33 +172,38 @@ slowest_head(struct session_ctx *ctx)
 
 /*
  * Counts the LEN bytes of S's unfinished head against the budget that
- * all sessions share (a per-session limit alone lets thousands of
- * connections each hold 64 KiB).  Over it, the heads that have waited
- * longest are refused with 503 until the rest fits: a slow client
- * (slowloris) loses before a fast one.  Returns 1 when S itself was
- * refused, else 0.
+ * all sessions of the process share, every loop's (a per-session limit
+ * alone lets thousands of connections each hold 64 KiB).  When S's head
+ * grows and the process's total is over the budget, the heads of this
+ * loop that have waited longest are refused with 503 while the total is
+ * over, S too if need be: a slow client (slowloris) loses before a fast
+ * one.  A loop closes only its own sessions (session.h, struct
+ * session_shared: no lock on the request path), so with several loops
+ * the refused are the slowest of the loop whose head grew.  Returns 1
+ * when S itself was refused, else 0.
  */
 static int
 head_account(struct session *s, size_t len)
 {
-	struct session_ctx *ctx = s->ctx;
+	struct session_shared *sh = s->ctx->shared;
+	int grew = len > s->head_held, self = 0;
+	size_t total = session_head_hold(s, len);
 	struct session *old;
-	int self = 0;
 
-	ctx->head_bytes += len - s->head_held;
-	s->head_held = len;
-	if (ctx->head_bytes <= ctx->head_budget) {
-		if (ctx->head_bytes < ctx->head_budget / 2)
-			ctx->head_full_said = 0;
+	if (total <= sh->head_max || !grew) {
+		if (total < sh->head_max / 2 &&
+		    atomic_load_explicit(&sh->head_said, memory_order_relaxed))
+			atomic_store_explicit(
+			    &sh->head_said, 0, memory_order_relaxed);
 		return 0;
 	}
-	if (!ctx->head_full_said)
+	/* Once per process while the budget stays reached. */
+	if (!atomic_exchange_explicit(&sh->head_said, 1, memory_order_relaxed))
 		log_warnx("unfinished request heads hold over %zu bytes; the "
 		          "slowest are refused (503)",
-		    ctx->head_budget);
-	ctx->head_full_said = 1;
-	while (ctx->head_bytes > ctx->head_budget &&
-	    (old = slowest_head(ctx)) != NULL) {
+		    sh->head_max);
+	/* Each refused only while the total is still over (session.h). */
+	while ((old = slowest_head(s->ctx)) != NULL && session_head_shed(old)) {
 		self |= old == s;
 		session_reply_close(old, 503,
 		    "the proxy's memory for unfinished request heads is full; "

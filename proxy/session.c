@@ -88,32 +88,36 @@ static int
 audit_put(struct session *s, const struct audit_rec *r)
 {
 	struct session_ctx *ctx = s->ctx;
-	int rc;
+	struct session_shared *sh = ctx->shared;
+	int rc, err;
 
 	if (ctx->audit == NULL)
 		return 0;
 	rc = audit_write(ctx->audit, r);
-	if (!ctx->audit_over_said && audit_over_limit(ctx->audit)) {
+	err = errno;
+	/* Said once per process: the flags are every loop's. */
+	if (!atomic_load_explicit(&sh->audit_over_said, memory_order_relaxed) &&
+	    audit_over_limit(ctx->audit) &&
+	    !atomic_exchange(&sh->audit_over_said, 1))
 		log_warnx(
 		    "audit log: this run reached its limit on what it may "
 		    "write; further requests are only counted, per "
 		    "host, in summary records at the end");
-		ctx->audit_over_said = 1;
-	}
 	if (rc < 0) {
-		ctx->audit_failures++;
+		atomic_fetch_add(&sh->audit_failures, 1);
 		metrics_audit_failure(ctx->metrics);
-		if (!ctx->audit_broken)
+		if (!atomic_exchange(&sh->audit_broken, 1))
 			log_warnx("audit log: cannot write (%s); requests are "
 			          "refused with 503 until it can be written",
-			    strerror(errno));
-		ctx->audit_broken = 1;
-	} else if (ctx->audit_broken) {
+			    strerror(err));
+	} else if (atomic_load_explicit(
+	               &sh->audit_broken, memory_order_relaxed) &&
+	    atomic_exchange(&sh->audit_broken, 0)) {
 		log_warnx("audit log: writable again after %llu failed "
 		          "records; serving requests",
-		    (unsigned long long)ctx->audit_failures);
-		ctx->audit_broken = 0;
+		    (unsigned long long)atomic_load(&sh->audit_failures));
 	}
+	errno = err;
 	return rc;
 }
 
@@ -590,9 +594,9 @@ session_send_now(struct bufferevent *bev)
 size_t
 session_buf_high(const struct session_ctx *ctx)
 {
-	size_t share = ctx->nsessions > 0
-	    ? ctx->buf_budget / (2 * ctx->nsessions)
-	    : RELAY_HIGH;
+	const struct session_shared *sh = ctx->shared;
+	size_t n = atomic_load_explicit(&sh->sessions, memory_order_relaxed);
+	size_t share = n > 0 ? sh->buf_max / (2 * n) : RELAY_HIGH;
 
 	if (share > RELAY_HIGH)
 		return RELAY_HIGH;
@@ -628,10 +632,68 @@ session_head_ready(struct evbuffer *in, size_t *seen)
 /* --- the memory of unfinished heads, the policy held ------------------------ */
 
 void
+session_shared_init(struct session_shared *sh, size_t head_max, size_t buf_max)
+{
+	memset(sh, 0, sizeof(*sh));
+	atomic_init(&sh->sessions, 0);
+	atomic_init(&sh->head_bytes, 0);
+	atomic_init(&sh->head_said, 0);
+	atomic_init(&sh->audit_broken, 0);
+	atomic_init(&sh->audit_over_said, 0);
+	atomic_init(&sh->audit_failures, 0);
+	sh->head_max = head_max;
+	sh->buf_max = buf_max;
+}
+
+/*
+ * Called for every read of a head and at its end: one relaxed atomic,
+ * since the total publishes nothing else, and only a load when S's head
+ * did not change.  Size arithmetic is modular: a head may shrink.
+ */
+size_t
+session_head_hold(struct session *s, size_t len)
+{
+	atomic_size_t *total = &s->ctx->shared->head_bytes;
+	size_t was = s->head_held, before;
+
+	s->head_held = len;
+	s->ctx->head_bytes += len - was;
+	if (len > was)
+		before = atomic_fetch_add_explicit(
+		    total, len - was, memory_order_relaxed);
+	else if (len < was)
+		before = atomic_fetch_sub_explicit(
+		    total, was - len, memory_order_relaxed);
+	else
+		before = atomic_load_explicit(total, memory_order_relaxed);
+	return before + (len - was);
+}
+
+void
 session_head_release(struct session *s)
 {
-	s->ctx->head_bytes -= s->head_held;
+	if (s->head_held > 0)
+		(void)session_head_hold(s, 0);
+}
+
+int
+session_head_shed(struct session *s)
+{
+	struct session_shared *sh = s->ctx->shared;
+	size_t held = s->head_held;
+	size_t total =
+	    atomic_load_explicit(&sh->head_bytes, memory_order_relaxed);
+
+	/* Off the total only if it is still over: else another loop's shed
+	 * (or a head that ended) made room already. */
+	do {
+		if (held == 0 || total <= sh->head_max)
+			return 0;
+	} while (!atomic_compare_exchange_weak_explicit(&sh->head_bytes, &total,
+	    total - held, memory_order_relaxed, memory_order_relaxed));
 	s->head_held = 0;
+	s->ctx->head_bytes -= held;
+	return 1;
 }
 
 /*

@@ -48,6 +48,50 @@ struct proxy_policy_share {
 	struct policy *p;
 };
 
+/*
+ * What the event loops of one process share on the data path (proxy.c's
+ * group holds it; a proxy alone, one of its own): the open sessions, the
+ * two memory budgets, --head-memory and --buffer-memory, each for the
+ * whole process, never divided among the loops, and the state of the
+ * audit log as stderr tells it (said once per process, not per loop).
+ *
+ * HEAD_BYTES is exact: every change of an unfinished head, in any loop,
+ * is one relaxed atomic add (session_head_hold, session_head_release),
+ * so it is at every moment the sum of every loop's unfinished heads.  A
+ * loop whose head grows and brings the total over HEAD_MAX refuses its
+ * own slowest heads (request.c), that one last, until the total fits: no
+ * loop touches another's sessions, so the request path takes no lock.
+ * A head is refused only while the total is over the budget: its bytes
+ * come off by a compare-and-swap that holds only then (session_head_shed),
+ * so two loops over the budget at once do not both refuse for the same
+ * excess.  The total passes the budget only while a loop is between a
+ * read and its refusals, by at most that read.
+ *
+ * The buffer budget is not counted byte by byte: it is kept by each
+ * session's watermark, BUF_MAX over twice the process's open sessions
+ * (session_buf_high), so all loops together queue about BUF_MAX, as one
+ * loop alone did.  SESSIONS is the group's session count (proxy.c: a slot
+ * reserved at accept, given back at close).
+ *
+ * Padding keeps the counter every request writes off the line that the
+ * relays and every audit record read.
+ */
+struct session_shared {
+	atomic_uint sessions; /* open in every loop (proxy.c's slots) */
+	size_t head_max; /* bytes of unfinished heads, the process's */
+	size_t buf_max; /* bytes queued by relays, the process's, about */
+	atomic_int audit_broken; /* the last write failed (said once) */
+	atomic_int audit_over_said; /* the log's limit was reached (said) */
+	atomic_ullong audit_failures; /* records that could not be written */
+	char pad[64];
+	atomic_size_t head_bytes; /* unfinished heads now, every loop's */
+	atomic_int head_said; /* the budget was reached (said once) */
+};
+
+/* Sets SH up for HEAD_MAX and BUF_MAX bytes (neither 0), no session. */
+void
+session_shared_init(struct session_shared *sh, size_t head_max, size_t buf_max);
+
 /* A policy shared by the sessions that started under it. */
 struct proxy_policy {
 	struct policy *p;
@@ -90,13 +134,9 @@ struct session_ctx {
 	const struct session_ops *ops; /* request.c's (request_new) */
 	struct session_list sessions;
 	size_t nsessions;
-	uint64_t audit_failures;
-	int audit_broken; /* the last write failed (said once) */
-	int audit_over_said; /* the log's limit was reached (said once) */
-	size_t head_bytes; /* unfinished request heads, all sessions */
-	size_t head_budget; /* ...at most; beyond, the slowest get 503 */
-	int head_full_said; /* the budget was reached (said once) */
-	size_t buf_budget; /* relay buffers, all sessions (session_buf_high) */
+	size_t head_bytes; /* unfinished request heads, this loop's */
+	/* The process's count and budgets, shared with other loops. */
+	struct session_shared *shared;
 	/*
 	 * Called after a session is gone (the proxy may accept again), with
 	 * the owner session_set_owner() gave it (NULL if none).
@@ -216,8 +256,21 @@ void session_start_handshake_timer(struct session *s);
  */
 void session_next_request(struct session *s);
 
-/* S's unfinished head no longer counts against ctx->head_budget. */
+/*
+ * S's unfinished head is LEN bytes now: counted in its loop's and the
+ * process's totals.  Returns the process's total after the change.
+ */
+size_t session_head_hold(struct session *s, size_t len);
+
+/* S's unfinished head no longer counts against the head budget. */
 void session_head_release(struct session *s);
+
+/*
+ * If the process's heads are over the budget now, S's unfinished head
+ * stops counting (as session_head_release) and 1 is returned: S is to be
+ * refused.  0 when the total fits (S keeps its head), or S holds none.
+ */
+int session_head_shed(struct session *s);
 
 /*
  * A whole head was read: S takes the context's current policy (a reload
@@ -236,8 +289,9 @@ int session_head_ready(struct evbuffer *in, size_t *seen);
 /*
  * How many bytes a session may queue toward one peer before it stops
  * reading the side that feeds it: 256 KiB, less when many sessions are
- * open, so that all of them together queue about ctx->buf_budget (never
- * less than 16 KiB each, or bulk transfers would crawl).
+ * open in the whole process (every loop's), so that all of them together
+ * queue about ctx->shared->buf_max (never less than 16 KiB each, or bulk
+ * transfers would crawl).  One relaxed atomic load.
  */
 size_t session_buf_high(const struct session_ctx *);
 

@@ -9,7 +9,8 @@
 # all have it, and 60 new connections, spread by the kernel, are all
 # decided by the new policy); connections on a Unix socket are handed
 # round the loops; SIGTERM ends it cleanly (exit 0, no sanitizer report).
-# --workers is refused with --broker.
+# Without --workers there is one loop per CPU the process may use (nproc;
+# one under taskset -c 0), as -v says.  --workers is refused with --broker.
 # usage: proxy_workers.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
 ph_begin proxy_workers nginx openssl socat curl jq
@@ -173,6 +174,30 @@ for ((i = 0; i < 20; i++)); do
 done
 equal "unix: 20 handed-off connections served" "$ok200" 20
 stop_proxy unix "$UPID" "$T/unix.err"
+
+# --- without --workers: one loop per CPU the process may use ------------------------
+# nproc counts the CPUs of the affinity mask, as the proxy does
+# (sched_getaffinity); OMP_* would make it say otherwise.
+cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+workers_said() { file_has "$PX_ERR" '^pinhole: proxy: [0-9]+ workers?$'; }
+start_proxy dflt "$pol" -v || exit 1
+wait_for 5 workers_said
+if [ "$cpus" = 1 ]; then plural=; else plural=s; fi
+expect "default: one worker per CPU" "$(cat "$PX_ERR")" "^pinhole: proxy: $cpus worker$plural\$"
+equal "default: threads" "$(threads "$PX_PID")" "$cpus"
+code=$(px_curl -o /dev/null -w '%{http_code}' "http://$W/index.html" 2>/dev/null)
+equal "default: served" "$code" 200
+stop_proxy dflt
+# Pinned to one CPU (taskset): one loop, no thread.
+PX_PREFIX=(taskset -c 0)
+start_proxy pinned "$pol" -v || exit 1
+PX_PREFIX=()
+wait_for 5 workers_said
+expect "taskset -c 0: one worker" "$(cat "$PX_ERR")" '^pinhole: proxy: 1 worker$'
+equal "taskset -c 0: threads" "$(threads "$PX_PID")" 1
+code=$(px_curl -o /dev/null -w '%{http_code}' "http://$W/index.html" 2>/dev/null)
+equal "taskset -c 0: served" "$code" 200
+stop_proxy pinned
 
 # --- where --workers does not apply -------------------------------------------------
 out=$("$PINHOLE" proxy -p "$pol" --broker "$T/b.sock" --workers 2 2>&1)

@@ -398,8 +398,8 @@ fixture_proxy_setup(void **state)
 	f->ctx.base = f->base;
 	f->ctx.run_id = "test";
 	TAILQ_INIT(&f->ctx.sessions);
-	f->ctx.head_budget = 1 << 20;
-	f->ctx.buf_budget = 64 << 20;
+	session_shared_init(&f->shared, 1 << 20, 64 << 20);
+	f->ctx.shared = &f->shared;
 	f->ctx.ended = on_ended;
 	f->ctx.ended_arg = f;
 	f->ctx.denied = on_denied;

@@ -119,6 +119,7 @@ void fixture_diag(void *arg, const struct policy_diag *d);
 struct fixture_proxy {
 	struct event_base *base;
 	struct session_ctx ctx;
+	struct session_shared shared; /* ctx's: 1 MiB of heads, 64 MiB */
 	int lfd; /* the upstream's listener */
 	uint16_t port;
 	int cfd; /* the client's end */

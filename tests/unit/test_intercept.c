@@ -47,6 +47,7 @@ static const char *const hosts[] = {"up.test"};
 struct fixture {
 	struct event_base *base;
 	struct session_ctx ctx;
+	struct session_shared shared;
 	struct ca *ca;
 	struct proxy_policy *pp;
 	int cfd;
@@ -80,8 +81,8 @@ setup(void **state)
 	f->ctx.run_id = "test";
 	f->ctx.policy = f->pp;
 	TAILQ_INIT(&f->ctx.sessions);
-	f->ctx.head_budget = 1 << 20;
-	f->ctx.buf_budget = 64 << 20;
+	session_shared_init(&f->shared, 1 << 20, 64 << 20);
+	f->ctx.shared = &f->shared;
 	return 0;
 }
 

@@ -2,7 +2,8 @@
  * test_session.c: unit tests of proxy/session.c, what every part of the
  * request path does to a session: proxy-made answers (one printable
  * reason line, the 403 told to the context), the close path and the
- * context's callbacks, the relay budget, and when a head is worth
+ * context's callbacks, the relay budget and the head budget, both the
+ * process's (several loops' contexts sharing one), when a head is worth
  * parsing again, and writes made in the turn that asks for them.
  *
  * The session comes from request_new() on one end of a socketpair (see
@@ -94,22 +95,76 @@ test_close(void **state)
 	assert_true(fixture_pump(f, fixture_client_eof));
 }
 
-/* The relay budget: 256 KiB at most, shared, never under 16 KiB. */
+/*
+ * The relay budget: 256 KiB at most, never under 16 KiB, and divided by
+ * the sessions of the whole process: another loop's context sharing the
+ * count and budget gets the same share.
+ */
 static void
 test_buf_high(void **state)
 {
 	struct fixture_proxy *f = *state;
+	struct session_ctx other = {.shared = &f->shared};
 
-	f->ctx.buf_budget = 64 << 20;
-	f->ctx.nsessions = 0;
+	assert_int_equal(f->shared.buf_max, 64 << 20);
 	assert_int_equal(session_buf_high(&f->ctx), 256 * 1024);
-	f->ctx.nsessions = 1;
+	atomic_store(&f->shared.sessions, 1);
 	assert_int_equal(session_buf_high(&f->ctx), 256 * 1024);
-	f->ctx.nsessions = 200;
+	/* 200 sessions in the process, none of them this loop's. */
+	atomic_store(&f->shared.sessions, 200);
 	assert_int_equal(session_buf_high(&f->ctx), (64 << 20) / 400);
-	f->ctx.nsessions = 100000;
+	assert_int_equal(session_buf_high(&other), (64 << 20) / 400);
+	atomic_store(&f->shared.sessions, 100000);
 	assert_int_equal(session_buf_high(&f->ctx), 16 * 1024);
-	f->ctx.nsessions = 0;
+	atomic_store(&f->shared.sessions, 0);
+}
+
+/*
+ * Two loops' contexts share one head budget: the process's total is the
+ * exact sum of every session's unfinished head, through growth, shrinking,
+ * shedding and release, and each loop's own count stays its own.  A head
+ * is shed only while the total is over the budget.
+ */
+static void
+test_head_hold_shared(void **state)
+{
+	struct fixture_proxy *f = *state, *g;
+	void *gs = NULL;
+	struct session *a, *b;
+
+	assert_int_equal(fixture_proxy_setup(&gs), 0);
+	g = gs;
+	g->ctx.shared = &f->shared; /* G is another loop of F's process */
+	fixture_client(f);
+	fixture_client(g);
+	a = only_session(f);
+	b = only_session(g);
+	assert_int_equal(session_head_hold(a, 1000), 1000);
+	assert_int_equal(session_head_hold(b, 500), 1500);
+	assert_int_equal(session_head_hold(b, 500), 1500); /* unchanged */
+	assert_int_equal(f->ctx.head_bytes, 1000);
+	assert_int_equal(g->ctx.head_bytes, 500);
+	/* Over a budget of 1,200: one head comes off, the next would not. */
+	f->shared.head_max = 1200;
+	assert_int_equal(session_head_shed(b), 1);
+	assert_int_equal(atomic_load(&f->shared.head_bytes), 1000);
+	assert_int_equal(g->ctx.head_bytes, 0);
+	assert_int_equal(session_head_shed(a), 0);
+	assert_int_equal(session_head_shed(b), 0); /* holds none now */
+	assert_int_equal(f->ctx.head_bytes, 1000);
+	assert_int_equal(session_head_hold(b, 500), 1500);
+	assert_int_equal(session_head_hold(a, 400), 900); /* shrinks */
+	session_head_release(b);
+	assert_int_equal(atomic_load(&f->shared.head_bytes), 400);
+	assert_int_equal(g->ctx.head_bytes, 0);
+	session_head_release(b); /* twice: nothing more */
+	assert_int_equal(atomic_load(&f->shared.head_bytes), 400);
+	/* A session that closes gives its head back. */
+	session_close(a, "test");
+	assert_int_equal(atomic_load(&f->shared.head_bytes), 0);
+	assert_int_equal(f->ctx.head_bytes, 0);
+	fixture_proxy_teardown(&gs);
+	assert_int_equal(atomic_load(&f->shared.head_bytes), 0);
 }
 
 /* A head is parsed again only when new bytes hold a LF. */
@@ -182,6 +237,7 @@ main(void)
 	    FIXTURE_PROXY_TEST(test_reply_close_status),
 	    FIXTURE_PROXY_TEST(test_close),
 	    FIXTURE_PROXY_TEST(test_buf_high),
+	    FIXTURE_PROXY_TEST(test_head_hold_shared),
 	    cmocka_unit_test(test_head_ready),
 	    cmocka_unit_test(test_send_now),
 	};

@@ -43,7 +43,9 @@ two_open(struct two *t, unsigned max_sessions, unsigned per_client)
 
 	t->base = event_base_new();
 	assert_non_null(t->base);
-	t->g = proxy_group_new(2, max_sessions, per_client);
+	pc.max_sessions = max_sessions;
+	pc.max_per_client = per_client;
+	t->g = proxy_group_new(2, &pc);
 	assert_non_null(t->g);
 	pc.group = t->g;
 	pc.policy = fixture_policy(POLICY, 0);
@@ -228,7 +230,8 @@ test_threads_reload_and_stop(void **state)
 	struct event_base *base = event_base_new();
 	struct watch w = {0};
 	struct workers *ws;
-	struct proxy_group *g = proxy_group_new(3, 10, 0);
+	struct proxy_group *g =
+	    proxy_group_new(3, &(struct proxy_config){.max_sessions = 10});
 
 	(void)state;
 	assert_non_null(base);
