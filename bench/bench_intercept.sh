@@ -39,6 +39,10 @@
 #              mutateHeaders hook
 #   reftls     bench/reftls.c: terminate, re-encrypt, relay; nothing else
 #              (no header): the floor of an intercepting relay here
+#   pinhole    `pinhole proxy` itself on the host (the first binary,
+#              PINHOLE_PROXY_ARGS), the test CA pinned for its leaves,
+#              the intercepted row's rule: pinhole as the peers run,
+#              without the sandbox (not in the default PEERS)
 # Rows are interleaved: run 1 of every row, then run 2, and so on.  For
 # each row, CPU per request (ka), per connection (new) and per MB (bulk)
 # of the proxy (pinhole: the run's engine; a peer: its process and its
@@ -319,12 +323,40 @@ start_reftls() {
 	PEER_WHAT="bench/reftls.c, OpenSSL $(openssl version | cut -d' ' -f2)"
 }
 
-# leaf_key PORT: the type and size of the key of the certificate that
-# the peer on PORT presents for web.test (the handshake's signature: an
-# RSA leaf costs a new connection far more than an EC one).
+# pinhole as the peers run: `pinhole proxy` on the host (the first
+# binary, PINHOLE_PROXY_ARGS, default none: as many workers as CPUs),
+# the test CA pinned for its leaves, the same rule as the sandbox's
+# intercepted row.  Its row against reftls and the peers has no sandbox
+# on either side.
+start_pinhole() {
+	local d=$T/phproxy
+	mkdir -p "$d"
+	cp "$T/pki/ca.key" "$d/ca.key"
+	chmod 600 "$d/ca.key"
+	PEER_PORT=$(rand_port)
+	cat >"$d/pinhole.conf" <<EOF
+ca cert $T/ca.pem key $d/ca.key
+secret tok file $T/tok
+resolve web.test 127.0.0.1
+allow web.test:$S_PORT { private upstream-ca $T/ca.pem inject bearer tok }
+EOF
+	# shellcheck disable=SC2086 # PINHOLE_PROXY_ARGS is a list of words
+	spawn pinhole "$PINHOLE" proxy -p "$d/pinhole.conf" \
+		--listen "127.0.0.1:$PEER_PORT" --log "$d/audit.jsonl" \
+		${PINHOLE_PROXY_ARGS:-}
+	PEER_PID=$SPAWNED
+	wait_for 30 port_listening "$PEER_PORT"
+	PEER_WHAT="pinhole proxy $PINHOLE ${PINHOLE_PROXY_ARGS:-}($(awk \
+		'/^Threads:/ { print $2 }' "/proc/$PEER_PID/status") threads)"
+}
+
+# leaf_key PORT [HOST]: the type and size of the key of the certificate
+# that the peer on PORT presents for web.test when asked to CONNECT to
+# HOST (default 127.0.0.1): the handshake's signature, and an RSA leaf
+# costs a new connection far more than an EC one.
 leaf_key() {
 	echo | timeout 10 openssl s_client -proxy "127.0.0.1:$1" \
-		-connect "127.0.0.1:$S_PORT" -servername web.test 2>/dev/null |
+		-connect "${2:-127.0.0.1}:$S_PORT" -servername web.test 2>/dev/null |
 		sed -n 's/^Peer signature type: //p; s/^Server public key is //p' |
 		tr '\n' ' '
 }
@@ -335,7 +367,7 @@ started=()
 for p in $PEERS; do
 	PEER_PORT='' PEER_PID='' PEER_WHAT=''
 	if ! declare -F "start_$p" >/dev/null; then
-		echo "bench_intercept: no peer $p (PEERS: mitmproxy squid srt reftls)"
+		echo "bench_intercept: no peer $p (PEERS: mitmproxy squid srt reftls pinhole)"
 		exit 2
 	fi
 	if "start_$p" && [ -n "$PEER_PORT" ] && port_listening "$PEER_PORT" &&
@@ -344,7 +376,7 @@ for p in $PEERS; do
 		peer_pid[$p]=$PEER_PID
 		started+=("$p")
 		echo "peer $p: $PEER_WHAT, 127.0.0.1:$PEER_PORT, leaf key" \
-			"$(leaf_key "$PEER_PORT")"
+			"$(leaf_key "$PEER_PORT" "$([ "$p" != pinhole ] || echo web.test)")"
 	else
 		echo "peer $p: did not start; left out"
 		tail -5 "$T/$p.err" 2>/dev/null | sed 's/^/  | /'
@@ -371,6 +403,12 @@ load() {
 		else
 			p=(engine_cpu)
 		fi
+		;;
+	pinhole)
+		# Its policy names web.test, and the CONNECT target must agree
+		# with the SNI and Host: tlsload's default, web.test:PORT.
+		pre=(env "TLSLOAD_PROXY=127.0.0.1:${peer_port[$kind]}")
+		p=(peer_cpu "${peer_pid[$kind]}")
 		;;
 	*)
 		pre=(env "TLSLOAD_PROXY=127.0.0.1:${peer_port[$kind]}"
