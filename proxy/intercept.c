@@ -303,7 +303,13 @@ intercept_up_drain(struct bufferevent *bev)
 		} else
 			err = SSL_get_error(ssl, n);
 	}
-	if (n <= 0 && err != SSL_ERROR_WANT_READ) {
+	/*
+	 * Wanting to write (a TLS 1.3 KeyUpdate's answer on a full socket)
+	 * is no end: libevent's own next read meets it again and waits for
+	 * the socket to take it.
+	 */
+	if (n <= 0 && err != SSL_ERROR_WANT_READ &&
+	    err != SSL_ERROR_WANT_WRITE) {
 		/*
 		 * The end (a close_notify, or EOF: SSL_OP_IGNORE_UNEXPECTED_EOF)
 		 * or a failure, which libevent would only meet at the socket's
