@@ -202,7 +202,6 @@ pump_until(
 	    fixture_now_ms() < end) {
 		event_base_loop(f->base, EVLOOP_NONBLOCK);
 		event_base_loop(g->base, EVLOOP_NONBLOCK);
-		usleep(1000);
 	}
 	return atomic_load(&f->shared.head_bytes) == want &&
 	    g->ctx.nsessions == gn;
