@@ -53,6 +53,8 @@
 # directory of the run; SRT_DIR: an installed package directory to use
 # instead); one that does not start is left out, said so.
 # Nothing leaves the machine.  LOAD_ONLY=1 runs only the tlsload rows.
+# RUN_ARGS: words given to `pinhole run` in the sandbox's tlsload rows
+# (e.g. "--workers 2"; every binary must take them).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -gt 0 ] || set -- "$ROOT/build/pinhole"
@@ -62,6 +64,7 @@ KA_N=${KA_N:-200}
 NEW_SECS=${NEW_SECS:-3}
 LOAD_ONLY=${LOAD_ONLY:-0}
 PEERS=${PEERS-"mitmproxy squid srt reftls"}
+RUN_ARGS=${RUN_ARGS:-}
 # PERF=DIR: only the intercepted tlsload rows of the first binary, each
 # under `perf record -a` (DIR/ka.data, new.data, bulk.data); read them
 # with perf report --comm pinhole.  No peers.
@@ -152,25 +155,34 @@ ticks() {
 
 # engine_cpu CMD...: runs CMD (a `pinhole run`) in the background, prints
 # its standard output, and then "px=TICKS": the CPU time the run's engine
-# (the child of `run` that is not pinhole-init) had used when last seen,
-# sampled every 20 ms while it lives.
+# (the first child of `run`) had used when last seen,
+# sampled every 20 ms while it lives.  The sampling forks nothing (bash's
+# own read, and a read that times out on a FIFO nobody writes as the
+# pause): the `cut` and `sleep` it forked before, 100 a second, took a
+# quarter to a third of the sandbox rows' rate on this VM (2026-12-02,
+# bench/README.md), a cost the peer rows, read only before and after,
+# never paid.
 engine_cpu() {
-	local pid eng='' ticks=0 i c
+	local pid eng='' ticks=0 i kids s f nap
+	[ -p "$T/nap" ] || mkfifo "$T/nap"
+	exec {nap}<>"$T/nap"
 	"$@" >"$T/load.out" &
 	pid=$!
 	for ((i = 0; i < 500; i++)); do
 		[ -z "$eng" ] || break
-		for c in $(pgrep -P "$pid"); do
-			[ "$(cat "/proc/$c/comm" 2>/dev/null)" = pinhole-init ] ||
-				eng=$c
-		done
-		[ -n "$eng" ] || sleep 0.01
+		# The engine is forked first: the first child listed (the
+		# sandbox's may not have its name pinhole-init yet).
+		kids=''
+		read -r kids 2>/dev/null <"/proc/$pid/task/$pid/children" || true
+		eng=${kids%% *}
+		[ -n "$eng" ] || read -r -t 0.01 -u "$nap" s || true
 	done
-	while [ -n "$eng" ] && c=$(cut -d' ' -f14,15 "/proc/$eng/stat" \
-		2>/dev/null); do
-		ticks=$((${c% *} + ${c#* }))
-		sleep 0.02
+	while [ -n "$eng" ] && read -r s 2>/dev/null <"/proc/$eng/stat"; do
+		read -ra f <<<"${s##*) }"
+		ticks=$((f[11] + f[12]))
+		read -r -t 0.02 -u "$nap" s || true
 	done
+	exec {nap}<&-
 	wait "$pid"
 	echo "$(cat "$T/load.out") px=$ticks"
 }
@@ -395,7 +407,8 @@ load() {
 	direct) ;;
 	opaque | icpt)
 		ph=${bins[${row#*:}]}
-		pre=("$ph" run --log "$T/a.jsonl" -p "$T/$kind.conf" -- env
+		# shellcheck disable=SC2206 # RUN_ARGS is a list of words
+		pre=("$ph" run $RUN_ARGS --log "$T/a.jsonl" -p "$T/$kind.conf" -- env
 			TLSLOAD_PROXY=127.0.0.1:3128)
 		# shellcheck disable=SC2206 # PERF_ARGS is a list of words
 		if [ -n "$PERF" ]; then
@@ -497,7 +510,7 @@ else
 	for ((i = 0; i < ${#bins[@]}; i++)); do rows+=("opaque:$i" "icpt:$i"); done
 	rows+=("${started[@]}")
 fi
-echo "tlsload: $KA_CONC connections; ka: $KA_N requests each; new: $NEW_SECS s; $(uptime)"
+echo "tlsload: $KA_CONC connections; ka: $KA_N requests each; new: $NEW_SECS s; ${RUN_ARGS:+run $RUN_ARGS; }$(uptime)"
 mkdir -p "$T/res"
 for ((r = 0; r < RUNS; r++)); do
 	for row in "${rows[@]}"; do
