@@ -8,7 +8,9 @@
 # token injected (nginx answers only with the token): all 320 get their
 # own body; both loops served some (each thread woke many times).  Denied
 # targets from parallel clients are counted exactly once each in the
-# run's last line; the audit log has every request and end record.
+# run's last line.  Four slow downloads are still open when the command
+# ends: their sessions, on whichever loop, are closed and logged.  The
+# audit log has every request and end record.
 # --workers 0, 999 and x are refused (125), so is --workers with --broker.
 # usage: run_workers.sh PATH-TO-PINHOLE
 . "$(dirname "$0")/lib.sh"
@@ -28,6 +30,7 @@ workers_conf() {
 			listen 127.0.0.1:$S_PORT ssl;
 			ssl_certificate $T/server.pem;
 			ssl_certificate_key $T/server.key;
+			root $T/www;
 			location /k/ {
 				if (\$http_authorization != "Bearer $TOKEN") {
 					return 401 "no token";
@@ -37,6 +40,8 @@ workers_conf() {
 		}
 	EOF
 }
+mkdir -p "$T/www"
+head -c $((8 << 20)) /dev/urandom >"$T/www/big"
 nginx_serve nginx NGINX_PID S_PORT workers_conf || exit 1
 cat >"$T/p.conf" <<EOF
 secret tok file $T/tok
@@ -49,7 +54,8 @@ LOG=$T/audit.jsonl
 
 # The sandbox's work, between two lines read from the fifo "go" (the
 # test's marks): 16 keep-alive connections at once, 20 requests each;
-# then 6 denied CONNECTs at once, then 6 denied plain requests at once.
+# then 6 denied CONNECTs at once, then 6 denied plain requests at once;
+# then four downloads at 1 KB/s, left running once their heads came.
 cat >"$W/traffic.sh" <<'EOF'
 #!/bin/sh
 port=$1
@@ -75,6 +81,17 @@ for i in 1 2 3 4 5 6; do
 	curl -sS -o /dev/null -w 'deny-plain %{http_code}\n' http://deny.test/x 2>/dev/null &
 done >>deny.out
 wait
+for i in 1 2 3 4; do
+	curl -sS --limit-rate 1k -D "held.$i" -o /dev/null \
+		"https://web.test:$port/big" 2>/dev/null &
+done
+n=0
+# The origin's head (after the proxy's to the CONNECT) came to each.
+while [ "$n" -lt 400 ] && [ "$(cat held.* 2>/dev/null | grep -ci '^content-length: 8388608')" -lt 4 ]; do
+	sleep 0.05
+	n=$((n + 1))
+done
+cat held.* >held.out
 echo done >traffic.done
 read -r x <go
 EOF
@@ -179,6 +196,8 @@ equal "keep-alive: one connection per client" \
 	"$(awk '{ n += $NF } END { print n }' "$W/ka.out")" 16
 equal "denied CONNECTs: 403 each" "$(grep -c '^deny-tls 403$' "$W/deny.out")" 6
 equal "denied requests: 403 each" "$(grep -c '^deny-plain 403$' "$W/deny.out")" 6
+equal "held downloads: all four started" \
+	"$(grep -ci '^content-length: 8388608' "$W/held.out")" 4
 # Each target once, with its count, in the order first denied.
 equal "denied: the run's last line" "$(last_line "$ERR")" \
 	"pinhole: 12 denied: deny.test:443 (x6), deny.test:80 (x6); see $LOG"
@@ -189,17 +208,25 @@ audit_wellformed "workers 2" "$LOG"
 # count FILTER: records matching, identical denials folded counted whole.
 count() { jq -s "[.[] | select($1) | (.count // 1)] | add // 0" "$LOG"; }
 K='.host == "web.test"'
-equal "audit: 16 CONNECTs allowed" \
-	"$(count "$K and .event == \"request\" and .method == \"CONNECT\" and .decision == \"allow\"")" 16
+# Each connection: its CONNECT's request and end records (the end when
+# the tunnel became TLS inside), then a request and an end record per
+# request inside.
+equal "audit: 20 CONNECTs allowed (16 keep-alive, 4 held)" \
+	"$(count "$K and .event == \"request\" and .method == \"CONNECT\" and .decision == \"allow\"")" 20
+equal "audit: 20 CONNECTs ended" \
+	"$(count "$K and .event == \"end\" and .method == \"CONNECT\" and .status == 200")" 20
 equal "audit: 320 requests inside, allowed" \
 	"$(count "$K and .event == \"request\" and .method == \"GET\" and .decision == \"allow\" and (.path | startswith(\"/k/c\"))")" 320
-equal "audit: each names the secret" \
-	"$(count "$K and .event == \"request\" and .method == \"GET\" and .secret == \"tok\"")" 320
 equal "audit: 320 requests inside ended with 200" \
-	"$(count "$K and .event == \"end\" and .method == \"GET\" and .status == 200")" 320
-equal "audit: 16 connections ended" \
-	"$(count "$K and .event == \"end\" and .method == \"CONNECT\"")" 16
-equal "audit: nothing else of web.test" "$(count "$K")" $((16 + 320 + 320 + 16))
+	"$(count "$K and .event == \"end\" and .method == \"GET\" and .status == 200 and (.path | startswith(\"/k/c\")) and .error == null")" 320
+# The four held: their request, and their end, cut by the run's end.
+equal "audit: 4 held downloads allowed" \
+	"$(count "$K and .event == \"request\" and .path == \"/big\" and .decision == \"allow\"")" 4
+equal "audit: 4 held downloads closed and logged at the end" \
+	"$(count "$K and .event == \"end\" and .path == \"/big\" and .error == \"the proxy is shutting down\"")" 4
+equal "audit: each request inside names the secret" \
+	"$(count "$K and .method == \"GET\" and .secret == \"tok\"")" $((2 * 324))
+equal "audit: nothing else of web.test" "$(count "$K")" $((2 * 20 + 2 * 324))
 equal "audit: 12 denials of deny.test" \
 	"$(count '.host == "deny.test" and .event == "request" and .decision == "deny"')" 12
 
