@@ -1,6 +1,7 @@
 /*
- * workers.c: the other event loops of `pinhole proxy --workers N`, each
- * in its own thread (workers.h says what is per loop and what is shared).
+ * workers.c: the other event loops of `pinhole proxy --workers N` and
+ * `pinhole run --workers N`, each in its own thread (workers.h says what
+ * is per loop and what is shared).
  *
  * A thread only runs its loop.  What it is asked to do arrives as mail:
  * a connection handed off by loop 0, a policy to swap in, a stop.  Mail

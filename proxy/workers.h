@@ -1,6 +1,7 @@
 /*
- * workers.h: the other event loops of `pinhole proxy --workers N`, each
- * in a thread of its own, beside the caller's loop (loop 0, engine.c).
+ * workers.h: the other event loops of `pinhole proxy --workers N` and of
+ * a run's engine (`pinhole run --workers N`), each in a thread of its
+ * own, beside the caller's loop (loop 0, engine.c).
  *
  * Each loop has its own event base, resolver (a c-ares channel and its
  * cache), struct proxy (sessions, splice pipes, upstream state), TLS
