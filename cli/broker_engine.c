@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <pthread.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -388,6 +389,8 @@ static void __attribute__((noreturn)) serve(const struct broker_opts *o,
 		_exit(1);
 	}
 	memset(&r, 0, sizeof(r));
+	/* Never destroyed: the process ends with the run (_exit). */
+	pthread_mutex_init(&r.lock, NULL);
 	for (k = 0; k < n; k++)
 		r.policies[k] = files[k];
 	r.npolicies = n;

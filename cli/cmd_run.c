@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,6 +300,7 @@ run_free(struct run *r)
 	run_trust_free(r->trust);
 	if (r->sfd >= 0)
 		close(r->sfd);
+	pthread_mutex_destroy(&r->lock);
 }
 
 int
@@ -309,6 +311,8 @@ cmd_run(int argc, char **argv)
 	int rc;
 
 	memset(&r, 0, sizeof(r));
+	/* The engine's (run.h); its copy is made unlocked at the fork. */
+	pthread_mutex_init(&r.lock, NULL);
 	r.sfd = -1;
 	r.esock = -1;
 	r.status = RUN_FAILED;

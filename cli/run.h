@@ -9,6 +9,7 @@
 #ifndef PH_RUN_H
 #define PH_RUN_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -59,6 +60,9 @@ struct run {
 	struct sockguard_allow unix_allow[RUN_UNIX_MAX]; /* --unix-socket */
 	size_t nunix_allow;
 	int no_capture; /* --no-capture */
+	/* --workers N: the engine's event loops (1..PROXY_GROUP_MAX); 0 in
+	 * a broker's engine, and before the options are read: one loop */
+	unsigned workers;
 	/* in the launcher: --broker PATH (or PINHOLE_BROKER); the policy
 	 * asked for is policies[0], a name (view.h VIEW_POLICY_NAME_MAX) */
 	const char *broker;
@@ -92,6 +96,15 @@ struct run {
 	uint32_t capture_skipped; /* ports of ranges too wide to capture */
 	/* in the engine: capture listeners the proxy could not take */
 	unsigned capture_dropped, capture_first_dropped;
+	/*
+	 * In the engine, with --workers N the proxies of N loops, each in
+	 * its own thread, call back into the run (a denial, a client that
+	 * refused the run CA, a line for the user): LOCK guards what they
+	 * change below and the writes to stderr or to esock.  Taken only
+	 * when something is denied, distrusted or said, never on the path
+	 * of an allowed request.  Made with the run, destroyed with it.
+	 */
+	pthread_mutex_t lock;
 	struct run_denied denied[RUN_DENIED_MAX];
 	size_t ndenied, denied_total;
 	unsigned lookups_said; /* engine: names said by on_looked_up */
@@ -234,7 +247,8 @@ int run_engine_serve(struct run *r);
 /*
  * In the engine: a line for the user (FMT ends in a newline): on stderr
  * in a run, a NOTE to the client in a broker's engine (its stderr is the
- * broker's log).
+ * broker's log).  From any loop's thread: it takes r->lock, which the
+ * caller must not hold.
  */
 void run_engine_say(struct run *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,6 +53,18 @@
 
 /* --- the engine ----------------------------------------------------------- */
 
+/*
+ * At the end, what the sandbox sent before it ended (a client's TLS
+ * alert, a last request) is read and logged before its sessions close:
+ * this many turns of each loop that do not wait (engine_serve for loop
+ * 0, the threads' own when they stop: engine.h drain_turns).
+ */
+#define DRAIN_TURNS 4
+
+static const char proxy_failed[] =
+    "the proxy did not start on the sandbox's listeners; the broker's log "
+    "says why";
+
 void
 run_engine_say(struct run *r, const char *fmt, ...)
 {
@@ -64,7 +77,9 @@ run_engine_say(struct run *r, const char *fmt, ...)
 	(void)vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	if (!r->broker_engine) {
+		pthread_mutex_lock(&r->lock);
 		fputs(line, stderr);
+		pthread_mutex_unlock(&r->lock);
 		return;
 	}
 	/* A NOTE is one line, printable, without the "pinhole: " and the
@@ -77,10 +92,13 @@ run_engine_say(struct run *r, const char *fmt, ...)
 	text = line;
 	if (strncmp(line, prefix, sizeof(prefix) - 1) == 0)
 		text += sizeof(prefix) - 1;
-	/* The client gone: nothing to say it to, and its end ends us. */
+	/* The client gone: nothing to say it to, and its end ends us.  One
+	 * message at a time on the socket, whichever loop speaks. */
+	pthread_mutex_lock(&r->lock);
 	if (*text != '\0')
 		(void)view_send(
 		    r->esock, VIEW_NOTE, text, strlen(text) + 1, NULL, 0);
+	pthread_mutex_unlock(&r->lock);
 }
 
 static void
@@ -96,16 +114,19 @@ on_denied(void *arg, const char *host, unsigned port)
 	else
 		snprintf(what, sizeof(what),
 		    strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+	/* Any loop's thread (run.h): the summary is one. */
+	pthread_mutex_lock(&r->lock);
 	r->denied_total++;
 	for (i = 0; i < r->ndenied; i++)
-		if (strcmp(r->denied[i].what, what) == 0) {
-			r->denied[i].n++;
-			return;
-		}
-	if (r->ndenied < RUN_DENIED_MAX) {
+		if (strcmp(r->denied[i].what, what) == 0)
+			break;
+	if (i < r->ndenied)
+		r->denied[i].n++;
+	else if (r->ndenied < RUN_DENIED_MAX) {
 		snprintf(r->denied[r->ndenied].what, sizeof(what), "%s", what);
 		r->denied[r->ndenied++].n = 1;
 	}
+	pthread_mutex_unlock(&r->lock);
 }
 
 /*
@@ -121,28 +142,33 @@ on_looked_up(void *arg, const char *name, const char *qtype)
 {
 	struct run *r = arg;
 	char esc[4 * 256 + 1]; /* a DNS name, each byte maybe \xNN */
+	unsigned said;
 
 	(void)qtype;
+	/* The stub is loop 0's; the count is taken under the lock all the
+	 * same, and the line said after (run_engine_say takes it). */
+	pthread_mutex_lock(&r->lock);
+	said = r->lookups_said++;
+	pthread_mutex_unlock(&r->lock);
 	/* The stub takes label bytes only; escaped all the same. */
 	logview_esc_buf(esc, sizeof(esc), name);
-	if (r->lookups_said < RUN_LOOKUPS_SAID && !r->no_capture)
+	if (said < RUN_LOOKUPS_SAID && !r->no_capture)
 		run_engine_say(r,
 		    "pinhole: a program looked up %s itself: no rule allows "
 		    "it, so the sandbox's DNS says it does not exist "
 		    "(NXDOMAIN); allow %s to let it through\n",
 		    esc, esc);
-	else if (r->lookups_said < RUN_LOOKUPS_SAID)
+	else if (said < RUN_LOOKUPS_SAID)
 		run_engine_say(r,
 		    "pinhole: a program looked up %s itself (port 53): it "
 		    "probably ignores the proxy variables "
 		    "(http_proxy/https_proxy); allow %s and use the proxy, or "
 		    "see pinhole(1) ENVIRONMENT\n",
 		    esc, esc);
-	else if (r->lookups_said == RUN_LOOKUPS_SAID)
+	else if (said == RUN_LOOKUPS_SAID)
 		run_engine_say(r,
 		    "pinhole: more names were looked up directly; "
 		    "see pinhole log\n");
-	r->lookups_said++;
 }
 
 /*
@@ -236,9 +262,12 @@ on_distrust(void *arg, const char *host, unsigned port)
 {
 	struct run *r = arg;
 
+	/* Any loop's thread (run.h). */
+	pthread_mutex_lock(&r->lock);
 	if (r->distrust_total++ == 0)
 		snprintf(r->distrust_first, sizeof(r->distrust_first),
 		    strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+	pthread_mutex_unlock(&r->lock);
 }
 
 static int
@@ -261,6 +290,13 @@ start_proxy(struct run *r, const int *fds, int nfds)
 	cf.own_name = HOSTINFO_HOSTNAME;
 	cf.capture = !r->no_capture;
 	cf.metrics = r->metrics; /* a broker's engine relays its counts */
+	/* --workers: loop 0 here, the others threads (proxy/workers.h),
+	 * started after the shedding (start_loops); a broker's engine: 0,
+	 * one loop. */
+	cf.workers = r->workers;
+	cf.drain_turns = DRAIN_TURNS;
+	if (cf.metrics != NULL)
+		cf.metrics_shard = metrics_shard_new;
 	/* What was loaded is the engine's now. */
 	r->eng = engine_new(r->base, &cf, r->load);
 	r->load = NULL;
@@ -284,8 +320,10 @@ start_proxy(struct run *r, const int *fds, int nfds)
 /*
  * What parses the sandbox's bytes keeps only what proxying needs: no
  * capability, no_new_privs, and (Landlock) reads of /etc, the trust store
- * and the libraries.  Everything else it needs is open already.  The
- * process has one thread, so the ruleset covers all of it.
+ * and the libraries.  Everything else it needs is open already.  All of
+ * this binds the calling thread only, and the threads it creates from
+ * then on: the process has one thread here, and the other loops' threads
+ * are made after (start_loops), so the ruleset covers all of them.
  */
 static void
 shed(const struct run *r)
@@ -347,8 +385,6 @@ send_summary(const struct run *r)
 	(void)view_send(r->esock, VIEW_BYE, NULL, 0, NULL, 0);
 }
 
-#define DRAIN_TURNS 4
-
 /*
  * The listeners, in LISTENERS batches until their total came (view.c
  * checks the count).  Returns how many in FDS (VIEW_LISTENERS_MAX), or
@@ -374,13 +410,38 @@ recv_listeners(struct run *r, int *fds)
 	return n;
 }
 
+/*
+ * The other loops' threads (engine_start), after shed(): capabilities,
+ * no_new_privs and the Landlock domain are each thread's own, and a
+ * thread gets them only from the thread that creates it, when it is
+ * created; a thread made before the shedding would keep the engine's
+ * privileges and read anything.  A loop that cannot start ends the run
+ * (fail closed: a sandbox served by fewer loops than asked would work,
+ * but not as asked, and a thread that cannot be made says the process
+ * is short of something): said, and the launcher told, as when the
+ * proxy does not start.  Returns 0 or -1.
+ */
+static int
+start_loops(struct run *r)
+{
+	if (engine_start(r->eng) != 0) {
+		log_warnx("run: proxy: cannot start its %u event loops; the "
+		          "command is stopped",
+		    r->workers);
+		(void)view_send(r->esock, VIEW_ERROR, proxy_failed,
+		    sizeof(proxy_failed), NULL, 0);
+		return -1;
+	}
+	if (r->verbose)
+		log_warnx("proxy: %u event loop%s", r->workers ? r->workers : 1,
+		    r->workers > 1 ? "s, one thread each" : "");
+	return 0;
+}
+
 /* The proxy on the listeners until the launcher says STOP. */
 static int
 engine_serve(struct run *r)
 {
-	static const char proxy_failed[] =
-	    "the proxy did not start on the sandbox's listeners; the "
-	    "broker's log says why";
 	static int fds[VIEW_LISTENERS_MAX];
 	struct event *ev = NULL;
 	int rc = -1, i, n;
@@ -401,21 +462,23 @@ engine_serve(struct run *r)
 		ev = event_new(r->base, r->esock, EV_READ, on_launcher, r);
 		if (ev != NULL && event_add(ev, NULL) == 0) {
 			shed(r);
-			event_base_dispatch(r->base);
-			rc = 0;
+			if ((rc = start_loops(r)) == 0)
+				event_base_dispatch(r->base);
 		}
 	}
 	if (ev != NULL)
 		event_free(ev);
 	/*
-	 * What the sandbox sent before it ended (a client's TLS alert, a
-	 * last request) is read and logged before its sessions close: a
-	 * few turns of the loop that do not wait.
+	 * What the sandbox sent before it ended is read and logged before
+	 * its sessions close: loop 0's turns here (it may still hand a
+	 * connection to a thread), then each thread's when engine_free
+	 * stops it (drain_turns), before its sessions close.
 	 */
 	for (i = 0; rc == 0 && i < DRAIN_TURNS; i++)
 		(void)event_base_loop(r->base, EVLOOP_NONBLOCK);
-	/* Sessions of processes that ended with the sandbox: close, log;
-	 * then the log (every record written). */
+	/* Sessions of processes that ended with the sandbox, in every loop
+	 * (the threads joined first): closed, logged; then the log (every
+	 * record written).  The summary is read after: no thread is left. */
 	engine_free(r->eng);
 	r->eng = NULL;
 	if (rc == 0)

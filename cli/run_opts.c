@@ -15,6 +15,7 @@
 #include "netns/env.h"
 #include "netns/limits.h"
 #include "netns/mount.h"
+#include "proxy/proxy.h"
 
 static void
 run_usage(FILE *f)
@@ -73,6 +74,10 @@ run_usage(FILE *f)
 	    "      --no-capture       no transparent capture: only programs "
 	    "that honour\n"
 	    "                         the proxy variables get out\n"
+	    "      --workers N        the proxy's event loops, one thread "
+	    "each (1-%u;\n"
+	    "                         default 1: one sandbox's proxy; see "
+	    "pinhole(1))\n"
 	    "      --broker PATH      use the broker at Unix socket PATH "
 	    "(pinhole proxy\n"
 	    "                         --broker): it holds the secrets; "
@@ -89,7 +94,8 @@ run_usage(FILE *f)
 	    "but for the tool\ncaches); the environment holds PATH, HOME, "
 	    "USER, LOGNAME, TERM, LANG,\nLC_*, TZ and the proxy variables.  "
 	    "Exit status: the command's; 125 when\npinhole failed before it "
-	    "ran.  If the sandbox will not start: pinhole doctor.\n");
+	    "ran.  If the sandbox will not start: pinhole doctor.\n",
+	    (unsigned)PROXY_GROUP_MAX);
 }
 
 /* --- options -------------------------------------------------------------- */
@@ -215,6 +221,34 @@ limit_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 }
 
 /*
+ * --workers N: the engine's event loops, 1 to PROXY_GROUP_MAX, digits
+ * only (strtoul would take a sign and blanks).  Returns 1 if taken.
+ */
+static int
+workers_opt(struct run *r, int argc, char **argv, int *i, int *bad)
+{
+	const char *v;
+	unsigned long n = 0;
+	size_t k;
+
+	if (strcmp(argv[*i], "--workers") != 0)
+		return 0;
+	if ((*bad = need(argc, argv, *i, 1)) != 0)
+		return 1;
+	v = argv[++*i];
+	for (k = 0; v[k] >= '0' && v[k] <= '9' && n <= PROXY_GROUP_MAX; k++)
+		n = n * 10 + (unsigned long)(v[k] - '0');
+	if (k == 0 || v[k] != '\0' || n < 1 || n > PROXY_GROUP_MAX) {
+		log_warnx("run: --workers: bad value '%s' (the proxy's event "
+		          "loops: 1 to %u)",
+		    v, (unsigned)PROXY_GROUP_MAX);
+		*bad = -1;
+	} else
+		r->workers = (unsigned)n;
+	return 1;
+}
+
+/*
  * --unix-socket PATH: the socket file is identified now, outside, by its
  * device and inode; the sandbox reaches that one socket, by any path it
  * sees it at.
@@ -320,6 +354,10 @@ broker_opts(struct run *r)
 	else if (r->npolicies > 1)
 		why = "a second -p cannot be used with --broker: -p names the "
 		      "one policy asked of the broker";
+	else if (r->workers != 0)
+		why = "--workers cannot be used with --broker: the broker "
+		      "serves each sandbox with an engine process of its own, "
+		      "one event loop";
 	if (why != NULL) {
 		log_warnx("run: %s", why);
 		return -1;
@@ -363,6 +401,7 @@ run_parse_opts(struct run *r, int argc, char **argv)
 		}
 		if (!plain_opt(r, argc, argv, &i, &bad) &&
 		    !limit_opt(r, argc, argv, &i, &bad) &&
+		    !workers_opt(r, argc, argv, &i, &bad) &&
 		    !mount_or_env_opt(r, argc, argv, &i, &bad)) {
 			if (argv[i][0] != '-')
 				break; /* the command, without "--" */
@@ -378,5 +417,9 @@ run_parse_opts(struct run *r, int argc, char **argv)
 		return -1;
 	}
 	r->argv = &argv[i];
-	return broker_opts(r);
+	if (broker_opts(r) != 0)
+		return -1;
+	if (r->workers == 0)
+		r->workers = 1; /* one sandbox's proxy: see pinhole(1) */
+	return 0;
 }

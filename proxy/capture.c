@@ -64,7 +64,7 @@ capture_destination(const struct sockaddr *sa, socklen_t len,
     struct synth *synth, struct target_host *host, uint16_t *port)
 {
 	enum capture_dest d = CAPTURE_DEST_BAD;
-	char text[INET6_ADDRSTRLEN];
+	char text[INET6_ADDRSTRLEN], mapped[TARGET_HOST_MAX];
 	const char *name = NULL;
 	const uint8_t *addr;
 	int family, synthetic;
@@ -72,8 +72,10 @@ capture_destination(const struct sockaddr *sa, socklen_t len,
 	if (split(sa, len, &family, &addr, port) == 0 &&
 	    inet_ntop(family, addr, text, sizeof(text)) != NULL) {
 		synthetic = synth_is_synthetic(family, addr);
-		if (synthetic && synth != NULL)
-			name = synth_name(synth, family, addr);
+		if (synthetic && synth != NULL &&
+		    synth_name(synth, family, addr, mapped, sizeof(mapped)) ==
+		        0)
+			name = mapped;
 		/* Unmapped, the address still names it in the record. */
 		if (name == NULL)
 			name = text;

@@ -272,6 +272,7 @@ open_workers(struct engine *e, struct proxy_config *pc, struct policy *p)
 	wc.dns_timeout_ms = policy_timeout(p, POLICY_TIMEOUT_CONNECT);
 	wc.pc = *pc;
 	wc.shard = e->cf.metrics_shard;
+	wc.drain_turns = e->cf.drain_turns;
 	wc.base_new = engine_base_new;
 	wc.applied = on_applied;
 	wc.arg = e;

@@ -60,12 +60,23 @@ struct engine_config {
 	void *parse_arg;
 	/*
 	 * Event loops (workers.h): 0 or 1, the caller's alone, no thread;
-	 * N > 1 (at most PROXY_GROUP_MAX): N - 1 threads beside it, for a
-	 * daemon without a sandbox (no DNS stub, no refusals, no capture).
+	 * N > 1 (at most PROXY_GROUP_MAX): N - 1 threads beside it.  A
+	 * sandbox's DNS stub, refusals and notes are the caller's loop's
+	 * (engine_listen_*), as are the listeners given to engine_proxy();
+	 * their connections go round the loops; capture's synthetic
+	 * addresses are shared (synth.h).  The callbacks above (denied,
+	 * distrust) are then called from every loop's thread.
 	 */
 	unsigned workers;
 	/* With workers and metrics: each thread's shard of METRICS. */
 	struct metrics *(*metrics_shard)(struct metrics *root);
+	/*
+	 * With workers: when engine_free stops a thread, its loop first
+	 * takes this many turns that do not wait, so that what its clients
+	 * sent last is read and logged (a run's end: the caller drains its
+	 * own loop the same way); 0: none (a daemon's stop has its grace).
+	 */
+	unsigned drain_turns;
 };
 
 /*
@@ -94,7 +105,12 @@ struct proxy *engine_proxy(struct engine *);
 int engine_listen(
     struct engine *, const char *spec, enum proxy_via via, unsigned *port);
 
-/* Starts the workers' threads (none for one loop): 0, or -1 said. */
+/*
+ * Starts the workers' threads (none for one loop): 0, or -1 said.  A
+ * thread has the privileges, no_new_privs and Landlock domain of the
+ * caller's thread when this is called: a caller that sheds them does so
+ * first.
+ */
 int engine_start(struct engine *);
 
 /* Sessions open in every loop. */
@@ -137,7 +153,11 @@ void engine_reload(struct engine *);
 void engine_stop(
     struct engine *, unsigned grace_ms, void (*done)(void *), void *arg);
 
-/* Joins a pending reload, closes the sessions and the log, frees E. */
+/*
+ * Joins a pending reload; stops the threads (each after its drain_turns)
+ * and joins them, their sessions closed and logged; closes the caller's
+ * loop's sessions and the log; frees E.
+ */
 void engine_free(struct engine *);
 
 #endif

@@ -26,6 +26,7 @@
 #include "audit/audit.h"
 #include "common/hmap.h"
 #include "common/log.h"
+#include "policy/target.h"
 #include "proxy/refused.h"
 #include "proxy/synth.h"
 
@@ -339,17 +340,17 @@ struct refused {
 	uint64_t events;
 };
 
-/* EV's destination as shown: the name of a synthetic address, if known. */
+/*
+ * EV's destination as shown, in BUF (TARGET_HOST_MAX bytes): the name of
+ * a synthetic address, if known, else the address.
+ */
 static const char *
 shown_host(struct refused *r, const struct refused_event *ev, char *buf)
 {
-	const char *name = NULL;
-
-	if (r->cf.synth != NULL && synth_is_synthetic(ev->family, ev->addr))
-		name = synth_name(r->cf.synth, ev->family, ev->addr);
-	if (name != NULL)
-		return name;
-	inet_ntop(ev->family, ev->addr, buf, INET6_ADDRSTRLEN);
+	if (r->cf.synth == NULL || !synth_is_synthetic(ev->family, ev->addr) ||
+	    synth_name(
+	        r->cf.synth, ev->family, ev->addr, buf, TARGET_HOST_MAX) != 0)
+		inet_ntop(ev->family, ev->addr, buf, INET6_ADDRSTRLEN);
 	return buf;
 }
 
@@ -381,7 +382,7 @@ first_refusal(
 static void
 note(struct refused *r, const struct refused_event *ev)
 {
-	char abuf[INET6_ADDRSTRLEN];
+	char abuf[TARGET_HOST_MAX];
 	const char *host = shown_host(r, ev, abuf);
 	uint8_t key[KEY_MAX];
 	size_t hlen = strlen(host), len = 3 + hlen;

@@ -71,13 +71,13 @@ static int
 unsynth(struct session *s, struct target_host *h, uint16_t port)
 {
 	int family = h->kind == TARGET_V4 ? AF_INET : AF_INET6;
-	const char *name;
-	char why[TARGET_HOST_MAX + 128];
+	char why[TARGET_HOST_MAX + 128], name[TARGET_HOST_MAX];
 
 	if (h->kind == TARGET_NAME || s->ctx->synth == NULL ||
 	    !synth_is_synthetic(family, h->addr))
 		return 0;
-	if ((name = synth_name(s->ctx->synth, family, h->addr)) == NULL ||
+	if (synth_name(s->ctx->synth, family, h->addr, name, sizeof(name)) !=
+	        0 ||
 	    target_host_parse(name, strlen(name), h) != 0) {
 		session_note_target(s, "CONNECT", 7, h, port);
 		snprintf(why, sizeof(why),

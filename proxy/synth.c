@@ -1,13 +1,16 @@
 /*
  * synth.c: the map between names and synthetic addresses (synth.h): two
  * hash maps over the same entries (by name, by index), a list in order
- * of use for eviction, and a cursor that walks the block.
+ * of use for eviction, and a cursor that walks the block; one mutex over
+ * all of it, since a run's engine with --workers shares one map between
+ * its DNS stub and every loop's proxy.
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
 
 #include <arpa/inet.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +32,7 @@ struct sentry {
 TAILQ_HEAD(sentry_list, sentry);
 
 struct synth {
+	pthread_mutex_t lock; /* everything below */
 	struct hmap *names, *indexes;
 	struct sentry_list use;
 	size_t n;
@@ -42,6 +46,7 @@ synth_new(void)
 
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
+	pthread_mutex_init(&s->lock, NULL);
 	TAILQ_INIT(&s->use);
 	s->names = hmap_new(BUCKETS);
 	s->indexes = hmap_new(BUCKETS);
@@ -65,6 +70,7 @@ synth_free(struct synth *s)
 	}
 	hmap_free(s->names);
 	hmap_free(s->indexes);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
@@ -122,21 +128,17 @@ fresh(struct synth *s)
 	return e;
 }
 
-int
-synth_map(struct synth *s, const char *name, uint8_t v4[4], uint8_t v6[16])
+/* NAME (LEN bytes) mapped, or found, and marked used; NULL: no memory. */
+static struct sentry *
+map_locked(struct synth *s, const char *name, size_t len)
 {
 	struct hmap_entry *he;
 	struct sentry *e;
-	size_t len = strlen(name);
 
-	if (len >= TARGET_HOST_MAX)
-		return -1;
 	if ((he = hmap_find(s->names, name, len)) != NULL) {
 		e = HMAP_ITEM(he, struct sentry, by_name);
 		touch(s, e);
-	} else {
-		if ((e = fresh(s)) == NULL)
-			return -1;
+	} else if ((e = fresh(s)) != NULL) {
 		memcpy(e->name, name, len + 1);
 		e->index = htonl(next_index(s));
 		hmap_insert(s->names, &e->by_name, e->name, len);
@@ -144,7 +146,25 @@ synth_map(struct synth *s, const char *name, uint8_t v4[4], uint8_t v6[16])
 		    s->indexes, &e->by_index, &e->index, sizeof(e->index));
 		TAILQ_INSERT_TAIL(&s->use, e, use);
 	}
-	addresses(ntohl(e->index), v4, v6);
+	return e;
+}
+
+int
+synth_map(struct synth *s, const char *name, uint8_t v4[4], uint8_t v6[16])
+{
+	struct sentry *e;
+	size_t len = strlen(name);
+	uint32_t index = 0;
+
+	if (len >= TARGET_HOST_MAX)
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	if ((e = map_locked(s, name, len)) != NULL)
+		index = ntohl(e->index);
+	pthread_mutex_unlock(&s->lock);
+	if (index == 0)
+		return -1;
+	addresses(index, v4, v6);
 	return 0;
 }
 
@@ -193,22 +213,37 @@ synth_is_synthetic(int family, const uint8_t *addr)
 	return (ntohl(a) & ~(SPAN - 1)) == SYNTH_V4_NET;
 }
 
-const char *
-synth_name(struct synth *s, int family, const uint8_t *addr)
+int
+synth_name(
+    struct synth *s, int family, const uint8_t *addr, char *name, size_t len)
 {
 	struct hmap_entry *he;
 	struct sentry *e;
 	uint32_t key = htonl(index_of(family, addr));
+	int r = -1;
 
-	if (key == 0 || (he = hmap_find(s->indexes, &key, sizeof(key))) == NULL)
-		return NULL;
-	e = HMAP_ITEM(he, struct sentry, by_index);
-	touch(s, e);
-	return e->name;
+	pthread_mutex_lock(&s->lock);
+	if (key != 0 &&
+	    (he = hmap_find(s->indexes, &key, sizeof(key))) != NULL) {
+		e = HMAP_ITEM(he, struct sentry, by_index);
+		touch(s, e);
+		/* Copied under the lock: another thread's map may reuse it. */
+		if (strlen(e->name) < len) {
+			memcpy(name, e->name, strlen(e->name) + 1);
+			r = 0;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 size_t
-synth_count(const struct synth *s)
+synth_count(struct synth *s)
 {
-	return hmap_count(s->names);
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = hmap_count(s->names);
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }

@@ -19,7 +19,13 @@
  * for another name only after the block has gone round: a flood of
  * random names costs bounded memory and cannot point a name a program
  * still holds at another host quickly.  A forgotten address is refused
- * (synth_name() returns NULL), never guessed.
+ * (synth_name() fails), never guessed.
+ *
+ * Threads: a run's engine with --workers shares one map between its DNS
+ * stub (loop 0) and the proxies of every loop.  Each call takes the
+ * map's mutex for one look-up or one mapping (a stub's answer, a
+ * captured or SOCKS connection to a synthetic address: never a request
+ * on a connection), and a name is copied out under it.
  */
 #ifndef PH_SYNTH_H
 #define PH_SYNTH_H
@@ -60,13 +66,15 @@ int synth_map(struct synth *, const char *name, uint8_t v4[4], uint8_t v6[16]);
 int synth_is_synthetic(int family, const uint8_t *addr);
 
 /*
- * The name synthetic address ADDR (as for synth_is_synthetic) stands for,
- * marked used; NULL when ADDR is not synthetic or no longer mapped.  The
- * string lives until the next synth_map() or synth_free().
+ * Copies the name synthetic address ADDR (as for synth_is_synthetic)
+ * stands for into NAME (LEN bytes; TARGET_HOST_MAX holds any), marked
+ * used.  Returns 0, or -1 when ADDR is not synthetic or no longer mapped
+ * (or LEN is too small).
  */
-const char *synth_name(struct synth *, int family, const uint8_t *addr);
+int synth_name(
+    struct synth *, int family, const uint8_t *addr, char *name, size_t len);
 
 /* Names mapped now. */
-size_t synth_count(const struct synth *);
+size_t synth_count(struct synth *);
 
 #endif /* PH_SYNTH_H */

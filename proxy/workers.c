@@ -1,6 +1,7 @@
 /*
- * workers.c: the other event loops of `pinhole proxy --workers N`, each
- * in its own thread (workers.h says what is per loop and what is shared).
+ * workers.c: the other event loops of `pinhole proxy --workers N` and
+ * `pinhole run --workers N`, each in its own thread (workers.h says what
+ * is per loop and what is shared).
  *
  * A thread only runs its loop.  What it is asked to do arrives as mail:
  * a connection handed off by loop 0, a policy to swap in, a stop.  Mail
@@ -60,6 +61,7 @@ struct worker {
 	struct mail *first, **last;
 	struct mail stop; /* its stop, made in advance: it cannot fail */
 	int stop_sent; /* the stop was posted (the caller's side) */
+	int draining; /* the stop came: worker_main's turns, then the stop */
 };
 
 struct workers {
@@ -122,7 +124,12 @@ deliver(struct worker *w, struct mail *m)
 		ring(w->ws->bell);
 		break;
 	case MAIL_STOP:
-		proxy_shutdown(w->px, m->grace_ms, on_stopped, w);
+		if (w->ws->cf.drain_turns > 0) {
+			/* Out of this loop; worker_main drains, then stops. */
+			w->draining = 1;
+			event_base_loopbreak(w->base);
+		} else
+			proxy_shutdown(w->px, m->grace_ms, on_stopped, w);
 		return; /* w->stop */
 	}
 	free(m);
@@ -169,12 +176,26 @@ on_answer(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * The thread: its loop until its proxy stopped.  With drain_turns, the
+ * stop breaks the loop first; turns that do not wait then read what the
+ * clients sent last (and serve what was handed off with the stop), as
+ * the caller's loop does at a run's end; then the proxy stops, and its
+ * sessions are closed and logged on the loop.
+ */
 static void *
 worker_main(void *arg)
 {
 	struct worker *w = arg;
+	unsigned i;
 
 	event_base_loop(w->base, EVLOOP_NO_EXIT_ON_EMPTY);
+	if (w->draining) {
+		for (i = 0; i < w->ws->cf.drain_turns; i++)
+			(void)event_base_loop(w->base, EVLOOP_NONBLOCK);
+		proxy_shutdown(w->px, w->stop.grace_ms, on_stopped, w);
+		event_base_loop(w->base, EVLOOP_NO_EXIT_ON_EMPTY);
+	}
 	return NULL;
 }
 

@@ -1,6 +1,7 @@
 /*
- * workers.h: the other event loops of `pinhole proxy --workers N`, each
- * in a thread of its own, beside the caller's loop (loop 0, engine.c).
+ * workers.h: the other event loops of `pinhole proxy --workers N` and of
+ * a run's engine (`pinhole run --workers N`), each in a thread of its
+ * own, beside the caller's loop (loop 0, engine.c).
  *
  * Each loop has its own event base, resolver (a c-ares channel and its
  * cache), struct proxy (sessions, splice pipes, upstream state), TLS
@@ -48,6 +49,12 @@ struct workers_config {
 	/* Every thread's proxy stopped (workers_stop). */
 	void (*stopped)(void *arg);
 	void *arg;
+	/*
+	 * Told to stop, a thread's loop first takes this many turns that do
+	 * not wait (what its clients sent last is read and logged: a run's
+	 * end), then its proxy stops with the grace; 0: at once.
+	 */
+	unsigned drain_turns;
 };
 
 /*
@@ -83,15 +90,19 @@ int workers_handoff(void *arg, const struct proxy_handoff *h);
 void workers_set_policy(struct workers *, struct proxy_policy_share *share);
 
 /*
- * Every thread's proxy stops accepting; its sessions get GRACE_MS; then
- * its loop ends, and cf->stopped once all have.
+ * Every thread's proxy stops accepting (after cf->drain_turns); its
+ * sessions get GRACE_MS; then its loop ends, and cf->stopped once all
+ * have.
  */
 void workers_stop(struct workers *, unsigned grace_ms);
 
 /* Sessions open in the threads' proxies. */
 size_t workers_sessions(const struct workers *);
 
-/* Stops the threads if need be, joins them, frees all.  NULL: nothing. */
+/*
+ * Stops the threads if need be (no grace, after cf->drain_turns: their
+ * sessions closed and logged), joins them, frees all.  NULL: nothing.
+ */
 void workers_free(struct workers *);
 
 /* The CPUs this process may run on (sched_getaffinity), at least 1. */

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "policy/policy.h"
+#include "policy/target.h"
 #include "proxy/dnsstub.h"
 #include "proxy/synth.h"
 
@@ -86,7 +87,7 @@ check_capture(const uint8_t *p, const struct dnsstub_query *q,
 	int rec =
 	    allowed && q->qclass == 1 && (q->qtype == 1 || q->qtype == 28);
 	size_t alen = q->qtype == 1 ? 4 : 16;
-	const char *back;
+	char back[TARGET_HOST_MAX];
 
 	check(a->word != NULL && strlen(a->word) < 16);
 	check((out[3] & 0x80) &&
@@ -102,8 +103,9 @@ check_capture(const uint8_t *p, const struct dnsstub_query *q,
 	check(out[0] == 0xc0 && out[1] == 12 && out[2] == 0 &&
 	    out[3] == q->qtype && out[4] == 0 && out[5] == 1 &&
 	    out[11] == alen);
-	back = synth_name(sy, alen == 4 ? AF_INET : AF_INET6, out + 12);
-	check(back != NULL && strcmp(back, q->host.name) == 0);
+	check(synth_name(sy, alen == 4 ? AF_INET : AF_INET6, out + 12, back,
+	          sizeof(back)) == 0 &&
+	    strcmp(back, q->host.name) == 0);
 	check(synth_count(sy) <= SYNTH_MAX);
 }
 

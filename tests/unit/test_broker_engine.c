@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -238,6 +239,7 @@ static void
 broker_run(struct run *r, const char *policy, int esock, int copy)
 {
 	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
 	r->policies[0] = policy;
 	r->npolicies = 1;
 	r->esock = esock;
