@@ -36,6 +36,13 @@ struct sbx;
 #define RUN_LIST_MAX 256 /* intercepted targets, upstream-ca files */
 #define RUN_UNIX_MAX 16 /* --unix-socket */
 #define RUN_LOG_LIMIT "64M" /* what one run may write to the audit log */
+/*
+ * --workers by default: the CPUs the process may use, at most this many.
+ * Each loop keeps its own leaf certificates, upstream TLS sessions and
+ * idle upstream connections: one sandbox's few hosts, spread over more
+ * loops than this, would meet mostly cold caches.
+ */
+#define RUN_WORKERS_DEFAULT_MAX 8
 
 struct run_denied {
 	char what[300];
@@ -60,8 +67,9 @@ struct run {
 	struct sockguard_allow unix_allow[RUN_UNIX_MAX]; /* --unix-socket */
 	size_t nunix_allow;
 	int no_capture; /* --no-capture */
-	/* --workers N: the engine's event loops (1..PROXY_GROUP_MAX); 0 in
-	 * a broker's engine, and before the options are read: one loop */
+	/* --workers N: the engine's event loops (1..PROXY_GROUP_MAX; by
+	 * default the CPUs, at most RUN_WORKERS_DEFAULT_MAX); 0 in a
+	 * broker's engine, and before the options are read: one loop */
 	unsigned workers;
 	/* in the launcher: --broker PATH (or PINHOLE_BROKER); the policy
 	 * asked for is policies[0], a name (view.h VIEW_POLICY_NAME_MAX) */
@@ -133,6 +141,10 @@ extern char **environ;
  * exist).  Returns 0, 1 after --help, or -1 on a usage error (said).
  */
 int run_parse_opts(struct run *r, int argc, char **argv);
+
+/* --workers by default: the CPUs the process may use (taskset and a
+ * cpuset count), at most RUN_WORKERS_DEFAULT_MAX. */
+unsigned run_workers_default(void);
 
 /*
  * The start directory holds no home of the user's.  Returns 0, or -1

@@ -16,6 +16,7 @@
 #include "netns/limits.h"
 #include "netns/mount.h"
 #include "proxy/proxy.h"
+#include "proxy/workers.h"
 
 static void
 run_usage(FILE *f)
@@ -76,8 +77,7 @@ run_usage(FILE *f)
 	    "                         the proxy variables get out\n"
 	    "      --workers N        the proxy's event loops, one thread "
 	    "each (1-%u;\n"
-	    "                         default 1: one sandbox's proxy; see "
-	    "pinhole(1))\n"
+	    "                         default the CPUs, at most %u)\n"
 	    "      --broker PATH      use the broker at Unix socket PATH "
 	    "(pinhole proxy\n"
 	    "                         --broker): it holds the secrets; "
@@ -95,7 +95,7 @@ run_usage(FILE *f)
 	    "USER, LOGNAME, TERM, LANG,\nLC_*, TZ and the proxy variables.  "
 	    "Exit status: the command's; 125 when\npinhole failed before it "
 	    "ran.  If the sandbox will not start: pinhole doctor.\n",
-	    (unsigned)PROXY_GROUP_MAX);
+	    (unsigned)PROXY_GROUP_MAX, (unsigned)RUN_WORKERS_DEFAULT_MAX);
 }
 
 /* --- options -------------------------------------------------------------- */
@@ -218,6 +218,14 @@ limit_opt(struct run *r, int argc, char **argv, int *i, int *bad)
 	if (*bad)
 		log_warnx("run: %s: bad value '%s'", o, v);
 	return 1;
+}
+
+unsigned
+run_workers_default(void)
+{
+	unsigned n = workers_cpus();
+
+	return n < RUN_WORKERS_DEFAULT_MAX ? n : RUN_WORKERS_DEFAULT_MAX;
 }
 
 /*
@@ -419,7 +427,10 @@ run_parse_opts(struct run *r, int argc, char **argv)
 	r->argv = &argv[i];
 	if (broker_opts(r) != 0)
 		return -1;
-	if (r->workers == 0)
-		r->workers = 1; /* one sandbox's proxy: see pinhole(1) */
+	/* A broker's client: the broker's engine has its one loop. */
+	if (r->workers == 0 && r->broker != NULL)
+		r->workers = 1;
+	else if (r->workers == 0)
+		r->workers = run_workers_default();
 	return 0;
 }

@@ -2,8 +2,8 @@
 # Scenario: `pinhole run --workers 2`, the sandbox's proxy on two event
 # loops.  The engine (the child of `pinhole run` that is not
 # pinhole-init) has two threads, as -v says, each without a capability
-# and with no_new_privs (made after the shedding); the default is one
-# loop, one thread.  Inside, 16 curl processes at once each make 20
+# and with no_new_privs (made after the shedding); the default is the
+# CPUs the process may use, at most 8 (one under taskset -c N).  Inside, 16 curl processes at once each make 20
 # requests on one keep-alive HTTPS connection, intercepted with a bearer
 # token injected (nginx answers only with the token): all 320 get their
 # own body; both loops served some (each thread woke many times).  Denied
@@ -123,21 +123,48 @@ switches() {
 # started RUN-PID ERRFILE LOOPS: -v said the loops, or the run ended.
 started() { file_has "$2" "^pinhole: proxy: $3 event loop" || pid_done "$1"; }
 
-# --- the default: one loop, one thread -----------------------------------------
+# --- the default: the CPUs (at most 8); one CPU, one loop --------------------
+# The CPUs this script may use (nproc follows the affinity), at most 8.
+NCPU=$(nproc)
+[ "$NCPU" -le 8 ] || NCPU=8
+if [ "$NCPU" -eq 1 ]; then
+	loops_line='^pinhole: proxy: 1 event loop$'
+else
+	loops_line="^pinhole: proxy: $NCPU event loops, one thread each\$"
+fi
 rm -f "$W/go"
 mkfifo "$W/go"
 cd "$W" || exit 1
-spawn one "$PINHOLE" run --log "$LOG" -v -p "$T/p.conf" -- sh -c 'read -r x <go'
+spawn all "$PINHOLE" run --log "$LOG" -v -p "$T/p.conf" -- sh -c 'read -r x <go'
 RUN=$SPAWNED
 cd "$T" || exit 1
-wait_for 20 started "$RUN" "$T/one.err" 1
-check "default: -v says one loop" file_has "$T/one.err" '^pinhole: proxy: 1 event loop$'
+wait_for 20 started "$RUN" "$T/all.err" "$NCPU"
+check "default: -v says $NCPU loops (the CPUs)" file_has "$T/all.err" "$loops_line"
+ENG=
 wait_for 10 engine_of "$RUN"
 check "default: the engine found" test -n "$ENG"
-equal "default: the engine has one thread" "$(threads "${ENG:-0}")" 1
+equal "default: the engine has $NCPU threads" "$(threads "${ENG:-0}")" "$NCPU"
 mark
 wait_exit "$RUN" 30
 equal "default: status" "$EXIT_STATUS" 0
+
+# Under an affinity of one CPU (taskset): one loop, no thread.
+CPU0=$(taskset -pc $$ | sed 's/.*: //; s/[,-].*//')
+rm -f "$W/go"
+mkfifo "$W/go"
+cd "$W" || exit 1
+spawn one taskset -c "$CPU0" "$PINHOLE" run --log "$LOG" -v -p "$T/p.conf" -- sh -c 'read -r x <go'
+RUN=$SPAWNED
+cd "$T" || exit 1
+wait_for 20 started "$RUN" "$T/one.err" 1
+check "one CPU: -v says one loop" file_has "$T/one.err" '^pinhole: proxy: 1 event loop$'
+ENG=
+wait_for 10 engine_of "$RUN"
+check "one CPU: the engine found" test -n "$ENG"
+equal "one CPU: the engine has one thread" "$(threads "${ENG:-0}")" 1
+mark
+wait_exit "$RUN" 30
+equal "one CPU: status" "$EXIT_STATUS" 0
 
 # --- two loops ---------------------------------------------------------------
 rm -f "$W/go" "$LOG"

@@ -4,6 +4,7 @@
  * and PINHOLE_BROKER), the command after "--" or without it, and the
  * help text naming the option.
  */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,14 +99,41 @@ test_workers_default(void **state)
 
 	(void)state;
 	assert_int_equal(parse(&r, "--", "true", NULL), 0);
-	assert_int_equal(r.workers, 1);
+	assert_int_equal(r.workers, run_workers_default());
 	assert_string_equal(r.argv[0], "true");
 	run_fini(&r);
 	/* Without "--": the first word that is not an option. */
 	assert_int_equal(parse(&r, "-v", "true", "x", NULL), 0);
-	assert_int_equal(r.workers, 1);
+	assert_int_equal(r.workers, run_workers_default());
 	assert_string_equal(r.argv[1], "x");
 	run_fini(&r);
+}
+
+/* The default is the CPUs the process may use, at most 8. */
+static void
+test_workers_cpus(void **state)
+{
+	cpu_set_t all, one;
+	struct run r;
+	int cpu = 0, n;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	n = CPU_COUNT(&all);
+	assert_int_equal(run_workers_default(),
+	    n < RUN_WORKERS_DEFAULT_MAX ? (unsigned)n
+	                                : RUN_WORKERS_DEFAULT_MAX);
+	/* Under an affinity of one CPU (taskset -c N): one loop. */
+	while (!CPU_ISSET(cpu, &all))
+		cpu++;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	assert_int_equal(run_workers_default(), 1);
+	assert_int_equal(parse(&r, "--", "true", NULL), 0);
+	assert_int_equal(r.workers, 1);
+	run_fini(&r);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
 }
 
 static void
@@ -212,6 +240,7 @@ test_help(void **state)
 	fclose(f);
 	assert_non_null(strstr(text, "--workers N"));
 	assert_non_null(strstr(text, "(1-256;"));
+	assert_non_null(strstr(text, "default the CPUs, at most 8"));
 }
 
 int
@@ -219,6 +248,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_workers_default, setup),
+	    cmocka_unit_test_setup(test_workers_cpus, setup),
 	    cmocka_unit_test_setup(test_workers_given, setup),
 	    cmocka_unit_test_setup(test_workers_refused, setup),
 	    cmocka_unit_test_setup(test_workers_not_with_broker, setup),
