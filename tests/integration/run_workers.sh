@@ -124,47 +124,36 @@ switches() {
 started() { file_has "$2" "^pinhole: proxy: $3 event loop" || pid_done "$1"; }
 
 # --- the default: the CPUs (at most 8); one CPU, one loop --------------------
+# loops_by_default NAME N [PREFIX...]: a run without --workers (started
+# under PREFIX, e.g. taskset) says N loops with -v, and its engine has N
+# threads.
+loops_by_default() {
+	local name=$1 n=$2 line='^pinhole: proxy: 1 event loop$'
+	shift 2
+	[ "$n" -eq 1 ] || line="^pinhole: proxy: $n event loops, one thread each\$"
+	rm -f "$W/go"
+	mkfifo "$W/go"
+	cd "$W" || exit 1
+	spawn "$name" "$@" "$PINHOLE" run --log "$LOG" -v -p "$T/p.conf" -- \
+		sh -c 'read -r x <go'
+	RUN=$SPAWNED
+	cd "$T" || exit 1
+	wait_for 20 started "$RUN" "$T/$name.err" "$n"
+	check "$name: -v says $n loops" file_has "$T/$name.err" "$line"
+	ENG=
+	wait_for 10 engine_of "$RUN"
+	check "$name: the engine found" test -n "$ENG"
+	equal "$name: the engine has $n threads" "$(threads "${ENG:-0}")" "$n"
+	mark
+	wait_exit "$RUN" 30
+	equal "$name: status" "$EXIT_STATUS" 0
+}
 # The CPUs this script may use (nproc follows the affinity), at most 8.
 NCPU=$(nproc)
 [ "$NCPU" -le 8 ] || NCPU=8
-if [ "$NCPU" -eq 1 ]; then
-	loops_line='^pinhole: proxy: 1 event loop$'
-else
-	loops_line="^pinhole: proxy: $NCPU event loops, one thread each\$"
-fi
-rm -f "$W/go"
-mkfifo "$W/go"
-cd "$W" || exit 1
-spawn all "$PINHOLE" run --log "$LOG" -v -p "$T/p.conf" -- sh -c 'read -r x <go'
-RUN=$SPAWNED
-cd "$T" || exit 1
-wait_for 20 started "$RUN" "$T/all.err" "$NCPU"
-check "default: -v says $NCPU loops (the CPUs)" file_has "$T/all.err" "$loops_line"
-ENG=
-wait_for 10 engine_of "$RUN"
-check "default: the engine found" test -n "$ENG"
-equal "default: the engine has $NCPU threads" "$(threads "${ENG:-0}")" "$NCPU"
-mark
-wait_exit "$RUN" 30
-equal "default: status" "$EXIT_STATUS" 0
-
-# Under an affinity of one CPU (taskset): one loop, no thread.
-CPU0=$(taskset -pc $$ | sed 's/.*: //; s/[,-].*//')
-rm -f "$W/go"
-mkfifo "$W/go"
-cd "$W" || exit 1
-spawn one taskset -c "$CPU0" "$PINHOLE" run --log "$LOG" -v -p "$T/p.conf" -- sh -c 'read -r x <go'
-RUN=$SPAWNED
-cd "$T" || exit 1
-wait_for 20 started "$RUN" "$T/one.err" 1
-check "one CPU: -v says one loop" file_has "$T/one.err" '^pinhole: proxy: 1 event loop$'
-ENG=
-wait_for 10 engine_of "$RUN"
-check "one CPU: the engine found" test -n "$ENG"
-equal "one CPU: the engine has one thread" "$(threads "${ENG:-0}")" 1
-mark
-wait_exit "$RUN" 30
-equal "one CPU: status" "$EXIT_STATUS" 0
+loops_by_default default "$NCPU"
+# Under an affinity of one CPU (the first this script may use): one.
+loops_by_default one-cpu 1 taskset -c "$(taskset -pc $$ | sed 's/.*: //; s/[,-].*//')"
 
 # --- two loops ---------------------------------------------------------------
 rm -f "$W/go" "$LOG"
