@@ -213,7 +213,7 @@ peek_event(struct bufferevent *bev, short what, void *arg)
 	struct session *s = arg;
 
 	(void)bev;
-	if (what & BEV_EVENT_EOF) {
+	if (session_clean_eof(what)) {
 		s->client.eof = 1;
 		peek_try(s);
 		return;

@@ -558,10 +558,15 @@ on_tcp_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct dnsstub *s = arg;
 
-	if ((what & BEV_EVENT_EOF) &&
+	/*
+	 * The client shut its side: the answers it asked for still go out.
+	 * Not after a reset (EOF|ERROR in one call): nothing would drain.
+	 */
+	if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) == BEV_EVENT_EOF &&
 	    evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
 		bufferevent_disable(bev, EV_READ);
-		bufferevent_setcb(bev, NULL, on_tcp_drained, NULL, s);
+		/* A write that fails, or times out, still ends it (here). */
+		bufferevent_setcb(bev, NULL, on_tcp_drained, on_tcp_event, s);
 		return;
 	}
 	tcp_close(s, bev);

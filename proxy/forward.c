@@ -1008,8 +1008,8 @@ static void
 up_broke(struct session *s, short what)
 {
 	snprintf(s->why, sizeof(s->why), "%s",
-	    (what & BEV_EVENT_EOF) ? "upstream closed the connection mid-body"
-	                           : "upstream connection failed mid-body");
+	    session_clean_eof(what) ? "upstream closed the connection mid-body"
+	                            : "upstream connection failed mid-body");
 	bufferevent_free(s->up.bev);
 	s->up.bev = NULL;
 	session_finish(s);
@@ -1022,7 +1022,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 	struct forward *fw = s->fwd;
 
 	(void)bev;
-	if ((what & BEV_EVENT_EOF) && fw->head_sent &&
+	if (session_clean_eof(what) && fw->head_sent &&
 	    fw->resp.kind == HTTP_BODY_CLOSE) {
 		/* The end of a close-delimited body: move the rest, finish. */
 		if (fw->rs.sc != NULL &&
@@ -1038,7 +1038,7 @@ up_event(struct bufferevent *bev, short what, void *arg)
 		check_done(s);
 	} else if (!fw->head_sent)
 		session_reply_close(s, 502,
-		    (what & BEV_EVENT_EOF)
+		    session_clean_eof(what)
 		        ? "upstream closed the connection before answering"
 		        : "upstream connection failed before answering");
 	else
@@ -1056,17 +1056,26 @@ static void
 client_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct session *s = arg;
+	char why[128];
+	int err;
 
 	(void)bev;
-	if ((what & BEV_EVENT_EOF) && s->fwd->req.done &&
+	if (session_clean_eof(what) && s->fwd->req.done &&
 	    s->state == SESSION_FORWARD) {
 		s->client.eof = 1; /* half-close: still answer */
 		return;
 	}
-	session_close(s,
-	    (what & BEV_EVENT_EOF)
-	        ? "the client closed the connection mid-request"
-	        : "client connection failed");
+	if (session_clean_eof(what))
+		session_close(
+		    s, "the client closed the connection mid-request");
+	else if ((err = EVUTIL_SOCKET_ERROR()) == 0)
+		/* The TLS filter over the client's socket passes no errno. */
+		session_close(s, "client connection failed");
+	else {
+		snprintf(why, sizeof(why), "client: %s",
+		    evutil_socket_error_to_string(err));
+		session_close(s, why);
+	}
 }
 
 /* --- start ---------------------------------------------------------------- */

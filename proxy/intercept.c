@@ -99,9 +99,9 @@ handshake_why(
 	if (e != 0)
 		return 0;
 	snprintf(why, len, "%s%s%s (does it trust the run CA?)",
-	    FIELD_ERR_HANGUP, (what & BEV_EVENT_EOF) ? "" : ": ",
-	    (what & BEV_EVENT_EOF) ? ""
-	                           : evutil_socket_error_to_string(sock_err));
+	    FIELD_ERR_HANGUP, session_clean_eof(what) ? "" : ": ",
+	    session_clean_eof(what) ? ""
+	                            : evutil_socket_error_to_string(sock_err));
 	return 1;
 }
 

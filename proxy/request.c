@@ -281,7 +281,7 @@ client_event(struct bufferevent *bev, short what, void *arg)
 	struct session *s = arg;
 
 	(void)bev;
-	if (what & BEV_EVENT_EOF) {
+	if (session_clean_eof(what)) {
 		/* Pipelined requests may still wait in the input: serve them. */
 		s->client.eof = 1;
 		head_try(s);

@@ -21,6 +21,8 @@
 #include <sys/queue.h>
 #include <sys/time.h>
 
+#include <event2/bufferevent.h>
+
 #include "policy/policy.h"
 #include "proxy/http.h"
 #include "proxy/via.h"
@@ -205,6 +207,19 @@ void session_reply_close(struct session *s, int status, const char *reason);
  * front's exchange over (session_reply_close answers HTTP from then on).
  */
 void session_established(struct session *s);
+
+/*
+ * WHAT, a bufferevent's event, is a clean end of the peer's sending (a
+ * FIN, or a close_notify) and nothing broke.  With deferred callbacks
+ * libevent folds what one turn met into one call: a write that failed
+ * with ECONNRESET and the read of 0 bytes after it come as EOF|ERROR,
+ * which is a reset, never a half-close to go on answering.
+ */
+static inline int
+session_clean_eof(short what)
+{
+	return (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) == BEV_EVENT_EOF;
+}
 
 /* Why a request is refused when its record cannot be written. */
 #define SESSION_AUDIT_FAILED                                                   \

@@ -97,12 +97,12 @@ client_event(struct bufferevent *bev, short what, void *arg)
 	struct session *s = arg;
 
 	(void)bev;
-	if ((what & BEV_EVENT_EOF) &&
+	if (session_clean_eof(what) &&
 	    evbuffer_get_length(bufferevent_get_input(s->client.bev)) > 0)
 		session_audit_refused(
 		    s, 0, "SOCKS: the client closed mid-handshake");
 	session_close(s,
-	    (what & BEV_EVENT_EOF)
+	    session_clean_eof(what)
 	        ? NULL
 	        : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }

@@ -47,7 +47,7 @@
 
 struct tdir {
 	struct tunnel *t;
-	const char *name; /* of the source, for errors */
+	const char *src_name, *dst_name; /* for errors: the side that failed */
 	int src, dst;
 	int pipe[2]; /* from the pool while bytes are in it, else -1 */
 	size_t inpipe; /* bytes waiting in the pipe */
@@ -93,13 +93,13 @@ tunnel_free(struct tunnel *t)
 	free(t);
 }
 
-/* Ends the tunnel (the session's close path frees T). */
+/* Ends the tunnel (the session's close path frees T); SIDE failed. */
 static void
-fail(struct tdir *d, int err)
+fail(struct tdir *d, const char *side, int err)
 {
 	char why[128];
 
-	snprintf(why, sizeof(why), "%s: %s", d->name, strerror(err));
+	snprintf(why, sizeof(why), "%s: %s", side, strerror(err));
 	session_close(d->t->s, why);
 }
 
@@ -268,13 +268,16 @@ step(struct tdir *d, int reading)
 {
 	struct session *s = d->t->s;
 
-	if ((reading && fill(d) != 0) || drain(d) != 0) {
-		fail(d, errno);
-		return;
+	/* A read fails on the source, a write on the destination. */
+	if (reading && fill(d) != 0)
+		fail(d, d->src_name, errno);
+	else if (drain(d) != 0)
+		fail(d, d->dst_name, errno);
+	else {
+		session_touch(s);
+		if (update(d))
+			session_close(s, NULL);
 	}
-	session_touch(s);
-	if (update(d))
-		session_close(s, NULL);
 }
 
 static void
@@ -335,7 +338,8 @@ dir_init(struct tunnel *t, int i, struct event_base *base)
 	struct tdir *d = &t->dir[i];
 
 	d->t = t;
-	d->name = i == 0 ? "client" : "upstream";
+	d->src_name = i == 0 ? "client" : "upstream";
+	d->dst_name = i == 0 ? "upstream" : "client";
 	d->src = t->fd[i];
 	d->dst = t->fd[1 - i];
 	d->pipe[0] = d->pipe[1] = -1;
@@ -455,7 +459,7 @@ relay_event(struct bufferevent *bev, short what, void *arg)
 	struct session_dir *d = dir_of(s, bev);
 	char why[128];
 
-	if (what & BEV_EVENT_EOF) {
+	if (session_clean_eof(what)) {
 		relay_move(s, d);
 		d->eof = 1;
 		bufferevent_setwatermark(d->dst->bev, EV_WRITE, 0, 0);

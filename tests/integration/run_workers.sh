@@ -235,11 +235,14 @@ equal "audit: 320 requests inside, allowed" \
 	"$(count "$K and .event == \"request\" and .method == \"GET\" and .decision == \"allow\" and (.path | startswith(\"/k/c\"))")" 320
 equal "audit: 320 requests inside ended with 200" \
 	"$(count "$K and .event == \"end\" and .method == \"GET\" and .status == 200 and (.path | startswith(\"/k/c\")) and .error == null")" 320
-# The four held: their request, and their end, cut by the run's end.
+# The four held: their request, and their end, cut by the run's end:
+# the command's processes are killed first, so each download's end says
+# the client's reset (proxy_reset.sh), or, when the engine stopped
+# before its loop met that reset, the proxy's shutdown.
 equal "audit: 4 held downloads allowed" \
 	"$(count "$K and .event == \"request\" and .path == \"/big\" and .decision == \"allow\"")" 4
 equal "audit: 4 held downloads closed and logged at the end" \
-	"$(count "$K and .event == \"end\" and .path == \"/big\" and .error == \"the proxy is shutting down\"")" 4
+	"$(count "$K and .event == \"end\" and .path == \"/big\" and (.error | test(\"^(client( connection failed|: Connection reset by peer|: Broken pipe)|the proxy is shutting down)\$\"))")" 4
 equal "audit: each request inside names the secret" \
 	"$(count "$K and .method == \"GET\" and .secret == \"tok\"")" $((2 * 324))
 equal "audit: nothing else of web.test" "$(count "$K")" $((2 * 20 + 2 * 324))

@@ -4,7 +4,8 @@
  * reason line, the 403 told to the context), the close path and the
  * context's callbacks, the relay budget and the head budget, both the
  * process's (several loops' contexts sharing one), when a head is worth
- * parsing again, and writes made in the turn that asks for them.
+ * parsing again, writes made in the turn that asks for them, and what
+ * counts as a clean end of the peer's sending.
  *
  * The session comes from request_new() on one end of a socketpair (see
  * fixture_proxy in fixture.h); the tests then act on it directly.
@@ -229,6 +230,23 @@ test_send_now(void **state)
 	event_base_free(base);
 }
 
+/*
+ * A clean EOF is the peer's FIN alone: EOF with ERROR (a write's reset
+ * and the read of 0 bytes, folded into one deferred call) is a failure.
+ */
+static void
+test_clean_eof(void **state)
+{
+	(void)state;
+	assert_true(session_clean_eof(BEV_EVENT_EOF));
+	assert_true(session_clean_eof(BEV_EVENT_EOF | BEV_EVENT_READING));
+	assert_false(session_clean_eof(BEV_EVENT_EOF | BEV_EVENT_ERROR));
+	assert_false(session_clean_eof(BEV_EVENT_EOF | BEV_EVENT_ERROR |
+	    BEV_EVENT_READING | BEV_EVENT_WRITING));
+	assert_false(session_clean_eof(BEV_EVENT_ERROR | BEV_EVENT_WRITING));
+	assert_false(session_clean_eof(BEV_EVENT_TIMEOUT | BEV_EVENT_READING));
+}
+
 int
 main(void)
 {
@@ -240,6 +258,7 @@ main(void)
 	    FIXTURE_PROXY_TEST(test_head_hold_shared),
 	    cmocka_unit_test(test_head_ready),
 	    cmocka_unit_test(test_send_now),
+	    cmocka_unit_test(test_clean_eof),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
