@@ -44,6 +44,7 @@
 
 #define SPLICE_MAX (1024 * 1024)
 #define SMALL_MAX (16 * 1024) /* a read this full means bulk: use a pipe */
+#define FAIL_DST (-2) /* fill's: the send to the destination failed */
 
 struct tdir {
 	struct tunnel *t;
@@ -155,7 +156,7 @@ fill_small(struct tdir *d)
 	}
 	w = send(d->dst, buf, r, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (w < 0 && errno != EAGAIN && errno != EINTR)
-		return -1;
+		return FAIL_DST;
 	w = w < 0 ? 0 : w;
 	*d->bytes += w;
 	if (w < r || r == (ssize_t)sizeof(buf))
@@ -165,7 +166,8 @@ fill_small(struct tdir *d)
 
 /*
  * Source -> pipe (or the copy of fill_small), when nothing waits.
- * Returns 0 (EOF noted in D), or -1 with errno.
+ * Returns 0 (EOF noted in D), or -1 (FAIL_DST: the destination's) with
+ * errno.
  */
 static int
 fill(struct tdir *d)
@@ -267,12 +269,13 @@ static void
 step(struct tdir *d, int reading)
 {
 	struct session *s = d->t->s;
+	int r = reading ? fill(d) : 0;
 
+	if (r == 0 && drain(d) != 0)
+		r = FAIL_DST;
 	/* A read fails on the source, a write on the destination. */
-	if (reading && fill(d) != 0)
-		fail(d, d->src_name, errno);
-	else if (drain(d) != 0)
-		fail(d, d->dst_name, errno);
+	if (r != 0)
+		fail(d, r == FAIL_DST ? d->dst_name : d->src_name, errno);
 	else {
 		session_touch(s);
 		if (update(d))
