@@ -76,19 +76,33 @@ check_safe(const char *s, size_t len)
 
 /*
  * Whether the line S of LEN bytes is an allow line of the advice whose
- * paths start with "/" and a star: every path on the host.
+ * paths option is the root and a star, every path on the host: the word
+ * after " paths " is "/" and a star, ended by a space, a '}' or the
+ * line's end, or the same in quotes.  Not those bytes inside a quoted
+ * pattern: a denied path "/robotspaths /x" is advised as its directory
+ * and a star, quoted (it holds a space), one narrow word whose star the
+ * closing quote follows.
  */
 static int
 advice_opens_host(const char *s, size_t len)
 {
-	static const char lead[] = "      allow ", all[] = "paths /*";
-	size_t i;
+	static const char lead[] = "      allow ", kw[] = " paths ";
+	const char *w;
+	size_t i, rest;
 
 	if (len < sizeof(lead) - 1 || memcmp(s, lead, sizeof(lead) - 1) != 0)
 		return 0;
-	for (i = 0; i + sizeof(all) - 1 <= len; i++)
-		if (memcmp(s + i, all, sizeof(all) - 1) == 0)
+	for (i = 0; i + sizeof(kw) - 1 <= len; i++) {
+		if (memcmp(s + i, kw, sizeof(kw) - 1) != 0)
+			continue;
+		w = s + i + sizeof(kw) - 1;
+		rest = len - i - (sizeof(kw) - 1);
+		if (rest >= 4 && memcmp(w, "\"/*\"", 4) == 0)
 			return 1;
+		if (rest >= 2 && memcmp(w, "/*", 2) == 0 &&
+		    (rest == 2 || w[2] == ' ' || w[2] == '}'))
+			return 1;
+	}
 	return 0;
 }
 
