@@ -198,6 +198,27 @@ count_in() { grep -cE -- "$2" "$1" 2>/dev/null || true; }
 
 # --- certificates -------------------------------------------------------------
 
+# make_ca KEY CERT CN: a self-signed P-256 CA valid for a day; openssl's
+# messages are added to "log" beside KEY, and shown when it fails.
+make_ca() {
+	local log
+	log=$(dirname "$1")/log
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -keyout "$1" -out "$2" -days 1 -subj "/CN=$3" \
+		-addext basicConstraints=critical,CA:TRUE \
+		-addext keyUsage=critical,keyCertSign,cRLSign \
+		>>"$log" 2>&1 || { tail -20 "$log"; return 1; }
+}
+
+# gen_pin_ca: the CA an intercepting `pinhole proxy` signs with, pinned
+# in its policy as "ca cert $T/pin-ca.pem key $T/pin/ca.key" (the key
+# 0600); the clients trust it, the origins (gen_certs' CA) never do.
+gen_pin_ca() {
+	mkdir -p "$T/pin" &&
+		make_ca "$T/pin/ca.key" "$T/pin-ca.pem" "pinhole pinned test CA" &&
+		chmod 600 "$T/pin/ca.key"
+}
+
 # gen_certs: a test CA ($T/ca.pem) and a server certificate
 # ($T/server.pem, $T/server.key) for web.test, other.test, a.test, b.test,
 # ok.test and 127.0.0.1 (and *.test, which OpenSSL does not match below a
@@ -205,12 +226,7 @@ count_in() { grep -cE -- "$2" "$1" 2>/dev/null || true; }
 gen_certs() {
 	local d=$T/pki
 	mkdir -p "$d"
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-		-nodes -keyout "$d/ca.key" -out "$T/ca.pem" -days 1 \
-		-subj "/CN=pinhole test CA" \
-		-addext basicConstraints=critical,CA:TRUE \
-		-addext keyUsage=critical,keyCertSign,cRLSign \
-		>"$d/log" 2>&1 || { cat "$d/log"; return 1; }
+	make_ca "$d/ca.key" "$T/ca.pem" "pinhole test CA" || return 1
 	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
 		-keyout "$T/server.key" -out "$d/server.csr" \
 		-subj "/CN=web.test" >>"$d/log" 2>&1 || { cat "$d/log"; return 1; }

@@ -20,14 +20,7 @@ gen_host_cert echo.test || exit 1
 start_echo_server || exit 1
 start_echo_server plain || exit 1
 
-mkdir -p "$T/pin"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-	-nodes -keyout "$T/pin/ca.key" -out "$T/pin-ca.pem" -days 1 \
-	-subj "/CN=pinhole gateway test CA" \
-	-addext basicConstraints=critical,CA:TRUE \
-	-addext keyUsage=critical,keyCertSign,cRLSign \
-	>"$T/pin/log" 2>&1 || { cat "$T/pin/log"; exit 1; }
-chmod 600 "$T/pin/ca.key"
+gen_pin_ca || exit 1
 
 # The passwords (random, so that a grep for them means something) and
 # each policy's own injected value.

@@ -21,14 +21,7 @@ echo "TOKEN$$" >"$T/tok"
 chmod 600 "$T/tok"
 
 # The pinned CA the intercepting proxy signs with; curl trusts it.
-mkdir -p "$T/pin"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-	-nodes -keyout "$T/pin/ca.key" -out "$T/pin-ca.pem" -days 1 \
-	-subj "/CN=pinhole reset test CA" \
-	-addext basicConstraints=critical,CA:TRUE \
-	-addext keyUsage=critical,keyCertSign,cRLSign \
-	>"$T/pin/log" 2>&1 || { cat "$T/pin/log"; exit 1; }
-chmod 600 "$T/pin/ca.key"
+gen_pin_ca || exit 1
 cat >"$T/p.conf" <<EOF
 ca cert $T/pin-ca.pem key $T/pin/ca.key
 secret tok file $T/tok

@@ -69,12 +69,8 @@ gen_host_cert() {
 gen_other_ca() {
 	local d=$T/pki
 	[ -s "$d/ca.key" ] || gen_certs || return 1
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-		-nodes -keyout "$d/other-ca.key" -out "$T/other-ca.pem" -days 1 \
-		-subj "/CN=pinhole untrusted test CA" \
-		-addext basicConstraints=critical,CA:TRUE \
-		-addext keyUsage=critical,keyCertSign,cRLSign \
-		>>"$d/log" 2>&1 || { tail -20 "$d/log"; return 1; }
+	make_ca "$d/other-ca.key" "$T/other-ca.pem" "pinhole untrusted test CA" ||
+		return 1
 	tls_sign untrusted "$T/other-ca.pem" "$d/other-ca.key" \
 		"DNS:git.test,IP:127.0.0.1" || return 1
 	tls_sign wrong "$T/ca.pem" "$d/ca.key" "DNS:wrong.test"
