@@ -6,6 +6,11 @@
 #
 #   bench/bench_intercept.sh [PINHOLE...]    # default: build/pinhole
 #
+# Each PINHOLE is a binary, optionally followed (in the same argument) by
+# words for its `pinhole run`, to compare settings of one binary in one
+# sitting: bench/bench_intercept.sh build/pinhole 'build/pinhole
+# --workers 1'.
+#
 # A local nginx serves a 256 MiB file over HTTPS (test CA made on the
 # spot, 127.0.0.1 only).  Rows, each the median of RUNS (5) runs:
 #   direct        curl on the host, no proxy, no sandbox
@@ -43,7 +48,10 @@
 #              PINHOLE_PROXY_ARGS), the test CA pinned for its leaves,
 #              the intercepted row's rule: pinhole as the peers run,
 #              without the sandbox (not in the default PEERS)
-# Rows are interleaved: run 1 of every row, then run 2, and so on.  For
+# Rows are interleaved: run 1 of every row, then run 2, and so on, each
+# binary's intercepted row before its opaque one (an opaque row right
+# after direct's measured at half its rate with two loops, in every run:
+# bench/README.md, "The opaque row after direct").  For
 # each row, CPU per request (ka), per connection (new) and per MB (bulk)
 # of the proxy (pinhole: the run's engine; a peer: its process and its
 # children), of the client (tlsload's own rusage) and of the origin
@@ -71,9 +79,16 @@ RUN_ARGS=${RUN_ARGS:-}
 PERF=${PERF:-}
 PERF_ARGS=${PERF_ARGS:---call-graph dwarf,16384 -F 997}
 [ -z "$PERF" ] || PEERS=
-bins=()
-for b in "$@"; do bins+=("$(cd "$(dirname "$b")" && pwd)/$(basename "$b")"); done
-set -- "${bins[@]}"
+# bins: each PINHOLE as shown; binpath: its binary; binargs: its run words
+bins=() binpath=() binargs=()
+for b in "$@"; do
+	read -r b a <<<"$b"
+	b=$(cd "$(dirname "$b")" && pwd)/$(basename "$b")
+	binpath+=("$b")
+	binargs+=("$a")
+	bins+=("$b${a:+ $a}")
+done
+set -- "${binpath[@]}"
 PINHOLE=$1
 # shellcheck source=../tests/integration/lib.sh
 . "$ROOT/tests/integration/lib.sh" "$PINHOLE"
@@ -116,12 +131,16 @@ done >"$urls"
 # median of the numbers on standard input
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# one KIND PINHOLE: prints "MB/s req/s" of one run
+# one KIND I: prints "MB/s req/s" of one run of the I-th PINHOLE
 one() {
-	local kind=$1 ph=$2 pre=() ca=(--cacert "$T/work/ca.pem") big t0 t1
+	local kind=$1 i=$2 pre=() ca=(--cacert "$T/work/ca.pem") big t0 t1
 	case $kind in
 	direct) pre=(env) ;;
-	*) pre=("$ph" run --log "$T/a.jsonl" -p "$T/$kind.conf" --) ;;
+	*)
+		# shellcheck disable=SC2206 # binargs are lists of words
+		pre=("${binpath[$i]}" run ${binargs[$i]} --log "$T/a.jsonl"
+			-p "$T/$kind.conf" --)
+		;;
 	esac
 	# Intercepted, the client trusts the run CA (pinhole's bundle).
 	[ "$kind" != icpt ] || ca=()
@@ -406,10 +425,10 @@ load() {
 	case $kind in
 	direct) ;;
 	opaque | icpt)
-		ph=${bins[${row#*:}]}
-		# shellcheck disable=SC2206 # RUN_ARGS is a list of words
-		pre=("$ph" run $RUN_ARGS --log "$T/a.jsonl" -p "$T/$kind.conf" -- env
-			TLSLOAD_PROXY=127.0.0.1:3128)
+		ph=${binpath[${row#*:}]}
+		# shellcheck disable=SC2206 # RUN_ARGS, binargs: lists of words
+		pre=("$ph" run $RUN_ARGS ${binargs[${row#*:}]} --log "$T/a.jsonl"
+			-p "$T/$kind.conf" -- env TLSLOAD_PROXY=127.0.0.1:3128)
 		# shellcheck disable=SC2206 # PERF_ARGS is a list of words
 		if [ -n "$PERF" ]; then
 			p=(perf record -q -a $PERF_ARGS -o "$PERF/ka.data" --)
@@ -489,11 +508,11 @@ figures() {
 echo "bench_intercept $(date -u +%F) $(uname -sr), uid $(id -u), $RUNS runs each"
 if [ "$LOAD_ONLY" != 1 ] && [ -z "$PERF" ]; then
 	printf '%-44s %-12s %10s %10s\n' binary row 'MB/s' 'req/s'
-	for ph in "$@"; do
+	for ((i = 0; i < ${#bins[@]}; i++)); do
 		for kind in direct opaque icpt; do
-			[ "$kind" != direct ] || [ "$ph" = "$1" ] || continue
-			res=$(for ((r = 0; r < RUNS; r++)); do one "$kind" "$ph"; done)
-			printf '%-44s %-12s %10s %10s\n' "$ph" \
+			[ "$kind" != direct ] || [ "$i" = 0 ] || continue
+			res=$(for ((r = 0; r < RUNS; r++)); do one "$kind" "$i"; done)
+			printf '%-44s %-12s %10s %10s\n' "${bins[$i]}" \
 				"${kind/icpt/intercepted}" \
 				"$(cut -d' ' -f1 <<<"$res" | median)" \
 				"$(cut -d' ' -f2 <<<"$res" | median)"
@@ -507,7 +526,7 @@ if [ -n "$PERF" ]; then
 	rows=(icpt:0)
 else
 	rows=(direct)
-	for ((i = 0; i < ${#bins[@]}; i++)); do rows+=("opaque:$i" "icpt:$i"); done
+	for ((i = 0; i < ${#bins[@]}; i++)); do rows+=("icpt:$i" "opaque:$i"); done
 	rows+=("${started[@]}")
 fi
 echo "tlsload: $KA_CONC connections; ka: $KA_N requests each; new: $NEW_SECS s; ${RUN_ARGS:+run $RUN_ARGS; }$(uptime)"
@@ -520,14 +539,14 @@ done
 [ -z "$PERF" ] || exit 0
 echo "after: $(uptime)"
 
-# row_name ROW: the binary (or nothing) and the row's name
+# row_name ROW: the binary (or nothing), a tab, and the row's name
 row_name() {
 	case $1 in
 	opaque:* | icpt:*)
 		local k=${1%%:*}
-		printf '%s %s' "${bins[${1#*:}]}" "${k/icpt/intercepted}"
+		printf '%s\t%s' "${bins[${1#*:}]}" "${k/icpt/intercepted}"
 		;;
-	*) printf '%s %s' - "$1" ;;
+	*) printf -- '-\t%s' "$1" ;;
 	esac
 }
 declare -A fig
@@ -536,7 +555,7 @@ printf '%-44s %-12s %9s %7s %7s | %7s %7s %7s\n' binary row 'ka/s' 'new/s' \
 	'MB/s' 'ka-us' 'new-us' 'MB-us'
 for row in "${rows[@]}"; do
 	read -r a b c d e f _ <<<"${fig[$row]}"
-	read -r rb rn <<<"$(row_name "$row")"
+	IFS=$'\t' read -r rb rn <<<"$(row_name "$row")"
 	printf '%-44s %-12s %9s %7s %7s | %7s %7s %7s\n' "$rb" "$rn" \
 		"$a" "$b" "$c" "$d" "$e" "$f"
 done
@@ -545,7 +564,7 @@ printf '%-44s %-12s %7s %7s %7s | %7s %7s %7s\n' binary row 'cl-ka' \
 	'cl-new' 'cl-MB' 'og-ka' 'og-new' 'og-MB'
 for row in "${rows[@]}"; do
 	read -r _ _ _ _ _ _ g h i j k l <<<"${fig[$row]}"
-	read -r rb rn <<<"$(row_name "$row")"
+	IFS=$'\t' read -r rb rn <<<"$(row_name "$row")"
 	printf '%-44s %-12s %7s %7s %7s | %7s %7s %7s\n' "$rb" "$rn" \
 		"$g" "$h" "$i" "$j" "$k" "$l"
 done
